@@ -1,0 +1,146 @@
+/* lockfs backend interface.
+ *
+ * The filesystem (src/fs_*.c) calls these functions and knows nothing of LDAP,
+ * tinystore or the in-process table; a backend knows nothing of FUSE.  Like
+ * libgit2's git_odb_backend, a backend is a versioned table of functions with
+ * one constructor per backend (see backends.h).
+ *
+ * Error convention: every function returns 0 or a negative errno.
+ *   -EEXIST   the lock is held by someone else (and only that)
+ *   -ENOENT   no such lock, or the lease named is no longer the holder's
+ *   -ESTALE   the caller's lease was lost (expired, broken or replaced)
+ *   -EIO      the backend failed or could not be reached in time; nothing granted
+ *   -EINVAL   the key cannot be represented by this backend
+ * Functions may block on the network for at most the configured network
+ * timeout; they are called from several threads at once and must be
+ * thread-safe.
+ */
+#ifndef LOCKFS_BACKEND_H
+#define LOCKFS_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LOCKFS_BACKEND_VERSION 1
+
+/* Fences are decimal strings: tinystore's are u128, LDAP's and local's u64. */
+#define LOCKFS_FENCE_MAX 40
+
+/* Largest content a holder may keep in a lock file (bytes).  Legacy tools
+ * write a pid; nothing longer is needed, and backends may copy it into their
+ * holder record so other hosts can read it. */
+#define LOCKFS_CONTENT_MAX 4096
+
+typedef enum {
+	LOCKFS_STATE_HELD = 0,
+	LOCKFS_STATE_STALE, /* last heartbeat older than stale_after */
+	LOCKFS_STATE_LOST,  /* the holder's lease could not be kept */
+} lockfs_lock_state;
+
+/* Who holds (or wants) a lock.  Strings are owned by whoever filled the
+ * struct; lockfs_holder_clear() frees those a backend allocated. */
+typedef struct {
+	char *host;           /* host identity of the mount */
+	int64_t pid;          /* process that took the lock */
+	uint32_t uid, gid;    /* numeric, as recorded */
+	char *user;           /* user name as recorded (may not exist here) */
+	char *command;        /* command line, spaces between arguments */
+	int64_t acquired_us;  /* unix time, µs */
+	int64_t heartbeat_us; /* last heartbeat, unix time, µs */
+	uint32_t mode;        /* st_mode the lock file was made with (type+perm) */
+} lockfs_holder;
+
+/* What a backend knows of one lock. */
+typedef struct {
+	char *key; /* path relative to the mount root, '/'-separated */
+	lockfs_holder holder;
+	char fence[LOCKFS_FENCE_MAX];
+	int64_t lease_left_ms; /* -1 when the backend has no lease (local) */
+	lockfs_lock_state state;
+	bool mine; /* held through this backend instance */
+} lockfs_lock_info;
+
+/* A granted lock.  The filesystem keeps it while the lock name exists and
+ * hands it back to heartbeat/renew/release. */
+typedef struct lockfs_lease {
+	char *key;
+	char fence[LOCKFS_FENCE_MAX];
+	int64_t renewed_mono_us; /* last successful renewal, CLOCK_MONOTONIC µs */
+	void *priv;              /* backend's own token */
+} lockfs_lease;
+
+/* What an acquisition broke on its way, if anything (for the log/notify). */
+typedef struct {
+	bool broke;
+	lockfs_lock_info previous; /* valid when broke */
+} lockfs_acquire_result;
+
+typedef struct lockfs_backend lockfs_backend;
+
+typedef void (*lockfs_list_cb)(const lockfs_lock_info *info, void *user);
+
+/* Backend properties the filesystem adapts to. */
+enum {
+	/* Other hosts may hold locks: names not held here must be looked up. */
+	LOCKFS_BACKEND_SHARED = 1u << 0,
+	/* Grants are leases that must be renewed every renew interval. */
+	LOCKFS_BACKEND_LEASES = 1u << 1,
+};
+
+struct lockfs_backend {
+	unsigned version; /* LOCKFS_BACKEND_VERSION */
+	const char *name; /* "local", "ldap", "tinystore" */
+	unsigned flags;   /* LOCKFS_BACKEND_* */
+
+	/* Take KEY for WHO.  A lock that is stale by the backend's rules is broken
+	 * first (atomically at the backend) and reported in *res.  -EEXIST if
+	 * held, -EIO if the backend failed: never a grant it did not make. */
+	int (*acquire)(lockfs_backend *be, const char *key, const lockfs_holder *who,
+	               lockfs_lease **out, lockfs_acquire_result *res);
+
+	/* Record a holder heartbeat: its time and, when CONTENT is not NULL, the
+	 * lock file's new content (backends that share holder records keep it so
+	 * other hosts read what the holder wrote). */
+	int (*heartbeat)(lockfs_backend *be, lockfs_lease *lease, int64_t now_us,
+	                 const void *content, size_t len);
+
+	/* Renew the lease (host liveness).  -ESTALE when it is gone or replaced. */
+	int (*renew)(lockfs_backend *be, lockfs_lease *lease);
+
+	/* Release only if LEASE still holds its key: -ENOENT otherwise, and
+	 * nothing is deleted.  Frees nothing: call lease_free afterwards. */
+	int (*release)(lockfs_backend *be, lockfs_lease *lease);
+
+	/* Break KEY held by someone else.  When FENCE is not NULL, only the holder
+	 * with that fence is removed (-ENOENT if the lock changed meanwhile). */
+	int (*break_lock)(lockfs_backend *be, const char *key, const char *fence,
+	                  const lockfs_holder *breaker, lockfs_lock_info *broken);
+
+	/* What is known of KEY: 0, -ENOENT or -EIO. */
+	int (*inspect)(lockfs_backend *be, const char *key, lockfs_lock_info *out);
+
+	/* Every lock whose key starts with PREFIX ("" for all). */
+	int (*list)(lockfs_backend *be, const char *prefix, lockfs_list_cb cb, void *user);
+
+	void (*lease_free)(lockfs_backend *be, lockfs_lease *lease);
+	void (*destroy)(lockfs_backend *be);
+};
+
+void lockfs_holder_clear(lockfs_holder *h);
+void lockfs_holder_copy(lockfs_holder *dst, const lockfs_holder *src);
+void lockfs_lock_info_clear(lockfs_lock_info *info);
+const char *lockfs_state_name(lockfs_lock_state s);
+
+/* Fences compare as unsigned decimal numbers of any length. */
+int lockfs_fence_cmp(const char *a, const char *b);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,260 @@
+/* The local backend: locks live in this lockfs process (one host), their
+ * fences come from a counter kept durable in a state file. */
+#include "fence_store.h"
+#include "holder.h"
+#include "log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <lockfs/backends.h>
+#include <stdio.h>
+#include <string.h>
+
+#define FENCE_BLOCK 65536
+
+typedef struct {
+	lockfs_holder holder;
+	uint64_t fence;
+} local_lock;
+
+typedef struct {
+	lockfs_backend base;
+	GMutex mu;
+	GHashTable *locks; /* key → local_lock */
+	lockfs_fence_store *fences;
+	int64_t stale_after_us; /* 0: never stale */
+} local_backend;
+
+static void local_lock_free(gpointer p)
+{
+	local_lock *l = p;
+	lockfs_holder_clear(&l->holder);
+	g_free(l);
+}
+
+static lockfs_lock_state state_of(local_backend *lb, const local_lock *l, int64_t now)
+{
+	if (lb->stale_after_us && now - l->holder.heartbeat_us > lb->stale_after_us)
+		return LOCKFS_STATE_STALE;
+	return LOCKFS_STATE_HELD;
+}
+
+static void fill_info(local_backend *lb, const char *key, const local_lock *l,
+                      lockfs_lock_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->key = g_strdup(key);
+	lockfs_holder_copy(&out->holder, &l->holder);
+	snprintf(out->fence, sizeof(out->fence), "%" PRIu64, l->fence);
+	out->lease_left_ms = -1;
+	out->state = state_of(lb, l, lockfs_now_us());
+	out->mine = true;
+}
+
+/* The lock KEY if LEASE (its fence) still holds it. */
+static local_lock *owned(local_backend *lb, const lockfs_lease *lease)
+{
+	local_lock *l = g_hash_table_lookup(lb->locks, lease->key);
+	if (!l)
+		return NULL;
+	char f[LOCKFS_FENCE_MAX];
+	snprintf(f, sizeof(f), "%" PRIu64, l->fence);
+	return strcmp(f, lease->fence) == 0 ? l : NULL;
+}
+
+static int local_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
+                         lockfs_lease **out, lockfs_acquire_result *res)
+{
+	local_backend *lb = (local_backend *)be;
+	if (res)
+		memset(res, 0, sizeof(*res));
+	g_mutex_lock(&lb->mu);
+	local_lock *l = g_hash_table_lookup(lb->locks, key);
+	if (l) {
+		if (state_of(lb, l, lockfs_now_us()) != LOCKFS_STATE_STALE) {
+			g_mutex_unlock(&lb->mu);
+			return -EEXIST;
+		}
+		if (res) {
+			res->broke = true;
+			fill_info(lb, key, l, &res->previous);
+		}
+		g_hash_table_remove(lb->locks, key);
+	}
+	uint64_t fence;
+	if (lockfs_fence_store_next(lb->fences, &fence) != 0) {
+		g_mutex_unlock(&lb->mu);
+		return -EIO;
+	}
+	l = g_new0(local_lock, 1);
+	lockfs_holder_copy(&l->holder, who);
+	l->fence = fence;
+	g_hash_table_insert(lb->locks, g_strdup(key), l);
+	g_mutex_unlock(&lb->mu);
+
+	lockfs_lease *lease = g_new0(lockfs_lease, 1);
+	lease->key = g_strdup(key);
+	snprintf(lease->fence, sizeof(lease->fence), "%" PRIu64, fence);
+	lease->renewed_mono_us = lockfs_mono_us();
+	*out = lease;
+	return 0;
+}
+
+static int local_heartbeat(lockfs_backend *be, lockfs_lease *lease, int64_t now_us,
+                           const void *content, size_t len)
+{
+	(void)content; /* the filesystem keeps local content itself */
+	(void)len;
+	local_backend *lb = (local_backend *)be;
+	g_mutex_lock(&lb->mu);
+	local_lock *l = owned(lb, lease);
+	if (l)
+		l->holder.heartbeat_us = now_us;
+	g_mutex_unlock(&lb->mu);
+	return l ? 0 : -ESTALE;
+}
+
+static int local_renew(lockfs_backend *be, lockfs_lease *lease)
+{
+	local_backend *lb = (local_backend *)be;
+	g_mutex_lock(&lb->mu);
+	local_lock *l = owned(lb, lease);
+	g_mutex_unlock(&lb->mu);
+	if (!l)
+		return -ESTALE;
+	lease->renewed_mono_us = lockfs_mono_us();
+	return 0;
+}
+
+static int local_release(lockfs_backend *be, lockfs_lease *lease)
+{
+	local_backend *lb = (local_backend *)be;
+	g_mutex_lock(&lb->mu);
+	local_lock *l = owned(lb, lease);
+	if (l)
+		g_hash_table_remove(lb->locks, lease->key);
+	g_mutex_unlock(&lb->mu);
+	return l ? 0 : -ENOENT;
+}
+
+static int local_break(lockfs_backend *be, const char *key, const char *fence,
+                       const lockfs_holder *breaker, lockfs_lock_info *broken)
+{
+	(void)breaker;
+	local_backend *lb = (local_backend *)be;
+	g_mutex_lock(&lb->mu);
+	local_lock *l = g_hash_table_lookup(lb->locks, key);
+	char f[LOCKFS_FENCE_MAX] = "";
+	if (l)
+		snprintf(f, sizeof(f), "%" PRIu64, l->fence);
+	if (!l || (fence && strcmp(f, fence) != 0)) {
+		g_mutex_unlock(&lb->mu);
+		return -ENOENT;
+	}
+	if (broken)
+		fill_info(lb, key, l, broken);
+	g_hash_table_remove(lb->locks, key);
+	g_mutex_unlock(&lb->mu);
+	return 0;
+}
+
+static int local_inspect(lockfs_backend *be, const char *key, lockfs_lock_info *out)
+{
+	local_backend *lb = (local_backend *)be;
+	g_mutex_lock(&lb->mu);
+	local_lock *l = g_hash_table_lookup(lb->locks, key);
+	if (l)
+		fill_info(lb, key, l, out);
+	g_mutex_unlock(&lb->mu);
+	return l ? 0 : -ENOENT;
+}
+
+static int local_list(lockfs_backend *be, const char *prefix, lockfs_list_cb cb, void *user)
+{
+	local_backend *lb = (local_backend *)be;
+	/* Copy under the lock, call back outside it: callbacks may call us. */
+	GPtrArray *infos = g_ptr_array_new();
+	g_mutex_lock(&lb->mu);
+	GHashTableIter it;
+	gpointer k, v;
+	g_hash_table_iter_init(&it, lb->locks);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		if (!g_str_has_prefix(k, prefix))
+			continue;
+		lockfs_lock_info *info = g_new(lockfs_lock_info, 1);
+		fill_info(lb, k, v, info);
+		g_ptr_array_add(infos, info);
+	}
+	g_mutex_unlock(&lb->mu);
+	for (guint i = 0; i < infos->len; i++) {
+		lockfs_lock_info *info = infos->pdata[i];
+		cb(info, user);
+		lockfs_lock_info_clear(info);
+		g_free(info);
+	}
+	g_ptr_array_free(infos, TRUE);
+	return 0;
+}
+
+static void local_lease_free(lockfs_backend *be, lockfs_lease *lease)
+{
+	(void)be;
+	if (!lease)
+		return;
+	g_free(lease->key);
+	g_free(lease);
+}
+
+static void local_destroy(lockfs_backend *be)
+{
+	local_backend *lb = (local_backend *)be;
+	g_hash_table_destroy(lb->locks);
+	lockfs_fence_store_close(lb->fences);
+	g_mutex_clear(&lb->mu);
+	g_free(lb);
+}
+
+/* A file name for MOUNT_ID: bytes outside [A-Za-z0-9._-] become %XX. */
+static char *state_name(const char *mount_id)
+{
+	GString *s = g_string_new("local");
+	for (const unsigned char *p = (const unsigned char *)mount_id; *p; p++) {
+		if (g_ascii_isalnum(*p) || *p == '.' || *p == '_' || *p == '-')
+			g_string_append_c(s, *p);
+		else
+			g_string_append_printf(s, "%%%02X", *p);
+	}
+	g_string_append(s, ".fence");
+	return g_string_free(s, FALSE);
+}
+
+lockfs_backend *lockfs_local_backend_new(const lockfs_config *cfg, const char *mount_id,
+                                         GError **error)
+{
+	const lockfs_settings *s = lockfs_config_settings(cfg);
+	g_autofree char *name = state_name(mount_id ? mount_id : "");
+	g_autofree char *path = g_build_filename(s->state_dir, name, NULL);
+	lockfs_fence_store *fences = lockfs_fence_store_open(path, FENCE_BLOCK, error);
+	if (!fences)
+		return NULL;
+	local_backend *lb = g_new0(local_backend, 1);
+	lb->base = (lockfs_backend){
+		.version = LOCKFS_BACKEND_VERSION,
+		.name = "local",
+		.flags = 0,
+		.acquire = local_acquire,
+		.heartbeat = local_heartbeat,
+		.renew = local_renew,
+		.release = local_release,
+		.break_lock = local_break,
+		.inspect = local_inspect,
+		.list = local_list,
+		.lease_free = local_lease_free,
+		.destroy = local_destroy,
+	};
+	g_mutex_init(&lb->mu);
+	lb->locks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, local_lock_free);
+	lb->fences = fences;
+	lb->stale_after_us = s->stale_after_ms * 1000;
+	return &lb->base;
+}

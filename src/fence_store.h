@@ -1,0 +1,26 @@
+/* A durable, strictly increasing counter kept in a state file.
+ *
+ * Writing the file for every fence would put an fsync on every acquisition,
+ * so the file records a reservation: numbers up to `reserved` may have been
+ * handed out.  On start the counter resumes above the reservation, so a fence
+ * is never repeated across restarts or crashes; a new block is reserved (and
+ * the file rewritten safely) only when the current one is used up. */
+#ifndef LOCKFS_FENCE_STORE_H
+#define LOCKFS_FENCE_STORE_H
+
+#include <glib.h>
+#include <stdint.h>
+
+typedef struct lockfs_fence_store lockfs_fence_store;
+
+/* Open (creating when missing) and lock PATH; reserves the first block, so a
+ * state file that cannot be written fails here, before anything is granted. */
+lockfs_fence_store *lockfs_fence_store_open(const char *path, uint64_t block, GError **error);
+
+/* The next fence, or -EIO when a new block could not be made durable (the
+ * reason is logged).  Not thread-safe: callers serialise. */
+int lockfs_fence_store_next(lockfs_fence_store *fs, uint64_t *out);
+
+void lockfs_fence_store_close(lockfs_fence_store *fs);
+
+#endif

@@ -1,0 +1,158 @@
+/* The lock filesystem's internal model.
+ *
+ * Nodes are inodes: an in-memory file, directory or symlink, or a file or
+ * directory of the directory lockfs is mounted over (passthrough, "disk"
+ * nodes, reached through an O_PATH descriptor).  Dentries are names in a
+ * directory.  A dentry whose name ends in the lock suffix carries the lease
+ * that makes it exist: lock names live only in memory and in the backend,
+ * whatever the directory they are in.
+ *
+ * Node ids given to the kernel are node pointers; st_ino is a small counter.
+ * Every kernel cache timeout is 0 (other processes, lockfs itself and, with
+ * shared backends, other hosts change lock names), and a hard link answers
+ * with the source's node id and nlink already counted, so both names agree
+ * the moment link() returns (research/legacy-clients.md §7.2).
+ *
+ * One mutex (fs->mu) guards the whole model.
+ */
+#ifndef LOCKFS_FS_H
+#define LOCKFS_FS_H
+
+#include <fuse_lowlevel.h>
+#include <glib.h>
+#include <lockfs/backend.h>
+#include <lockfs/config.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+
+typedef struct lfs_node lfs_node;
+typedef struct lfs_dentry lfs_dentry;
+
+typedef enum {
+	NODE_MEM,     /* in memory */
+	NODE_DISK,    /* passthrough to the directory under the mount */
+	NODE_CONTROL, /* .lockfs/ and the files in it */
+} lfs_node_kind;
+
+struct lfs_node {
+	lfs_node_kind kind;
+	uint64_t st_ino;
+	uint64_t nlookup;    /* kernel references (lookup/create/link replies) */
+	uint32_t opens;      /* open handles */
+	uint32_t nlink;      /* names in memory (dentries); disk nodes add the disk's */
+	uint32_t lock_names; /* how many of those names are lock names */
+	lfs_dentry *locks;   /* those lock names, linked through next_lock */
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	struct timespec atime, mtime, ctime;
+	bool lost;            /* its lock was broken or lost: writes fail ESTALE */
+
+	/* NODE_MEM regular file or symlink target. */
+	char *data;
+	size_t size, cap;
+
+	/* Directories (every kind): names in memory.  For disk directories only
+	 * lock names are here; ordinary names live on disk. */
+	GHashTable *children; /* name → lfs_dentry */
+	lfs_node *parent;     /* directories: where ".." leads */
+	lfs_dentry *self;     /* directories: the dentry naming this directory */
+
+	/* NODE_DISK */
+	int fd;    /* O_PATH */
+	dev_t dev; /* disk identity, key of fs->disk_nodes */
+	ino_t dino;
+
+	/* NODE_CONTROL: path relative to the mount root ("" for .lockfs itself). */
+	char *ctl_path;
+	bool ctl_status;
+};
+
+struct lfs_dentry {
+	char *name;
+	lfs_node *dir;
+	lfs_node *node;
+	/* Lock names only: */
+	lfs_dentry *next_lock;
+	lockfs_lease *lease;
+	lockfs_holder holder;
+	int64_t heartbeat_us;   /* last heartbeat seen (wall clock) */
+	int64_t hb_sent_mono;   /* last heartbeat sent to the backend */
+};
+
+typedef struct {
+	pthread_mutex_t mu;
+	const lockfs_settings *set;
+	lockfs_backend *be;
+	struct fuse_session *se;
+	char *mountpoint;
+	size_t suffix_len;
+	lfs_node *root;
+	lfs_node *control; /* .lockfs */
+	GHashTable *disk_nodes; /* "dev:ino" → lfs_node */
+	uint64_t next_ino;
+	int64_t stale_after_us;
+	int64_t heartbeat_min_us;
+	GHashTable *held; /* lease key → lock dentry holding it here */
+} lfs;
+
+extern lfs *the_fs;
+
+/* ---- fs_nodes.c: the model ---- */
+lfs_node *node_new(lfs *fs, lfs_node_kind kind, mode_t mode, uid_t uid, gid_t gid);
+void node_maybe_free(lfs *fs, lfs_node *n);
+lfs_dentry *dentry_add(lfs *fs, lfs_node *dir, const char *name, lfs_node *node);
+void dentry_remove(lfs *fs, lfs_dentry *d);
+lfs_dentry *dentry_find(lfs_node *dir, const char *name);
+bool name_is_lock(const lfs *fs, const char *name);
+char *node_key(const lfs_node *dir, const char *name); /* lock key: path from the root */
+int node_getattr(lfs *fs, lfs_node *n, struct stat *st);
+void node_touch(lfs_node *n, bool m, bool c);
+lfs_dentry *node_lock_dentry(lfs *fs, lfs_node *n); /* one lock name of N, or NULL */
+int node_set_size(lfs_node *n, size_t size);
+static inline fuse_ino_t node_id(lfs *fs, lfs_node *n)
+{
+	return n == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
+}
+static inline lfs_node *node_of(lfs *fs, fuse_ino_t ino)
+{
+	return ino == FUSE_ROOT_ID ? fs->root : (lfs_node *)(uintptr_t)ino;
+}
+
+/* ---- fs_locks.c: lock names ---- */
+struct lfs_caller {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+};
+int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
+                  const struct lfs_caller *who, lfs_dentry **out);
+int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who);
+int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, bool content_changed);
+/* Break D if its lock is stale; true when it was removed. */
+bool locks_expire_if_stale(lfs *fs, lfs_dentry *d);
+void locks_release_all(lfs *fs);
+int locks_check_writable(lfs *fs, lfs_node *n);
+
+/* ---- fs_passthrough.c: disk nodes ---- */
+int disk_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out);
+int disk_open(lfs_node *n, int flags);
+int disk_getattr(lfs_node *n, struct stat *st);
+lfs_node *disk_node_for_fd(lfs *fs, int fd, const struct stat *st);
+char *disk_proc_path(const lfs_node *n);
+bool dir_is_empty(int dirfd);
+
+/* ---- fs_control.c: .lockfs/ and user.lockfs.* ---- */
+int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out);
+char *control_render(lfs *fs, lfs_node *n, size_t *len);
+int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *types);
+int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out);
+void xattr_list(lfs *fs, lfs_node *n, GString *out);
+
+/* ---- fs_ops.c ---- */
+extern const struct fuse_lowlevel_ops lfs_ops;
+lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpoint,
+             int under_fd, bool passthrough);
+
+#endif

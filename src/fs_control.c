@@ -1,0 +1,249 @@
+/* The inspection view: .lockfs/status, .lockfs/PATH.lock, and the same facts
+ * as user.lockfs.* extended attributes on lock files.  Never part of a lock
+ * file's content: tools read their own bytes back (legacy-clients.md §7.3). */
+#include "fs.h"
+#include "holder.h"
+
+#include <errno.h>
+#include <string.h>
+
+/* What is known of KEY: from this mount's own dentry when it holds the lock
+ * (freshest heartbeat), else from the backend. */
+static int info_for(lfs *fs, const char *key, lockfs_lock_info *out)
+{
+	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+	if (!d)
+		return fs->be->inspect(fs->be, key, out);
+	memset(out, 0, sizeof(*out));
+	out->key = g_strdup(key);
+	lockfs_holder_copy(&out->holder, &d->holder);
+	out->holder.heartbeat_us = d->heartbeat_us;
+	g_strlcpy(out->fence, d->lease->fence, sizeof(out->fence));
+	out->lease_left_ms = -1;
+	out->mine = true;
+	if (d->node->lost)
+		out->state = LOCKFS_STATE_LOST;
+	else if (fs->stale_after_us && lockfs_now_us() - d->heartbeat_us > fs->stale_after_us)
+		out->state = LOCKFS_STATE_STALE;
+	else
+		out->state = LOCKFS_STATE_HELD;
+	return 0;
+}
+
+/* Keys in one line: space, tab, newline and backslash as octal escapes, the
+ * way /proc/mounts writes paths. */
+static void escaped(GString *out, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\\')
+			g_string_append_printf(out, "\\%03o", (unsigned char)*s);
+		else
+			g_string_append_c(out, *s);
+	}
+}
+
+static char *iso_time(int64_t us)
+{
+	g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc(us / G_USEC_PER_SEC);
+	return t ? g_date_time_format(t, "%Y-%m-%dT%H:%M:%SZ") : g_strdup("-");
+}
+
+static int64_t age_s(int64_t us)
+{
+	int64_t a = (lockfs_now_us() - us) / G_USEC_PER_SEC;
+	return a < 0 ? 0 : a;
+}
+
+static void status_line(const lockfs_lock_info *i, GString *out)
+{
+	escaped(out, i->key);
+	g_string_append_printf(out,
+	                       " state=%s fence=%s host=%s pid=%" G_GINT64_FORMAT
+	                       " uid=%u user=",
+	                       lockfs_state_name(i->state), i->fence, i->holder.host ? i->holder.host : "-",
+	                       i->holder.pid, i->holder.uid);
+	escaped(out, i->holder.user ? i->holder.user : "-");
+	g_string_append_printf(out, " age=%" G_GINT64_FORMAT " heartbeat_age=%" G_GINT64_FORMAT "\n",
+	                       age_s(i->holder.acquired_us), age_s(i->holder.heartbeat_us));
+}
+
+static void lock_text(lfs *fs, const lockfs_lock_info *i, GString *out)
+{
+	g_autofree char *acq = iso_time(i->holder.acquired_us);
+	g_autofree char *hb = iso_time(i->holder.heartbeat_us);
+	g_string_append_printf(out, "lock: %s\nstate: %s\nfence: %s\n", i->key,
+	                       lockfs_state_name(i->state), i->fence);
+	g_string_append_printf(out, "host: %s\npid: %" G_GINT64_FORMAT "\nuid: %u\ngid: %u\n",
+	                       i->holder.host ? i->holder.host : "-", i->holder.pid, i->holder.uid,
+	                       i->holder.gid);
+	g_string_append_printf(out, "user: %s\ncommand: %s\n", i->holder.user ? i->holder.user : "-",
+	                       i->holder.command ? i->holder.command : "");
+	g_string_append_printf(out, "acquired: %s\nheartbeat: %s\n", acq, hb);
+	g_string_append_printf(out, "age: %" G_GINT64_FORMAT "\nheartbeat_age: %" G_GINT64_FORMAT "\n",
+	                       age_s(i->holder.acquired_us), age_s(i->holder.heartbeat_us));
+	if (i->lease_left_ms >= 0)
+		g_string_append_printf(out, "lease_left_ms: %" G_GINT64_FORMAT "\n", i->lease_left_ms);
+	g_string_append_printf(out, "backend: %s\n", fs->be->name);
+}
+
+struct collect {
+	lfs *fs;
+	GPtrArray *infos;
+};
+
+static void collect_cb(const lockfs_lock_info *info, void *user)
+{
+	struct collect *c = user;
+	lockfs_lock_info *copy = g_new0(lockfs_lock_info, 1);
+	/* Prefer this mount's view of its own locks. */
+	if (info_for(c->fs, info->key, copy) != 0) {
+		copy->key = g_strdup(info->key);
+		lockfs_holder_copy(&copy->holder, &info->holder);
+		memcpy(copy->fence, info->fence, sizeof(copy->fence));
+		copy->state = info->state;
+		copy->lease_left_ms = info->lease_left_ms;
+	}
+	g_ptr_array_add(c->infos, copy);
+}
+
+static void info_free(gpointer p)
+{
+	lockfs_lock_info_clear(p);
+	g_free(p);
+}
+
+static int by_key(gconstpointer a, gconstpointer b)
+{
+	const lockfs_lock_info *x = *(lockfs_lock_info *const *)a, *y = *(lockfs_lock_info *const *)b;
+	return strcmp(x->key, y->key);
+}
+
+static GPtrArray *all_locks(lfs *fs, const char *prefix)
+{
+	struct collect c = {fs, g_ptr_array_new_with_free_func(info_free)};
+	fs->be->list(fs->be, prefix, collect_cb, &c);
+	g_ptr_array_sort(c.infos, by_key);
+	return c.infos;
+}
+
+char *control_render(lfs *fs, lfs_node *n, size_t *len)
+{
+	GString *out = g_string_new(NULL);
+	if (n->ctl_status) {
+		g_autoptr(GPtrArray) infos = all_locks(fs, "");
+		for (guint i = 0; i < infos->len; i++)
+			status_line(infos->pdata[i], out);
+	} else if (n->ctl_path) {
+		lockfs_lock_info info;
+		if (info_for(fs, n->ctl_path, &info) == 0) {
+			lock_text(fs, &info, out);
+			lockfs_lock_info_clear(&info);
+		}
+	}
+	*len = out->len;
+	return g_string_free(out, FALSE);
+}
+
+static lfs_node *control_node(lfs *fs, const char *path, mode_t mode)
+{
+	lfs_node *n = node_new(fs, NODE_CONTROL, mode, 0, 0);
+	n->ctl_path = g_strdup(path);
+	return n;
+}
+
+int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
+{
+	if (dir == fs->control && strcmp(name, "status") == 0) {
+		*out = control_node(fs, "", S_IFREG | 0444);
+		(*out)->ctl_status = true;
+		return 0;
+	}
+	g_autofree char *key =
+		*dir->ctl_path ? g_strconcat(dir->ctl_path, "/", name, NULL) : g_strdup(name);
+	lockfs_lock_info info;
+	if (name_is_lock(fs, name) && info_for(fs, key, &info) == 0) {
+		lockfs_lock_info_clear(&info);
+		*out = control_node(fs, key, S_IFREG | 0444);
+		return 0;
+	}
+	g_autofree char *prefix = g_strconcat(key, "/", NULL);
+	g_autoptr(GPtrArray) under = all_locks(fs, prefix);
+	if (!under->len)
+		return -ENOENT;
+	*out = control_node(fs, key, S_IFDIR | 0555);
+	return 0;
+}
+
+int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *types)
+{
+	g_autofree char *prefix = *dir->ctl_path ? g_strconcat(dir->ctl_path, "/", NULL) : g_strdup("");
+	g_autoptr(GPtrArray) infos = all_locks(fs, prefix);
+	g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	unsigned reg = S_IFREG >> 12, dirt = S_IFDIR >> 12;
+	if (dir == fs->control) {
+		g_ptr_array_add(names, g_strdup("status"));
+		g_array_append_val(types, reg);
+	}
+	for (guint i = 0; i < infos->len; i++) {
+		const char *rest = ((lockfs_lock_info *)infos->pdata[i])->key + strlen(prefix);
+		const char *slash = strchr(rest, '/');
+		char *name = slash ? g_strndup(rest, slash - rest) : g_strdup(rest);
+		if (!g_hash_table_add(seen, name))
+			continue;
+		unsigned type = slash ? dirt : reg;
+		g_ptr_array_add(names, g_strdup(name));
+		g_array_append_val(types, type);
+	}
+	return 0;
+}
+
+#define XATTR_PREFIX "user.lockfs."
+static const char *const xattr_names[] = {"fence", "state", "host", "pid", "user",
+                                          "command", "acquired", "heartbeat", "holder"};
+
+int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out)
+{
+	lfs_dentry *d = node_lock_dentry(fs, n);
+	if (!d || !d->lease || !g_str_has_prefix(name, XATTR_PREFIX))
+		return -ENODATA;
+	const char *k = name + strlen(XATTR_PREFIX);
+	lockfs_lock_info i;
+	if (info_for(fs, d->lease->key, &i) != 0)
+		return -ENODATA;
+	const lockfs_holder *h = &i.holder;
+	int r = 0;
+	if (!strcmp(k, "fence"))
+		g_string_append(out, i.fence);
+	else if (!strcmp(k, "state"))
+		g_string_append(out, lockfs_state_name(i.state));
+	else if (!strcmp(k, "host"))
+		g_string_append(out, h->host ? h->host : "");
+	else if (!strcmp(k, "pid"))
+		g_string_append_printf(out, "%" G_GINT64_FORMAT, h->pid);
+	else if (!strcmp(k, "user"))
+		g_string_append(out, h->user ? h->user : "");
+	else if (!strcmp(k, "command"))
+		g_string_append(out, h->command ? h->command : "");
+	else if (!strcmp(k, "acquired"))
+		g_string_append_printf(out, "%" G_GINT64_FORMAT, h->acquired_us / G_USEC_PER_SEC);
+	else if (!strcmp(k, "heartbeat"))
+		g_string_append_printf(out, "%" G_GINT64_FORMAT, h->heartbeat_us / G_USEC_PER_SEC);
+	else if (!strcmp(k, "holder"))
+		g_string_append_printf(out, "%s:%" G_GINT64_FORMAT, h->host ? h->host : "", h->pid);
+	else
+		r = -ENODATA;
+	lockfs_lock_info_clear(&i);
+	return r;
+}
+
+void xattr_list(lfs *fs, lfs_node *n, GString *out)
+{
+	lfs_dentry *d = node_lock_dentry(fs, n);
+	if (!d || !d->lease)
+		return;
+	for (size_t i = 0; i < G_N_ELEMENTS(xattr_names); i++) {
+		g_string_append(out, XATTR_PREFIX);
+		g_string_append(out, xattr_names[i]);
+		g_string_append_c(out, '\0');
+	}
+}

@@ -1,0 +1,243 @@
+/* Nodes and dentries: creation, naming, attributes, lifetime. */
+#include "fs.h"
+#include "holder.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+lfs *the_fs;
+
+lfs_node *node_new(lfs *fs, lfs_node_kind kind, mode_t mode, uid_t uid, gid_t gid)
+{
+	lfs_node *n = g_new0(lfs_node, 1);
+	n->kind = kind;
+	n->st_ino = fs->next_ino++;
+	n->mode = mode;
+	n->uid = uid;
+	n->gid = gid;
+	n->fd = -1;
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	n->atime = n->mtime = n->ctime = now;
+	if (S_ISDIR(mode))
+		n->nlink = kind == NODE_MEM ? 2 : 0;
+	return n;
+}
+
+static void node_free(lfs *fs, lfs_node *n)
+{
+	if (n->kind == NODE_DISK) {
+		g_autofree char *k = g_strdup_printf("%lu:%lu", (unsigned long)n->dev,
+		                                     (unsigned long)n->dino);
+		if (g_hash_table_lookup(fs->disk_nodes, k) == n)
+			g_hash_table_remove(fs->disk_nodes, k);
+		if (n->fd >= 0)
+			close(n->fd);
+	}
+	if (n->children)
+		g_hash_table_destroy(n->children);
+	g_free(n->data);
+	g_free(n->ctl_path);
+	g_free(n);
+}
+
+/* A node lives while the kernel references it, a handle is open, or a name
+ * (in memory) leads to it.  Disk nodes are found again from disk. */
+void node_maybe_free(lfs *fs, lfs_node *n)
+{
+	if (n == fs->root || n == fs->control || n->nlookup || n->opens)
+		return;
+	if (n->kind == NODE_MEM && n->nlink)
+		return;
+	if (n->kind == NODE_DISK && n->lock_names)
+		return;
+	if (n->children && g_hash_table_size(n->children))
+		return;
+	node_free(fs, n);
+}
+
+bool name_is_lock(const lfs *fs, const char *name)
+{
+	size_t len = strlen(name);
+	return len > fs->suffix_len &&
+	       memcmp(name + len - fs->suffix_len, fs->set->suffix, fs->suffix_len) == 0;
+}
+
+lfs_dentry *dentry_find(lfs_node *dir, const char *name)
+{
+	return dir->children ? g_hash_table_lookup(dir->children, name) : NULL;
+}
+
+lfs_dentry *dentry_add(lfs *fs, lfs_node *dir, const char *name, lfs_node *node)
+{
+	lfs_dentry *d = g_new0(lfs_dentry, 1);
+	d->name = g_strdup(name);
+	d->dir = dir;
+	d->node = node;
+	if (!dir->children)
+		dir->children = g_hash_table_new(g_str_hash, g_str_equal);
+	g_hash_table_insert(dir->children, d->name, d);
+	if (S_ISDIR(node->mode)) {
+		node->parent = dir;
+		node->self = d;
+		if (node->kind == NODE_MEM)
+			node->nlink = 2;
+		if (dir->kind == NODE_MEM)
+			dir->nlink++;
+	} else {
+		node->nlink++;
+	}
+	if (name_is_lock(fs, name)) {
+		node->lock_names++;
+		d->next_lock = node->locks;
+		node->locks = d;
+	}
+	return d;
+}
+
+/* Forget the name D (the caller has released any lease first). */
+void dentry_remove(lfs *fs, lfs_dentry *d)
+{
+	lfs_node *dir = d->dir, *node = d->node;
+	g_hash_table_remove(dir->children, d->name);
+	if (S_ISDIR(node->mode)) {
+		node->nlink = 0;
+		node->self = NULL;
+		if (dir->kind == NODE_MEM && dir->nlink > 2)
+			dir->nlink--;
+	} else if (node->nlink) {
+		node->nlink--;
+	}
+	if (name_is_lock(fs, d->name)) {
+		for (lfs_dentry **pp = &node->locks; *pp; pp = &(*pp)->next_lock)
+			if (*pp == d) {
+				*pp = d->next_lock;
+				break;
+			}
+		node->lock_names--;
+		if (d->lease && g_hash_table_lookup(fs->held, d->lease->key) == d)
+			g_hash_table_remove(fs->held, d->lease->key);
+	}
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	node->ctime = now;
+	dir->mtime = dir->ctime = now;
+	if (d->lease)
+		fs->be->lease_free(fs->be, d->lease);
+	lockfs_holder_clear(&d->holder);
+	g_free(d->name);
+	g_free(d);
+	node_maybe_free(fs, node);
+}
+
+lfs_dentry *node_lock_dentry(lfs *fs, lfs_node *n)
+{
+	(void)fs;
+	return n->locks;
+}
+
+/* The directory's path from the mount root, for lock keys and .lockfs/. */
+static void dir_path(lfs *fs, const lfs_node *dir, GString *out)
+{
+	if (!dir || dir == fs->root)
+		return;
+	if (dir->kind == NODE_DISK) {
+		/* Disk directories are named on disk (and may be renamed there):
+		 * ask the kernel where their descriptor points. */
+		g_autofree char *p = disk_proc_path(dir);
+		g_autofree char *target = g_file_read_link(p, NULL);
+		g_autofree char *rp = disk_proc_path(fs->root);
+		g_autofree char *root = g_file_read_link(rp, NULL);
+		if (target && root && g_str_has_prefix(target, root)) {
+			const char *rel = target + strlen(root);
+			while (*rel == '/')
+				rel++;
+			g_string_append(out, rel);
+		}
+		return;
+	}
+	if (!dir->self)
+		return;
+	dir_path(fs, dir->parent, out);
+	if (out->len)
+		g_string_append_c(out, '/');
+	g_string_append(out, dir->self->name);
+}
+
+char *node_key(const lfs_node *dir, const char *name)
+{
+	GString *s = g_string_new(NULL);
+	dir_path(the_fs, dir, s);
+	if (s->len)
+		g_string_append_c(s, '/');
+	g_string_append(s, name);
+	return g_string_free(s, FALSE);
+}
+
+void node_touch(lfs_node *n, bool m, bool c)
+{
+	struct timespec now;
+	clock_gettime(CLOCK_REALTIME, &now);
+	if (m)
+		n->mtime = now;
+	if (c)
+		n->ctime = now;
+}
+
+int node_set_size(lfs_node *n, size_t size)
+{
+	if (size > n->cap) {
+		size_t cap = n->cap ? n->cap : 64;
+		while (cap < size)
+			cap *= 2;
+		char *data = realloc(n->data, cap);
+		if (!data)
+			return -ENOMEM;
+		n->data = data;
+		n->cap = cap;
+	}
+	if (size > n->size)
+		memset(n->data + n->size, 0, size - n->size);
+	n->size = size;
+	return 0;
+}
+
+int node_getattr(lfs *fs, lfs_node *n, struct stat *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (n->kind == NODE_DISK) {
+		int r = disk_getattr(n, st);
+		if (r)
+			return r;
+		st->st_nlink += n->lock_names;
+	} else if (n->kind == NODE_CONTROL) {
+		st->st_mode = n->mode;
+		st->st_nlink = S_ISDIR(n->mode) ? 2 : 1;
+		st->st_uid = fs->root->uid;
+		st->st_gid = fs->root->gid;
+		if (!S_ISDIR(n->mode)) {
+			size_t len = 0;
+			g_free(control_render(fs, n, &len));
+			st->st_size = len;
+		}
+		struct timespec now;
+		clock_gettime(CLOCK_REALTIME, &now);
+		st->st_atim = st->st_mtim = st->st_ctim = now;
+	} else {
+		st->st_mode = n->mode;
+		st->st_nlink = n->nlink;
+		st->st_uid = n->uid;
+		st->st_gid = n->gid;
+		st->st_size = S_ISDIR(n->mode) ? 4096 : (off_t)n->size;
+		st->st_atim = n->atime;
+		st->st_mtim = n->mtime;
+		st->st_ctim = n->ctime;
+	}
+	st->st_ino = n->st_ino;
+	st->st_blksize = 4096;
+	st->st_blocks = (st->st_size + 511) / 512;
+	return 0;
+}

@@ -1,0 +1,1130 @@
+/* The FUSE low-level operations.  Each takes fs->mu, works on the model
+ * (fs_nodes.c), hands lock names to fs_locks.c and disk names to the
+ * directory underneath, and replies after letting go of the mutex. */
+#include "fs.h"
+#include "holder.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+/* Ordinary in-memory files are bounded so a runaway writer cannot eat the
+ * host's memory; lock files hold what tools write (a pid). */
+#define MEM_FILE_MAX (64u << 20)
+
+typedef struct {
+	lfs_node *n;
+	int fd;       /* disk nodes */
+	char *snap;   /* control files: content rendered at open */
+	size_t snap_len;
+} lfs_handle;
+
+typedef struct {
+	GPtrArray *names;
+	GArray *inos;
+	GArray *types;
+} lfs_dirlist;
+
+#define LOCK(fs) pthread_mutex_lock(&(fs)->mu)
+#define UNLOCK(fs) pthread_mutex_unlock(&(fs)->mu)
+
+static lfs *F(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static struct lfs_caller caller_of(fuse_req_t req)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	return (struct lfs_caller){.pid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid};
+}
+
+static bool is_root_uid(fuse_req_t req)
+{
+	return fuse_req_ctx(req)->uid == 0;
+}
+
+/* Count a kernel reference and fill the reply; every timeout is 0. */
+static int make_entry(lfs *fs, lfs_node *n, struct fuse_entry_param *e)
+{
+	memset(e, 0, sizeof(*e));
+	int r = node_getattr(fs, n, &e->attr);
+	if (r)
+		return r;
+	e->ino = node_id(fs, n);
+	e->generation = 1;
+	n->nlookup++;
+	return 0;
+}
+
+static int check_name(const char *name)
+{
+	size_t len = strlen(name);
+	if (len > NAME_MAX)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* The dentry NAME in DIR, after expiring it if it is a stale lock. */
+static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
+{
+	lfs_dentry *d = dentry_find(dir, name);
+	if (d && d->lease && locks_expire_if_stale(fs, d))
+		return NULL;
+	return d;
+}
+
+static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	lfs *fs = F(req);
+	struct fuse_entry_param e;
+	int r = check_name(name);
+	if (r) {
+		fuse_reply_err(req, -r);
+		return;
+	}
+	LOCK(fs);
+	lfs_node *dir = node_of(fs, parent), *n = NULL;
+	if (dir->kind == NODE_CONTROL) {
+		r = control_lookup(fs, dir, name, &n);
+	} else if (dir == fs->root && strcmp(name, ".lockfs") == 0) {
+		n = fs->control;
+	} else {
+		lfs_dentry *d = find_live(fs, dir, name);
+		if (d)
+			n = d->node;
+		else if (dir->kind == NODE_DISK && !name_is_lock(fs, name))
+			r = disk_lookup(fs, dir, name, &n);
+		else
+			r = -ENOENT;
+	}
+	if (!r)
+		r = make_entry(fs, n, &e);
+	UNLOCK(fs);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void forget_one(lfs *fs, fuse_ino_t ino, uint64_t nlookup)
+{
+	lfs_node *n = node_of(fs, ino);
+	n->nlookup = n->nlookup > nlookup ? n->nlookup - nlookup : 0;
+	node_maybe_free(fs, n);
+}
+
+static void lfs_forget(fuse_req_t req, fuse_ino_t ino, uint64_t nlookup)
+{
+	lfs *fs = F(req);
+	LOCK(fs);
+	forget_one(fs, ino, nlookup);
+	UNLOCK(fs);
+	fuse_reply_none(req);
+}
+
+static void lfs_forget_multi(fuse_req_t req, size_t count, struct fuse_forget_data *forgets)
+{
+	lfs *fs = F(req);
+	LOCK(fs);
+	for (size_t i = 0; i < count; i++)
+		forget_one(fs, forgets[i].ino, forgets[i].nlookup);
+	UNLOCK(fs);
+	fuse_reply_none(req);
+}
+
+static void lfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)fi;
+	lfs *fs = F(req);
+	struct stat st;
+	LOCK(fs);
+	int r = node_getattr(fs, node_of(fs, ino), &st);
+	UNLOCK(fs);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+static struct timespec time_of(const struct stat *attr, int which, int to_set)
+{
+	bool now = which == FUSE_SET_ATTR_ATIME ? (to_set & FUSE_SET_ATTR_ATIME_NOW)
+	                                        : (to_set & FUSE_SET_ATTR_MTIME_NOW);
+	struct timespec ts;
+	if (now)
+		clock_gettime(CLOCK_REALTIME, &ts);
+	else
+		ts = which == FUSE_SET_ATTR_ATIME ? attr->st_atim : attr->st_mtim;
+	return ts;
+}
+
+static int setattr_disk(lfs_node *n, struct stat *attr, int to_set, struct fuse_file_info *fi)
+{
+	g_autofree char *path = disk_proc_path(n);
+	if ((to_set & FUSE_SET_ATTR_MODE) && chmod(path, attr->st_mode & 07777) != 0)
+		return -errno;
+	if (to_set & (FUSE_SET_ATTR_UID | FUSE_SET_ATTR_GID)) {
+		uid_t u = (to_set & FUSE_SET_ATTR_UID) ? attr->st_uid : (uid_t)-1;
+		gid_t g = (to_set & FUSE_SET_ATTR_GID) ? attr->st_gid : (gid_t)-1;
+		if (fchownat(n->fd, "", u, g, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
+			return -errno;
+	}
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		int r = fi ? ftruncate(((lfs_handle *)(uintptr_t)fi->fh)->fd, attr->st_size)
+		           : truncate(path, attr->st_size);
+		if (r != 0)
+			return -errno;
+	}
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
+		struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+		if (to_set & FUSE_SET_ATTR_ATIME_NOW)
+			tv[0].tv_nsec = UTIME_NOW;
+		else if (to_set & FUSE_SET_ATTR_ATIME)
+			tv[0] = attr->st_atim;
+		if (to_set & FUSE_SET_ATTR_MTIME_NOW)
+			tv[1].tv_nsec = UTIME_NOW;
+		else if (to_set & FUSE_SET_ATTR_MTIME)
+			tv[1] = attr->st_mtim;
+		if (S_ISLNK(n->mode))
+			return 0;
+		if (utimensat(AT_FDCWD, path, tv, 0) != 0)
+			return -errno;
+	}
+	return 0;
+}
+
+static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
+                        struct fuse_file_info *fi)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	struct stat st;
+	int r = 0;
+	LOCK(fs);
+	lfs_node *n = node_of(fs, ino);
+	if (n->kind == NODE_CONTROL) {
+		r = -EROFS;
+		goto out;
+	}
+	bool times = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME);
+	bool size = to_set & FUSE_SET_ATTR_SIZE;
+	/* utimensat(NULL) and truncation of a lock are heartbeats; explicit
+	 * times (touch -d) only set what is shown. */
+	bool beat = (to_set & FUSE_SET_ATTR_MTIME_NOW) || size;
+	if (n->locks && (times || size)) {
+		if (n->lost) {
+			r = -ESTALE;
+			goto out;
+		}
+		for (lfs_dentry *d = n->locks; d; d = d->next_lock)
+			if (c.uid != 0 && c.uid != d->holder.uid) {
+				r = -EPERM;
+				goto out;
+			}
+	}
+	if (size && n->locks && attr->st_size > LOCKFS_CONTENT_MAX) {
+		r = -EFBIG;
+		goto out;
+	}
+	if (n->kind == NODE_DISK) {
+		r = setattr_disk(n, attr, to_set, fi);
+		if (r)
+			goto out;
+	} else {
+		if (to_set & FUSE_SET_ATTR_MODE)
+			n->mode = (n->mode & S_IFMT) | (attr->st_mode & 07777);
+		if (to_set & FUSE_SET_ATTR_UID)
+			n->uid = attr->st_uid;
+		if (to_set & FUSE_SET_ATTR_GID)
+			n->gid = attr->st_gid;
+		if (size) {
+			if (!S_ISREG(n->mode)) {
+				r = S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
+				goto out;
+			}
+			if ((size_t)attr->st_size > MEM_FILE_MAX) {
+				r = -EFBIG;
+				goto out;
+			}
+			r = node_set_size(n, attr->st_size);
+			if (r)
+				goto out;
+			node_touch(n, true, true);
+		}
+		if (to_set & FUSE_SET_ATTR_ATIME)
+			n->atime = time_of(attr, FUSE_SET_ATTR_ATIME, to_set);
+		if (to_set & FUSE_SET_ATTR_MTIME)
+			n->mtime = time_of(attr, FUSE_SET_ATTR_MTIME, to_set);
+		node_touch(n, false, true);
+	}
+	if (n->locks && beat)
+		r = locks_heartbeat(fs, n, &c, size);
+	if (!r)
+		r = node_getattr(fs, n, &st);
+out:
+	UNLOCK(fs);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_attr(req, &st, 0);
+}
+
+static void lfs_readlink(fuse_req_t req, fuse_ino_t ino)
+{
+	lfs *fs = F(req);
+	char buf[PATH_MAX + 1];
+	int r = 0;
+	LOCK(fs);
+	lfs_node *n = node_of(fs, ino);
+	if (!S_ISLNK(n->mode)) {
+		r = -EINVAL;
+	} else if (n->kind == NODE_DISK) {
+		ssize_t len = readlinkat(n->fd, "", buf, sizeof(buf) - 1);
+		if (len < 0)
+			r = -errno;
+		else
+			buf[len] = '\0';
+	} else {
+		size_t len = MIN(n->size, sizeof(buf) - 1);
+		memcpy(buf, n->data, len);
+		buf[len] = '\0';
+	}
+	UNLOCK(fs);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_readlink(req, buf);
+}
+
+/* Make NAME in DIR: a lock (taken from the backend first), a memory node, or
+ * a file of the directory underneath.  For regular files OPEN_FLAGS >= 0 asks
+ * for an open descriptor of a disk file in *FD. */
+static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, const char *target,
+                     const struct lfs_caller *c, int open_flags, lfs_node **out, int *fd)
+{
+	int r = check_name(name);
+	if (r)
+		return r;
+	if (dir->kind == NODE_CONTROL || (dir == fs->root && strcmp(name, ".lockfs") == 0))
+		return -EROFS;
+	if (!S_ISDIR(dir->mode))
+		return -ENOTDIR;
+	if (find_live(fs, dir, name))
+		return -EEXIST;
+	if (target && strlen(target) >= PATH_MAX)
+		return -ENAMETOOLONG;
+
+	bool lock = name_is_lock(fs, name);
+	if (lock || dir->kind != NODE_DISK) {
+		lfs_node *n = node_new(fs, NODE_MEM, mode, c->uid, c->gid);
+		if (dir->mode & S_ISGID) { /* BSD group semantics, as on disk */
+			n->gid = dir->gid;
+			if (S_ISDIR(mode))
+				n->mode |= S_ISGID;
+		}
+		if (target) {
+			n->data = g_strdup(target);
+			n->size = n->cap = strlen(target);
+		}
+		if (lock) {
+			r = locks_acquire(fs, dir, name, n, c, NULL);
+			if (r) {
+				node_maybe_free(fs, n);
+				return r;
+			}
+		} else {
+			dentry_add(fs, dir, name, n);
+		}
+		node_touch(dir, true, true);
+		*out = n;
+		return 0;
+	}
+
+	/* An ordinary name in a directory of the disk underneath. */
+	bool chown_it = geteuid() == 0;
+	int dfd = -1;
+	if (S_ISREG(mode)) {
+		int flags = (open_flags >= 0 ? open_flags : O_WRONLY) & ~(O_TRUNC | O_NOFOLLOW);
+		dfd = openat(dir->fd, name, flags | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
+		if (dfd < 0)
+			return -errno;
+		if (chown_it && fchown(dfd, c->uid, c->gid) != 0)
+			r = -errno;
+	} else if (S_ISDIR(mode)) {
+		if (mkdirat(dir->fd, name, mode & 07777) != 0)
+			return -errno;
+	} else if (S_ISLNK(mode)) {
+		if (symlinkat(target, dir->fd, name) != 0)
+			return -errno;
+	} else {
+		if (mknodat(dir->fd, name, mode, 0) != 0)
+			return -errno;
+	}
+	if (!r && chown_it && !S_ISREG(mode) &&
+	    fchownat(dir->fd, name, c->uid, c->gid, AT_SYMLINK_NOFOLLOW) != 0)
+		r = -errno;
+	lfs_node *n = NULL;
+	if (!r)
+		r = disk_lookup(fs, dir, name, &n);
+	if (r) {
+		if (dfd >= 0)
+			close(dfd);
+		unlinkat(dir->fd, name, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
+		return r;
+	}
+	if (fd)
+		*fd = dfd;
+	else if (dfd >= 0)
+		close(dfd);
+	*out = n;
+	return 0;
+}
+
+static void reply_made(fuse_req_t req, lfs *fs, int r, lfs_node *n)
+{
+	struct fuse_entry_param e;
+	if (!r)
+		r = make_entry(fs, n, &e);
+	UNLOCK(fs);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_entry(req, &e);
+}
+
+static void lfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                      dev_t rdev)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	lfs_node *n = NULL;
+	int r = 0;
+	/* Devices in a lock directory serve no purpose and need privilege. */
+	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
+		r = -EPERM;
+	(void)rdev;
+	LOCK(fs);
+	if (!r)
+		r = make_node(fs, node_of(fs, parent), name, mode, NULL, &c, -1, &n, NULL);
+	reply_made(req, fs, r, n);
+}
+
+static void lfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	lfs_node *n = NULL;
+	LOCK(fs);
+	int r = make_node(fs, node_of(fs, parent), name, S_IFDIR | (mode & 07777), NULL, &c, -1,
+	                  &n, NULL);
+	reply_made(req, fs, r, n);
+}
+
+static void lfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, const char *name)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	lfs_node *n = NULL;
+	LOCK(fs);
+	int r = make_node(fs, node_of(fs, parent), name, S_IFLNK | 0777, link, &c, -1, &n, NULL);
+	reply_made(req, fs, r, n);
+}
+
+static lfs_handle *handle_new(lfs_node *n, int fd)
+{
+	lfs_handle *h = g_new0(lfs_handle, 1);
+	h->n = n;
+	h->fd = fd;
+	n->opens++;
+	return h;
+}
+
+static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
+                       struct fuse_file_info *fi)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	struct fuse_entry_param e;
+	lfs_node *n = NULL;
+	int fd = -1;
+	LOCK(fs);
+	int r = make_node(fs, node_of(fs, parent), name, S_IFREG | (mode & 07777), NULL, &c,
+	                  fi->flags, &n, &fd);
+	if (!r)
+		r = make_entry(fs, n, &e);
+	if (!r)
+		fi->fh = (uintptr_t)handle_new(n, fd);
+	UNLOCK(fs);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_create(req, &e, fi);
+}
+
+static void lfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	int r = check_name(newname);
+	LOCK(fs);
+	lfs_node *n = node_of(fs, ino), *dir = node_of(fs, newparent);
+	if (r)
+		goto out;
+	if (n->kind == NODE_CONTROL || dir->kind == NODE_CONTROL ||
+	    (dir == fs->root && strcmp(newname, ".lockfs") == 0)) {
+		r = -EROFS;
+		goto out;
+	}
+	if (S_ISDIR(n->mode)) {
+		r = -EPERM;
+		goto out;
+	}
+	if (find_live(fs, dir, newname)) {
+		r = -EEXIST;
+		goto out;
+	}
+	if (name_is_lock(fs, newname)) {
+		r = locks_acquire(fs, dir, newname, n, &c, NULL);
+	} else if (n->kind == NODE_MEM && dir->kind == NODE_MEM) {
+		dentry_add(fs, dir, newname, n);
+	} else if (n->kind == NODE_DISK && dir->kind == NODE_DISK) {
+		g_autofree char *path = disk_proc_path(n);
+		if (linkat(AT_FDCWD, path, dir->fd, newname, AT_SYMLINK_FOLLOW) != 0)
+			r = -errno;
+	} else {
+		r = -EXDEV;
+	}
+	if (!r) {
+		node_touch(n, false, true);
+		node_touch(dir, true, true);
+	}
+out:
+	reply_made(req, fs, r, n);
+}
+
+static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	int r = 0;
+	LOCK(fs);
+	lfs_node *dir = node_of(fs, parent);
+	lfs_dentry *d = dentry_find(dir, name);
+	if (dir->kind == NODE_CONTROL || (dir == fs->root && strcmp(name, ".lockfs") == 0))
+		r = -EROFS;
+	else if (d && S_ISDIR(d->node->mode))
+		r = -EISDIR;
+	else if (d && d->lease)
+		r = locks_unlink(fs, d, &c);
+	else if (d)
+		dentry_remove(fs, d);
+	else if (dir->kind == NODE_DISK && !name_is_lock(fs, name))
+		r = unlinkat(dir->fd, name, 0) ? -errno : 0;
+	else
+		r = -ENOENT;
+	UNLOCK(fs);
+	fuse_reply_err(req, -r);
+}
+
+static void lfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	int r = 0;
+	LOCK(fs);
+	lfs_node *dir = node_of(fs, parent);
+	lfs_dentry *d = dentry_find(dir, name);
+	if (dir->kind == NODE_CONTROL || (dir == fs->root && strcmp(name, ".lockfs") == 0))
+		r = -EROFS;
+	else if (d && !S_ISDIR(d->node->mode))
+		r = -ENOTDIR;
+	else if (d && d->node->children && g_hash_table_size(d->node->children))
+		r = -ENOTEMPTY;
+	else if (d && d->node->kind == NODE_DISK)
+		r = -EBUSY;
+	else if (d && d->lease)
+		r = locks_unlink(fs, d, &c);
+	else if (d)
+		dentry_remove(fs, d);
+	else if (dir->kind == NODE_DISK && !name_is_lock(fs, name))
+		r = unlinkat(dir->fd, name, AT_REMOVEDIR) ? -errno : 0;
+	else
+		r = -ENOENT;
+	UNLOCK(fs);
+	fuse_reply_err(req, -r);
+}
+
+/* True when DIR is NODE or lies inside it (renaming a directory into itself). */
+static bool is_inside(lfs_node *dir, lfs_node *node)
+{
+	for (lfs_node *p = dir; p; p = p->parent)
+		if (p == node)
+			return true;
+	return false;
+}
+
+/* Rename D to NEWNAME in NEWDIR, both in memory. */
+static void dentry_move(lfs *fs, lfs_dentry *d, lfs_node *newdir, const char *newname)
+{
+	lfs_node *n = d->node;
+	n->nlookup++; /* keep the node while its name is re-made */
+	dentry_remove(fs, d);
+	dentry_add(fs, newdir, newname, n);
+	n->nlookup--;
+}
+
+static int rename_mem(lfs *fs, lfs_node *dir, const char *name, lfs_node *newdir,
+                      const char *newname, unsigned flags)
+{
+	lfs_dentry *d = dentry_find(dir, name);
+	if (!d)
+		return -ENOENT;
+	lfs_dentry *t = dentry_find(newdir, newname);
+	if (t == d)
+		return 0;
+	if (S_ISDIR(d->node->mode) && is_inside(newdir, d->node))
+		return -EINVAL;
+	if (flags & RENAME_EXCHANGE) {
+		if (!t)
+			return -ENOENT;
+		lfs_node *a = d->node, *b = t->node;
+		a->nlookup++;
+		b->nlookup++;
+		dentry_remove(fs, d);
+		dentry_remove(fs, t);
+		dentry_add(fs, newdir, newname, a);
+		dentry_add(fs, dir, name, b);
+		a->nlookup--;
+		b->nlookup--;
+		return 0;
+	}
+	if (t) {
+		if (flags & RENAME_NOREPLACE)
+			return -EEXIST;
+		if (S_ISDIR(t->node->mode) && !S_ISDIR(d->node->mode))
+			return -EISDIR;
+		if (!S_ISDIR(t->node->mode) && S_ISDIR(d->node->mode))
+			return -ENOTDIR;
+		if (t->node->children && g_hash_table_size(t->node->children))
+			return -ENOTEMPTY;
+		dentry_remove(fs, t);
+	}
+	dentry_move(fs, d, newdir, newname);
+	return 0;
+}
+
+/* An ordinary file renamed onto a free lock name takes the lock. */
+static int rename_to_lock(lfs *fs, lfs_node *dir, const char *name, lfs_node *newdir,
+                          const char *newname, const struct lfs_caller *c)
+{
+	if (find_live(fs, newdir, newname))
+		return -EEXIST;
+	lfs_dentry *d = dentry_find(dir, name);
+	lfs_node *n = NULL;
+	int r = 0;
+	if (d)
+		n = d->node;
+	else if (dir->kind == NODE_DISK)
+		r = disk_lookup(fs, dir, name, &n);
+	else
+		r = -ENOENT;
+	if (r)
+		return r;
+	if (S_ISDIR(n->mode) && n->kind == NODE_DISK)
+		return -EXDEV;
+	n->nlookup++;
+	r = locks_acquire(fs, newdir, newname, n, c, NULL);
+	if (!r) {
+		if (d)
+			dentry_remove(fs, d);
+		else if (unlinkat(dir->fd, name, 0) != 0)
+			lockfs_log(G_LOG_LEVEL_WARNING, NULL, "rename onto %s: cannot remove %s: %s",
+			           newname, name, g_strerror(errno));
+	}
+	n->nlookup--;
+	node_maybe_free(fs, n);
+	return r;
+}
+
+static void lfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
+                       const char *newname, unsigned int flags)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	int r = check_name(newname);
+	LOCK(fs);
+	lfs_node *dir = node_of(fs, parent), *newdir = node_of(fs, newparent);
+	if (r)
+		goto out;
+	if (dir->kind == NODE_CONTROL || newdir->kind == NODE_CONTROL ||
+	    (dir == fs->root && strcmp(name, ".lockfs") == 0) ||
+	    (newdir == fs->root && strcmp(newname, ".lockfs") == 0)) {
+		r = -EROFS;
+		goto out;
+	}
+	bool from_lock = name_is_lock(fs, name), to_lock = name_is_lock(fs, newname);
+	if (from_lock || (to_lock && (flags & RENAME_EXCHANGE))) {
+		/* A lock cannot move: mv falls back to copy + unlink, which is a
+		 * release and an ordinary file. */
+		r = -EXDEV;
+	} else if (to_lock) {
+		r = rename_to_lock(fs, dir, name, newdir, newname, &c);
+	} else if (dir->kind == NODE_MEM && newdir->kind == NODE_MEM) {
+		r = rename_mem(fs, dir, name, newdir, newname, flags);
+	} else if (dir->kind == NODE_DISK && newdir->kind == NODE_DISK && !dentry_find(dir, name)) {
+		r = renameat2(dir->fd, name, newdir->fd, newname, flags) ? -errno : 0;
+	} else {
+		r = -EXDEV;
+	}
+	if (!r) {
+		node_touch(dir, true, true);
+		node_touch(newdir, true, true);
+	}
+out:
+	UNLOCK(fs);
+	fuse_reply_err(req, -r);
+}
+
+static void lfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	int r = 0, fd = -1;
+	LOCK(fs);
+	lfs_node *n = node_of(fs, ino);
+	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY;
+	if (S_ISDIR(n->mode)) {
+		r = -EISDIR;
+	} else if (n->kind == NODE_CONTROL) {
+		if (writing) {
+			r = -EROFS;
+		} else {
+			lfs_handle *h = handle_new(n, -1);
+			h->snap = control_render(fs, n, &h->snap_len);
+			fi->fh = (uintptr_t)h;
+			fi->direct_io = 1;
+		}
+		UNLOCK(fs);
+		if (r)
+			fuse_reply_err(req, -r);
+		else
+			fuse_reply_open(req, fi);
+		return;
+	} else if (writing && n->locks && (r = locks_check_writable(fs, n))) {
+		/* lost */
+	} else if (n->kind == NODE_DISK) {
+		fd = disk_open(n, fi->flags);
+		if (fd < 0)
+			r = fd;
+	} else if ((fi->flags & O_TRUNC) && writing && n->size) {
+		n->size = 0;
+		node_touch(n, true, true);
+		if (n->locks)
+			r = locks_heartbeat(fs, n, &c, true);
+	}
+	if (!r)
+		fi->fh = (uintptr_t)handle_new(n, fd);
+	UNLOCK(fs);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_open(req, fi);
+}
+
+static void lfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                     struct fuse_file_info *fi)
+{
+	(void)ino;
+	lfs *fs = F(req);
+	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
+	if (h->fd >= 0) {
+		char *buf = g_malloc(size);
+		ssize_t n = pread(h->fd, buf, size, off);
+		if (n < 0)
+			fuse_reply_err(req, errno);
+		else
+			fuse_reply_buf(req, buf, n);
+		g_free(buf);
+		return;
+	}
+	if (h->snap) {
+		size_t n = (size_t)off < h->snap_len ? MIN(size, h->snap_len - off) : 0;
+		fuse_reply_buf(req, h->snap + off, n);
+		return;
+	}
+	LOCK(fs);
+	lfs_node *n = h->n;
+	size_t len = (size_t)off < n->size ? MIN(size, n->size - off) : 0;
+	char *buf = len ? g_memdup2(n->data + off, len) : NULL;
+	UNLOCK(fs); /* reads never move atime: tools take a changed atime for "now" */
+	fuse_reply_buf(req, buf, len);
+	g_free(buf);
+}
+
+static void lfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
+                      struct fuse_file_info *fi)
+{
+	(void)ino;
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
+	int r = 0;
+	ssize_t done = size;
+	LOCK(fs);
+	lfs_node *n = h->n;
+	if (n->locks || n->lost) {
+		if (n->lost) {
+			r = -ESTALE;
+			goto out;
+		}
+		for (lfs_dentry *d = n->locks; d; d = d->next_lock)
+			if (c.uid != 0 && c.uid != d->holder.uid) {
+				r = -EPERM;
+				goto out;
+			}
+		if ((size_t)off + size > LOCKFS_CONTENT_MAX) {
+			r = -EFBIG;
+			goto out;
+		}
+	}
+	if (h->fd >= 0) {
+		done = pwrite(h->fd, buf, size, off);
+		if (done < 0) {
+			r = -errno;
+			goto out;
+		}
+	} else {
+		if ((size_t)off + size > MEM_FILE_MAX) {
+			r = -EFBIG;
+			goto out;
+		}
+		if ((size_t)off + size > n->size && (r = node_set_size(n, off + size)))
+			goto out;
+		memcpy(n->data + off, buf, size);
+		node_touch(n, true, true);
+	}
+	if (n->locks)
+		r = locks_heartbeat(fs, n, &c, true);
+out:
+	UNLOCK(fs);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_write(req, done);
+}
+
+static void lfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	(void)fi;
+	fuse_reply_err(req, 0);
+}
+
+static void lfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	lfs *fs = F(req);
+	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
+	if (h->fd >= 0)
+		close(h->fd);
+	LOCK(fs);
+	h->n->opens--;
+	node_maybe_free(fs, h->n);
+	UNLOCK(fs);
+	g_free(h->snap);
+	g_free(h);
+	fuse_reply_err(req, 0);
+}
+
+static void lfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
+{
+	(void)ino;
+	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
+	int r = 0;
+	if (h->fd >= 0 && (datasync ? fdatasync(h->fd) : fsync(h->fd)) != 0)
+		r = errno;
+	fuse_reply_err(req, r);
+}
+
+static void list_add(lfs_dirlist *l, const char *name, uint64_t ino, mode_t mode)
+{
+	g_ptr_array_add(l->names, g_strdup(name));
+	g_array_append_val(l->inos, ino);
+	unsigned type = mode >> 12;
+	g_array_append_val(l->types, type);
+}
+
+static void list_disk(lfs *fs, lfs_node *dir, lfs_dirlist *l)
+{
+	int fd = openat(dir->fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	DIR *dp = fdopendir(fd);
+	if (!dp) {
+		close(fd);
+		return;
+	}
+	struct dirent *de;
+	while ((de = readdir(dp))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		/* lock names are the backend's; an old dot-lock left on disk is hidden */
+		if (name_is_lock(fs, de->d_name) || dentry_find(dir, de->d_name))
+			continue;
+		if (dir == fs->root && !strcmp(de->d_name, ".lockfs"))
+			continue;
+		list_add(l, de->d_name, de->d_ino, (mode_t)DTTOIF(de->d_type));
+	}
+	closedir(dp);
+}
+
+static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	lfs *fs = F(req);
+	lfs_dirlist *l = g_new0(lfs_dirlist, 1);
+	l->names = g_ptr_array_new_with_free_func(g_free);
+	l->inos = g_array_new(FALSE, FALSE, sizeof(uint64_t));
+	l->types = g_array_new(FALSE, FALSE, sizeof(unsigned));
+	LOCK(fs);
+	lfs_node *dir = node_of(fs, ino);
+	int r = 0;
+	if (!S_ISDIR(dir->mode)) {
+		r = -ENOTDIR;
+	} else {
+		list_add(l, ".", dir->st_ino, S_IFDIR);
+		list_add(l, "..", dir->parent ? dir->parent->st_ino : dir->st_ino, S_IFDIR);
+		if (dir->kind == NODE_CONTROL) {
+			GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
+			GArray *types = g_array_new(FALSE, FALSE, sizeof(unsigned));
+			control_readdir_names(fs, dir, names, types);
+			for (guint i = 0; i < names->len; i++)
+				list_add(l, names->pdata[i], 0,
+				         g_array_index(types, unsigned, i) << 12);
+			g_ptr_array_free(names, TRUE);
+			g_array_free(types, TRUE);
+		} else {
+			if (dir->kind == NODE_DISK)
+				list_disk(fs, dir, l);
+			if (dir->children) {
+				GHashTableIter it;
+				gpointer k, v;
+				g_hash_table_iter_init(&it, dir->children);
+				while (g_hash_table_iter_next(&it, &k, &v)) {
+					lfs_dentry *d = v;
+					list_add(l, d->name, d->node->st_ino, d->node->mode);
+				}
+			}
+		}
+	}
+	UNLOCK(fs);
+	if (r) {
+		g_ptr_array_free(l->names, TRUE);
+		g_array_free(l->inos, TRUE);
+		g_array_free(l->types, TRUE);
+		g_free(l);
+		fuse_reply_err(req, -r);
+		return;
+	}
+	fi->fh = (uintptr_t)l;
+	fuse_reply_open(req, fi);
+}
+
+static void lfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                        struct fuse_file_info *fi)
+{
+	(void)ino;
+	lfs_dirlist *l = (lfs_dirlist *)(uintptr_t)fi->fh;
+	char *buf = g_malloc(size);
+	size_t used = 0;
+	for (guint i = off; i < l->names->len; i++) {
+		struct stat st = {0};
+		st.st_ino = g_array_index(l->inos, uint64_t, i);
+		st.st_mode = g_array_index(l->types, unsigned, i) << 12;
+		size_t need = fuse_add_direntry(req, buf + used, size - used, l->names->pdata[i],
+		                                &st, i + 1);
+		if (need > size - used)
+			break;
+		used += need;
+	}
+	fuse_reply_buf(req, buf, used);
+	g_free(buf);
+}
+
+static void lfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	(void)ino;
+	lfs_dirlist *l = (lfs_dirlist *)(uintptr_t)fi->fh;
+	g_ptr_array_free(l->names, TRUE);
+	g_array_free(l->inos, TRUE);
+	g_array_free(l->types, TRUE);
+	g_free(l);
+	fuse_reply_err(req, 0);
+}
+
+static void lfs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	(void)ino;
+	lfs *fs = F(req);
+	struct statvfs sv;
+	if (fs->root->kind != NODE_DISK || fstatvfs(fs->root->fd, &sv) != 0) {
+		memset(&sv, 0, sizeof(sv));
+		sv.f_bsize = sv.f_frsize = 4096;
+		sv.f_blocks = sv.f_bfree = sv.f_bavail = 1 << 20;
+		sv.f_files = sv.f_ffree = sv.f_favail = 1 << 20;
+	}
+	sv.f_namemax = NAME_MAX;
+	fuse_reply_statfs(req, &sv);
+}
+
+static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
+{
+	lfs *fs = F(req);
+	g_autoptr(GString) v = g_string_new(NULL);
+	LOCK(fs);
+	int r = xattr_get(fs, node_of(fs, ino), name, v);
+	UNLOCK(fs);
+	if (r)
+		fuse_reply_err(req, -r);
+	else if (size == 0)
+		fuse_reply_xattr(req, v->len);
+	else if (size < v->len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, v->str, v->len);
+}
+
+static void lfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	lfs *fs = F(req);
+	g_autoptr(GString) v = g_string_new(NULL);
+	LOCK(fs);
+	xattr_list(fs, node_of(fs, ino), v);
+	UNLOCK(fs);
+	if (size == 0)
+		fuse_reply_xattr(req, v->len);
+	else if (size < v->len)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, v->str, v->len);
+}
+
+static void lfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
+                         size_t size, int flags)
+{
+	(void)ino;
+	(void)name;
+	(void)value;
+	(void)size;
+	(void)flags;
+	fuse_reply_err(req, ENOTSUP);
+}
+
+static void lfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	(void)ino;
+	(void)name;
+	fuse_reply_err(req, ENOTSUP);
+}
+
+static void lfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
+{
+	/* default_permissions makes the kernel decide; this answers only if it
+	 * asks anyway. */
+	(void)ino;
+	(void)mask;
+	(void)is_root_uid;
+	fuse_reply_err(req, 0);
+}
+
+static void lfs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	/* Content and attributes change behind the kernel's back (other
+	 * holders, expiry): never cache writes. */
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+}
+
+const struct fuse_lowlevel_ops lfs_ops = {
+	.init = lfs_init,
+	.lookup = lfs_lookup,
+	.forget = lfs_forget,
+	.forget_multi = lfs_forget_multi,
+	.getattr = lfs_getattr,
+	.setattr = lfs_setattr,
+	.readlink = lfs_readlink,
+	.mknod = lfs_mknod,
+	.mkdir = lfs_mkdir,
+	.symlink = lfs_symlink,
+	.link = lfs_link,
+	.unlink = lfs_unlink,
+	.rmdir = lfs_rmdir,
+	.rename = lfs_rename,
+	.create = lfs_create,
+	.open = lfs_open,
+	.read = lfs_read,
+	.write = lfs_write,
+	.flush = lfs_flush,
+	.release = lfs_release,
+	.fsync = lfs_fsync,
+	.opendir = lfs_opendir,
+	.readdir = lfs_readdir,
+	.releasedir = lfs_releasedir,
+	.statfs = lfs_statfs,
+	.getxattr = lfs_getxattr,
+	.listxattr = lfs_listxattr,
+	.setxattr = lfs_setxattr,
+	.removexattr = lfs_removexattr,
+	.access = lfs_access,
+};
+
+lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpoint, int under_fd,
+             bool passthrough)
+{
+	lfs *fs = g_new0(lfs, 1);
+	pthread_mutex_init(&fs->mu, NULL);
+	fs->set = set;
+	fs->be = be;
+	fs->mountpoint = g_strdup(mountpoint);
+	fs->suffix_len = strlen(set->suffix);
+	fs->disk_nodes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	fs->held = g_hash_table_new(g_str_hash, g_str_equal);
+	/* Memory inode numbers stay clear of the disk's when both are shown. */
+	fs->next_ino = passthrough ? (1ull << 62) : 2;
+	fs->stale_after_us = set->stale_after_ms * 1000;
+	fs->heartbeat_min_us = set->heartbeat_min_ms * 1000;
+	/* A rate limit must never let a heartbeated lock look stale. */
+	if (fs->stale_after_us && fs->heartbeat_min_us > fs->stale_after_us / 4)
+		fs->heartbeat_min_us = fs->stale_after_us / 4;
+	the_fs = fs;
+	if (passthrough) {
+		struct stat st;
+		fstatat(under_fd, "", &st, AT_EMPTY_PATH);
+		fs->root = node_new(fs, NODE_DISK, st.st_mode, st.st_uid, st.st_gid);
+		fs->root->fd = under_fd;
+		fs->root->dev = st.st_dev;
+		fs->root->dino = st.st_ino;
+		fs->root->st_ino = st.st_ino;
+		g_hash_table_insert(fs->disk_nodes,
+		                    g_strdup_printf("%lu:%lu", (unsigned long)st.st_dev,
+		                                    (unsigned long)st.st_ino),
+		                    fs->root);
+	} else {
+		fs->root = node_new(fs, NODE_MEM, S_IFDIR | set->dir_mode, set->dir_uid,
+		                    set->dir_gid);
+		if (under_fd >= 0)
+			close(under_fd);
+	}
+	fs->control = node_new(fs, NODE_CONTROL, S_IFDIR | 0555, 0, 0);
+	fs->control->ctl_path = g_strdup("");
+	fs->control->parent = fs->root;
+	return fs;
+}

@@ -1,0 +1,130 @@
+#include "holder.h"
+
+#include <fcntl.h>
+#include <glib.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CMDLINE_MAX 1024
+#define CMDLINE_CACHE_US (2 * G_USEC_PER_SEC)
+#define CACHE_MAX 4096
+
+static char *host_name;
+static GMutex cache_mu;
+static GHashTable *user_names; /* uid → name */
+static GHashTable *cmdlines;   /* pid → struct cmd */
+
+struct cmd {
+	char *text;
+	int64_t at_mono;
+};
+
+static void cmd_free(gpointer p)
+{
+	struct cmd *c = p;
+	g_free(c->text);
+	g_free(c);
+}
+
+int64_t lockfs_now_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+int64_t lockfs_mono_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+void lockfs_holder_set_host(const char *host)
+{
+	g_free(host_name);
+	host_name = g_strdup(host);
+}
+
+const char *lockfs_holder_host(void)
+{
+	if (!host_name) {
+		char buf[256] = "";
+		gethostname(buf, sizeof(buf) - 1);
+		host_name = g_strdup(buf);
+	}
+	return host_name;
+}
+
+static char *read_cmdline(pid_t pid)
+{
+	char path[64];
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return g_strdup("");
+	char buf[CMDLINE_MAX];
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return g_strdup("");
+	while (n > 0 && buf[n - 1] == '\0')
+		n--;
+	for (ssize_t i = 0; i < n; i++)
+		if (buf[i] == '\0' || buf[i] == '\n')
+			buf[i] = ' ';
+	buf[n] = '\0';
+	return g_utf8_make_valid(buf, n);
+}
+
+static char *user_name(uid_t uid)
+{
+	char *name = g_hash_table_lookup(user_names, GUINT_TO_POINTER(uid + 1));
+	if (name)
+		return g_strdup(name);
+	struct passwd pw, *res = NULL;
+	char buf[1024];
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) == 0 && res)
+		name = g_strdup(res->pw_name);
+	else
+		name = g_strdup_printf("%u", (unsigned)uid);
+	if (g_hash_table_size(user_names) > CACHE_MAX)
+		g_hash_table_remove_all(user_names);
+	g_hash_table_insert(user_names, GUINT_TO_POINTER(uid + 1), g_strdup(name));
+	return name;
+}
+
+void lockfs_holder_fill(lockfs_holder *h, pid_t pid, uid_t uid, gid_t gid, mode_t mode,
+                        int64_t now_us)
+{
+	memset(h, 0, sizeof(*h));
+	h->host = g_strdup(lockfs_holder_host());
+	h->pid = pid;
+	h->uid = uid;
+	h->gid = gid;
+	h->mode = mode;
+	h->acquired_us = now_us;
+	h->heartbeat_us = now_us;
+
+	g_mutex_lock(&cache_mu);
+	if (!user_names) {
+		user_names = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+		cmdlines = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, cmd_free);
+	}
+	h->user = user_name(uid);
+	int64_t mono = lockfs_mono_us();
+	struct cmd *c = g_hash_table_lookup(cmdlines, GINT_TO_POINTER(pid));
+	if (!c || mono - c->at_mono > CMDLINE_CACHE_US) {
+		if (g_hash_table_size(cmdlines) > CACHE_MAX)
+			g_hash_table_remove_all(cmdlines);
+		c = g_new0(struct cmd, 1);
+		c->text = read_cmdline(pid);
+		c->at_mono = mono;
+		g_hash_table_replace(cmdlines, GINT_TO_POINTER(pid), c);
+	}
+	h->command = g_strdup(c->text);
+	g_mutex_unlock(&cache_mu);
+}

@@ -1,0 +1,21 @@
+/* Who is taking a lock: the holder record made from a FUSE request's pid,
+ * uid and gid, with the user name and command line looked up (and cached:
+ * NSS and /proc reads on every acquisition would dominate its cost). */
+#ifndef LOCKFS_HOLDER_H
+#define LOCKFS_HOLDER_H
+
+#include <lockfs/backend.h>
+#include <sys/types.h>
+
+void lockfs_holder_set_host(const char *host);
+const char *lockfs_holder_host(void);
+
+/* Fill H (strings allocated; free with lockfs_holder_clear). */
+void lockfs_holder_fill(lockfs_holder *h, pid_t pid, uid_t uid, gid_t gid, mode_t mode,
+                        int64_t now_us);
+
+/* Unix time in µs, and CLOCK_MONOTONIC in µs. */
+int64_t lockfs_now_us(void);
+int64_t lockfs_mono_us(void);
+
+#endif
