@@ -20,7 +20,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* clang-format off */
 G_DEFINE_QUARK(lockfs-config-error-quark, lockfs_config_error)
+/* clang-format on */
 
 #define GENERAL_GROUP "lockfs"
 #define SUFFIX_MAX 32
@@ -51,13 +53,14 @@ typedef enum {
 typedef struct {
 	const char *name;
 	key_kind kind;
-	size_t offset;  /* of the field in lockfs_settings */
+	size_t offset;   /* of the field in lockfs_settings */
 	const char *def; /* NULL: computed by default_text() */
-	int64_t min_ms; /* durations only */
+	int64_t min_ms;  /* durations only */
 } general_key;
 
 #define FIELD(s, k, type) ((type *)(void *)((char *)(s) + (k)->offset))
 
+/* clang-format off */
 static const general_key general_keys[] = {
 	{ .name = "backend", .kind = KIND_BACKEND,
 	  .offset = offsetof(lockfs_settings, backend), .def = "local" },
@@ -94,9 +97,11 @@ static const general_key general_keys[] = {
 	{ .name = "log_level", .kind = KIND_LOG_LEVEL,
 	  .offset = offsetof(lockfs_settings, log_level), .def = "info" },
 };
+/* clang-format on */
 
 /* Options that mount(8), systemd or FUSE itself consume: handed back to the
  * caller, never stored. */
+/* clang-format off */
 static const char *const fuse_flags[] = {
 	"ro", "rw", "default_permissions", "auto_unmount", "allow_root", "blkdev",
 	"atime", "noatime", "relatime", "norelatime", "strictatime", "nostrictatime",
@@ -109,6 +114,7 @@ static const char *const fuse_valued[] = {
 	"fsname", "subtype", "max_read", "blksize", "comment",
 	"context", "fscontext", "defcontext", "rootcontext", NULL,
 };
+/* clang-format on */
 
 /* Group name → NULL-terminated key list, for the whole process: backends
  * register once at start-up and configurations come and go. */
@@ -118,7 +124,7 @@ typedef struct {
 	char *value;
 	char *origin; /* "FILE:LINE" or "mount option 'x=y'" */
 	bool from_option;
-	bool flag;    /* a mount option without '=': only booleans accept it */
+	bool flag; /* a mount option without '=': only booleans accept it */
 } entry;
 
 struct lockfs_config {
@@ -270,7 +276,12 @@ typedef struct {
 
 static void consider(suggestion *sg, const char *candidate, const char *shown)
 {
+	/* Names are lower case: "TTL" is one typo away from "ttl", not three. */
+	g_autofree char *lower = g_ascii_strdown(sg->typed, -1);
 	unsigned d = edit_distance(sg->typed, candidate);
+	unsigned dl = edit_distance(lower, candidate);
+	if (dl < d)
+		d = dl + 1;
 	if (d < sg->dist && d <= 2 && d < strlen(sg->typed)) {
 		g_free(sg->best);
 		sg->best = g_strdup(shown);
@@ -287,7 +298,8 @@ static char *unknown_key_hint(const char *group, const char *key)
 		g_autofree char *base = g_strndup(key, (size_t)(bracket - key));
 		if (key_known(group, base))
 			return g_strdup_printf("values per locale are not supported; write '%s' "
-			                       "alone", base);
+			                       "alone",
+			                       base);
 	}
 	/* A key written in the wrong group is the likeliest mistake. */
 	if (strcmp(group, GENERAL_GROUP) != 0 && find_general(key))
@@ -299,7 +311,7 @@ static char *unknown_key_hint(const char *group, const char *key)
 			return g_strdup_printf("'%s' belongs in [%s]", key, g);
 	}
 
-	suggestion sg = { .typed = key, .dist = G_MAXUINT };
+	suggestion sg = {.typed = key, .dist = G_MAXUINT};
 	GString *list = g_string_new(NULL);
 	if (strcmp(group, GENERAL_GROUP) == 0) {
 		for (size_t i = 0; i < G_N_ELEMENTS(general_keys); i++) {
@@ -335,12 +347,12 @@ static char *known_groups_text(void)
 }
 
 /* Bad names are bugs in a backend, reported even with G_DISABLE_CHECKS. */
-#define REFUSE_IF(cond, ...) \
-	do { \
-		if (cond) { \
+#define REFUSE_IF(cond, ...)                                                      \
+	do {                                                                      \
+		if (cond) {                                                       \
 			g_critical("lockfs_config_register_group: " __VA_ARGS__); \
-			return; \
-		} \
+			return;                                                   \
+		}                                                                 \
 	} while (0)
 
 void lockfs_config_register_group(const char *group, const char *const *keys)
@@ -350,12 +362,17 @@ void lockfs_config_register_group(const char *group, const char *const *keys)
 	REFUSE_IF(strcmp(group, GENERAL_GROUP) == 0, "[" GENERAL_GROUP "] is built in");
 	REFUSE_IF(!keys, "no key list for [%s]", group);
 	for (const char *const *k = keys; *k; k++) {
-		REFUSE_IF(!valid_key_name(*k), "key name '%s' of [%s] is not [a-z][a-z0-9_]*",
-		          *k, group);
+		REFUSE_IF(!valid_key_name(*k), "key name '%s' of [%s] is not [a-z][a-z0-9_]*", *k,
+		          group);
 		/* "dir" + "mode" would read as the general key dir_mode. */
 		g_autofree char *opt = g_strconcat(group, "_", *k, NULL);
-		REFUSE_IF(find_general(opt), "key '%s' of [%s] would make the mount option %s, "
-		          "a key of [" GENERAL_GROUP "]", *k, group, opt);
+		REFUSE_IF(find_general(opt),
+		          "key '%s' of [%s] would make the mount option %s, "
+		          "a key of [" GENERAL_GROUP "]",
+		          *k, group, opt);
+		REFUSE_IF(in_list(fuse_flags, opt) || in_list(fuse_valued, opt),
+		          "key '%s' of [%s] would make the mount option %s, a FUSE option", *k,
+		          group, opt);
 	}
 	if (!registry)
 		registry = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
@@ -369,6 +386,7 @@ void lockfs_config_register_group(const char *group, const char *const *keys)
 
 bool lockfs_parse_duration(const char *text, int64_t *out_ms)
 {
+	/* clang-format off */
 	static const struct {
 		const char *suffix;
 		int64_t ms;
@@ -376,6 +394,7 @@ bool lockfs_parse_duration(const char *text, int64_t *out_ms)
 		{ "ms", 1 }, { "s", 1000 }, { "m", 60 * 1000 }, { "h", 3600 * 1000 },
 		{ "d", 86400 * 1000 }, { "", 1000 },
 	};
+	/* clang-format on */
 	g_return_val_if_fail(out_ms != NULL, false);
 	if (!text || !g_ascii_isdigit(*text))
 		return false;
@@ -420,8 +439,8 @@ bool lockfs_parse_duration(const char *text, int64_t *out_ms)
 
 static bool parse_bool(const char *text, bool *out)
 {
-	static const char *const yes[] = { "true", "yes", "on", "1", NULL };
-	static const char *const no[] = { "false", "no", "off", "0", NULL };
+	static const char *const yes[] = {"true", "yes", "on", "1", NULL};
+	static const char *const no[] = {"false", "no", "off", "0", NULL};
 	for (size_t i = 0; yes[i]; i++) {
 		if (g_ascii_strcasecmp(text, yes[i]) == 0) {
 			*out = true;
@@ -473,8 +492,7 @@ static void set_string(char **field, const char *value)
 
 /* Parse VALUE of general key K into S.  On failure *WHY says what is wrong
  * and what to do, separated by "; ". */
-static bool parse_general(const general_key *k, const char *value, lockfs_settings *s,
-                          char **why)
+static bool parse_general(const general_key *k, const char *value, lockfs_settings *s, char **why)
 {
 	g_autofree char *q = quote(value);
 	int64_t ms;
@@ -486,7 +504,8 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 	case KIND_BACKEND:
 		if (!valid_group_name(value)) {
 			*why = g_strdup_printf("%s is not a backend name; write local, ldap or "
-			                       "tinystore", q);
+			                       "tinystore",
+			                       q);
 			return false;
 		}
 		set_string(FIELD(s, k, char *), value);
@@ -496,13 +515,15 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 			*why = g_strdup("the suffix is empty; write one such as .lock");
 		} else if (strchr(value, '/')) {
 			*why = g_strdup_printf("%s contains '/'; a suffix ends a file name, write "
-			                       "one such as .lock", q);
+			                       "one such as .lock",
+			                       q);
 		} else if (strlen(value) > SUFFIX_MAX) {
 			*why = g_strdup_printf("%s is %zu bytes long; write at most %d bytes", q,
 			                       strlen(value), SUFFIX_MAX);
 		} else if (has_control(value) || !g_utf8_validate(value, -1, NULL)) {
 			*why = g_strdup_printf("%s is not printable UTF-8 text; write one such "
-			                       "as .lock", q);
+			                       "as .lock",
+			                       q);
 		} else {
 			set_string(FIELD(s, k, char *), value);
 			return true;
@@ -512,7 +533,8 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 		if (!lockfs_parse_duration(value, &ms)) {
 			*why = g_strdup_printf("%s is not a duration; write a number with a unit "
 			                       "such as 500ms, 30s, 5m, 1h or 2d (a bare number "
-			                       "is seconds)", q);
+			                       "is seconds)",
+			                       q);
 			return false;
 		}
 		if (ms < k->min_ms) {
@@ -532,11 +554,13 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 			                "the key to use the system's");
 		} else if (strlen(value) > HOST_MAX) {
 			*why = g_strdup_printf("the host name is %zu bytes long; write at most %d "
-			                       "bytes", strlen(value), HOST_MAX);
+			                       "bytes",
+			                       strlen(value), HOST_MAX);
 		} else if (has_control(value) || strpbrk(value, " \t") ||
 		           !g_utf8_validate(value, -1, NULL)) {
 			*why = g_strdup_printf("%s has spaces, control characters or invalid "
-			                       "UTF-8; write a plain host name", q);
+			                       "UTF-8; write a plain host name",
+			                       q);
 		} else {
 			set_string(FIELD(s, k, char *), value);
 			return true;
@@ -545,7 +569,8 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 	case KIND_PATH:
 		if (!g_path_is_absolute(value)) {
 			*why = g_strdup_printf("%s is not an absolute path; write one starting "
-			                       "with /", q);
+			                       "with /",
+			                       q);
 			return false;
 		}
 		set_string(FIELD(s, k, char *), value);
@@ -557,31 +582,35 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 	case KIND_MODE:
 		if (!g_ascii_string_to_unsigned(value, 8, 0, 07777, &n, NULL)) {
 			*why = g_strdup_printf("%s is not an octal mode; write one such as 1777 "
-			                       "or 0755", q);
+			                       "or 0755",
+			                       q);
 			return false;
 		}
 		*FIELD(s, k, mode_t) = (mode_t)n;
 		return true;
 	case KIND_UID:
-	case KIND_GID:
-		if (!parse_id(value, k->kind == KIND_UID, &id)) {
+	case KIND_GID: {
+		bool user = k->kind == KIND_UID;
+		const char *id_name = user ? "uid" : "gid";
+		if (!parse_id(value, user, &id)) {
 			if (g_ascii_isdigit(*value))
 				*why = g_strdup_printf("%s is not a valid %s; write a number below "
-				                       "4294967295 or a name", q,
-				                       k->kind == KIND_UID ? "uid" : "gid");
+				                       "4294967295 or a name",
+				                       q, id_name);
 			else
-				*why = g_strdup_printf("no %s named %s on this host; write a %s name "
-				                       "or a numeric %s", k->kind == KIND_UID ?
-				                       "user" : "group", q, k->kind == KIND_UID ?
-				                       "user" : "group", k->kind == KIND_UID ?
-				                       "uid" : "gid");
+				*why = g_strdup_printf(
+				        "no %s named %s on this host; write a %s name "
+				        "or a numeric %s",
+				        user ? "user" : "group", q, user ? "user" : "group",
+				        id_name);
 			return false;
 		}
-		if (k->kind == KIND_UID)
+		if (user)
 			*FIELD(s, k, uid_t) = (uid_t)id;
 		else
 			*FIELD(s, k, gid_t) = (gid_t)id;
 		return true;
+	}
 	case KIND_PASSTHROUGH:
 		if (g_ascii_strcasecmp(value, "auto") == 0) {
 			*FIELD(s, k, lockfs_passthrough_mode) = LOCKFS_PASSTHROUGH_AUTO;
@@ -589,7 +618,7 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 		}
 		if (parse_bool(value, &b)) {
 			*FIELD(s, k, lockfs_passthrough_mode) =
-				b ? LOCKFS_PASSTHROUGH_YES : LOCKFS_PASSTHROUGH_NO;
+			        b ? LOCKFS_PASSTHROUGH_YES : LOCKFS_PASSTHROUGH_NO;
 			return true;
 		}
 		*why = g_strdup_printf("%s is not auto, yes or no; write one of them", q);
@@ -602,14 +631,15 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 		*FIELD(s, k, bool) = b;
 		return true;
 	case KIND_LOG_LEVEL: {
-		static const char *const levels[] = { "error", "warning", "info", "debug", NULL };
+		static const char *const levels[] = {"error", "warning", "info", "debug", NULL};
 		for (size_t i = 0; levels[i]; i++)
 			if (g_ascii_strcasecmp(value, levels[i]) == 0) {
 				set_string(FIELD(s, k, char *), levels[i]);
 				return true;
 			}
 		*why = g_strdup_printf("%s is not a log level; write error, warning, info or "
-		                       "debug", q);
+		                       "debug",
+		                       q);
 		return false;
 	}
 	}
@@ -631,7 +661,7 @@ static void settings_clear(lockfs_settings *s)
 /* Check VALUE for general key K without keeping it. */
 static bool check_general(const general_key *k, const char *value, char **why)
 {
-	lockfs_settings scratch = { 0 };
+	lockfs_settings scratch = {0};
 	bool ok = parse_general(k, value, &scratch, why);
 	settings_clear(&scratch);
 	return ok;
@@ -741,7 +771,8 @@ static bool read_file(const char *path, GString *out, GError **error)
 		int e = errno;
 		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_IO,
 		            "%s: cannot open the configuration file: %s; check the path and its "
-		            "permissions", path, g_strerror(e));
+		            "permissions",
+		            path, g_strerror(e));
 		return false;
 	}
 	char buf[8192];
@@ -754,7 +785,8 @@ static bool read_file(const char *path, GString *out, GError **error)
 			close(fd);
 			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_IO,
 			            "%s: cannot read the configuration file: %s; give a regular "
-			            "file", path, g_strerror(e));
+			            "file",
+			            path, g_strerror(e));
 			return false;
 		}
 		if (n == 0)
@@ -764,7 +796,8 @@ static bool read_file(const char *path, GString *out, GError **error)
 			close(fd);
 			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_IO,
 			            "%s: larger than %d bytes, not a lockfs configuration; give "
-			            "the right file", path, FILE_MAX);
+			            "the right file",
+			            path, FILE_MAX);
 			return false;
 		}
 	}
@@ -783,13 +816,12 @@ static int line_of(const char *text, const char *at)
 /* Walk the lines as GKeyFile does, to learn the line of every group and key
  * (GKeyFile does not keep them) and to refuse unknown names, duplicates and
  * syntax errors with a line number.  Appends a scanned for every key. */
-static bool scan(const char *path, const char *text, size_t len, GPtrArray *keys,
-                 GError **error)
+static bool scan(const char *path, const char *text, size_t len, GPtrArray *keys, GError **error)
 {
-	g_autoptr(GHashTable) group_lines = g_hash_table_new_full(g_str_hash, g_str_equal,
-	                                                          g_free, NULL);
-	g_autoptr(GHashTable) key_lines = g_hash_table_new_full(g_str_hash, g_str_equal,
-	                                                        g_free, NULL);
+	g_autoptr(GHashTable) group_lines =
+	        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_autoptr(GHashTable) key_lines =
+	        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g_autofree char *group = NULL;
 	const char *p = text, *end = text + len;
 
@@ -813,9 +845,11 @@ static bool scan(const char *path, const char *text, size_t len, GPtrArray *keys
 				after++;
 			if (!close || *after) {
 				g_autofree char *q = quote(s);
-				g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-				            "%s:%d: %s is not a group header; write [name] alone on "
-				            "the line", path, lineno, q);
+				g_set_error(
+				        error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
+				        "%s:%d: %s is not a group header; write [name] alone on "
+				        "the line",
+				        path, lineno, q);
 				return false;
 			}
 			*close = '\0';
@@ -831,8 +865,8 @@ static bool scan(const char *path, const char *text, size_t len, GPtrArray *keys
 			if (first) {
 				g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
 				            "%s:%d: group [%s]: appears again (first at line %d); "
-				            "merge the two into one", path, lineno, name,
-				            GPOINTER_TO_INT(first));
+				            "merge the two into one",
+				            path, lineno, name, GPOINTER_TO_INT(first));
 				return false;
 			}
 			g_hash_table_insert(group_lines, g_strdup(name), GINT_TO_POINTER(lineno));
@@ -846,7 +880,8 @@ static bool scan(const char *path, const char *text, size_t len, GPtrArray *keys
 			g_autofree char *q = quote(s);
 			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
 			            "%s:%d: %s is not a key=value line, a [group] header or a "
-			            "# comment; fix or remove it", path, lineno, q);
+			            "# comment; fix or remove it",
+			            path, lineno, q);
 			return false;
 		}
 		*eq = '\0';
@@ -855,7 +890,8 @@ static bool scan(const char *path, const char *text, size_t len, GPtrArray *keys
 		if (!group) {
 			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
 			            "%s:%d: key %s comes before any group; put it under "
-			            "[" GENERAL_GROUP "] or a backend's group", path, lineno, qkey);
+			            "[" GENERAL_GROUP "] or a backend's group",
+			            path, lineno, qkey);
 			return false;
 		}
 		if (!key_known(group, key)) {
@@ -915,8 +951,7 @@ bool lockfs_config_load_file(lockfs_config *cfg, const char *path, GError **erro
 	const char *bad;
 	if (!g_utf8_validate(text->str, (gssize)text->len, &bad)) {
 		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-		            "%s:%d: %s; save the file as UTF-8 text", path,
-		            line_of(text->str, bad),
+		            "%s:%d: %s; save the file as UTF-8 text", path, line_of(text->str, bad),
 		            *bad ? "invalid UTF-8" : "a NUL byte");
 		return false;
 	}
@@ -936,8 +971,8 @@ bool lockfs_config_load_file(lockfs_config *cfg, const char *path, GError **erro
 	}
 
 	/* Collect everything first: a file with an error changes nothing. */
-	g_autoptr(GHashTable) values = g_hash_table_new_full(g_str_hash, g_str_equal, g_free,
-	                                                     entry_free);
+	g_autoptr(GHashTable) values =
+	        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, entry_free);
 	for (guint i = 0; i < keys->len; i++) {
 		const scanned *sk = keys->pdata[i];
 		entry *e = g_new0(entry, 1);
@@ -951,8 +986,8 @@ bool lockfs_config_load_file(lockfs_config *cfg, const char *path, GError **erro
 			                "\\n, \\t, \\r and \\\\ (a backslash)");
 			return false;
 		}
-		const general_key *gk = strcmp(sk->group, GENERAL_GROUP) == 0 ?
-		                        find_general(sk->key) : NULL;
+		const general_key *gk =
+		        strcmp(sk->group, GENERAL_GROUP) == 0 ? find_general(sk->key) : NULL;
 		g_autofree char *why = NULL;
 		if (gk && !check_general(gk, e->value, &why)) {
 			set_entry_error(error, LOCKFS_CONFIG_ERROR_VALUE, e, sk->group, sk->key,
@@ -1006,8 +1041,8 @@ bool lockfs_config_set_option(lockfs_config *cfg, const char *option, bool *for_
 	}
 	if (problem) {
 		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE,
-		            "%s: the FUSE option '%s' %s; write %s%s", origin, name, problem,
-		            name, value ? "" : "=VALUE");
+		            "%s: the FUSE option '%s' %s; write %s%s", origin, name, problem, name,
+		            value ? "" : "=VALUE");
 		return false;
 	}
 
@@ -1028,7 +1063,7 @@ bool lockfs_config_set_option(lockfs_config *cfg, const char *option, bool *for_
 		}
 	}
 	if (!group) {
-		suggestion sg = { .typed = name, .dist = G_MAXUINT };
+		suggestion sg = {.typed = name, .dist = G_MAXUINT};
 		for (size_t i = 0; i < G_N_ELEMENTS(general_keys); i++)
 			consider(&sg, general_keys[i].name, general_keys[i].name);
 		g_autoptr(GPtrArray) groups = sorted_groups();
@@ -1040,10 +1075,11 @@ bool lockfs_config_set_option(lockfs_config *cfg, const char *option, bool *for_
 			}
 		}
 		g_autofree char *best = sg.best;
-		g_autofree char *hint = best ?
-			g_strdup_printf("did you mean '%s'?", best) :
-			g_strdup("write a key of [" GENERAL_GROUP "] (ttl=30s), a backend key "
-			         "prefixed with its group (ldap_uri=...) or a FUSE option");
+		g_autofree char *hint =
+		        best ? g_strdup_printf("did you mean '%s'?", best) :
+		               g_strdup("write a key of [" GENERAL_GROUP
+		                        "] (ttl=30s), a backend key "
+		                        "prefixed with its group (ldap_uri=...) or a FUSE option");
 		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
 		            "%s: unknown option; %s", origin, hint);
 		return false;
@@ -1056,8 +1092,8 @@ bool lockfs_config_set_option(lockfs_config *cfg, const char *option, bool *for_
 	}
 	g_autofree char *why = NULL;
 	if (gk && value && !check_general(gk, value, &why)) {
-		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE, "%s: %s",
-		            origin, why);
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE, "%s: %s", origin,
+		            why);
 		return false;
 	}
 
@@ -1083,14 +1119,15 @@ static char *describe(const lockfs_config *cfg, const char *key)
 	g_autofree char *def = e ? NULL : default_text(find_general(key));
 	g_autofree char *v = printable(e ? e->value : def);
 	return g_strdup_printf("%s=%s (%s)", key, v,
-	                       !e ? "default" : e->from_option ? "mount option" : e->origin);
+	                       !e             ? "default" :
+	                       e->from_option ? "mount option" :
+	                                        e->origin);
 }
 
 /* Refuse when BAD: KEY must be RELATION OTHER.  The error points at KEY when
  * it was set, else at OTHER (the defaults agree with each other). */
-static bool check_rule(const lockfs_config *cfg, bool bad, const char *key,
-                       const char *relation, const char *other, const char *fix,
-                       GError **error)
+static bool check_rule(const lockfs_config *cfg, bool bad, const char *key, const char *relation,
+                       const char *other, const char *fix, GError **error)
 {
 	if (!bad)
 		return true;
@@ -1106,7 +1143,7 @@ static bool check_rule(const lockfs_config *cfg, bool bad, const char *key,
 bool lockfs_config_finish(lockfs_config *cfg, GError **error)
 {
 	g_return_val_if_fail(cfg, false);
-	lockfs_settings s = { 0 };
+	lockfs_settings s = {0};
 
 	for (size_t i = 0; i < G_N_ELEMENTS(general_keys); i++) {
 		const general_key *k = &general_keys[i];
@@ -1124,13 +1161,13 @@ bool lockfs_config_finish(lockfs_config *cfg, GError **error)
 	/* A lease must be renewed, and a backend call give up, before it
 	 * expires; a live holder must not look stale between heartbeats. */
 	if (!check_rule(cfg, s.renew_ms != 0 && s.renew_ms >= s.ttl_ms, "renew_interval",
-	                "shorter than", "ttl",
-	                "lower renew_interval (0 means ttl/3) or raise ttl", error) ||
-	    !check_rule(cfg, s.network_timeout_ms >= s.ttl_ms, "network_timeout",
-	                "shorter than", "ttl", "lower network_timeout or raise ttl", error) ||
-	    !check_rule(cfg, s.stale_after_ms != 0 && s.stale_after_ms <= s.ttl_ms,
-	                "stale_after", "0 (never) or longer than", "ttl",
-	                "raise stale_after or lower ttl", error) ||
+	                "shorter than", "ttl", "lower renew_interval (0 means ttl/3) or raise ttl",
+	                error) ||
+	    !check_rule(cfg, s.network_timeout_ms >= s.ttl_ms, "network_timeout", "shorter than",
+	                "ttl", "lower network_timeout or raise ttl", error) ||
+	    !check_rule(cfg, s.stale_after_ms != 0 && s.stale_after_ms <= s.ttl_ms, "stale_after",
+	                "0 (never) or longer than", "ttl", "raise stale_after or lower ttl",
+	                error) ||
 	    !check_rule(cfg, s.stale_after_ms != 0 && s.heartbeat_min_ms >= s.stale_after_ms,
 	                "heartbeat_min_interval", "shorter than", "stale_after",
 	                "lower heartbeat_min_interval or raise stale_after", error)) {
@@ -1164,7 +1201,8 @@ static bool get_entry(const lockfs_config *cfg, const char *group, const char *k
 	if (!group_known(group) || !key_known(group, key)) {
 		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
 		            "key '%s' in [%s] is not registered; list it in "
-		            "lockfs_config_register_group()", key, group);
+		            "lockfs_config_register_group()",
+		            key, group);
 		return false;
 	}
 	*out = lookup(cfg, group, key);
@@ -1172,14 +1210,14 @@ static bool get_entry(const lockfs_config *cfg, const char *group, const char *k
 }
 
 /* The value of E for a getter that needs one: flags only work for booleans. */
-static const char *need_value(const entry *e, const char *group, const char *key,
-                              GError **error)
+static const char *need_value(const entry *e, const char *group, const char *key, GError **error)
 {
 	if (!e->flag)
 		return e->value;
-	g_autofree char *why = strcmp(group, GENERAL_GROUP) == 0 ?
-		g_strdup_printf("needs a value; write %s=VALUE", key) :
-		g_strdup_printf("needs a value; write %s_%s=VALUE", group, key);
+	g_autofree char *why =
+	        strcmp(group, GENERAL_GROUP) == 0 ?
+	                g_strdup_printf("needs a value; write %s=VALUE", key) :
+	                g_strdup_printf("needs a value; write %s_%s=VALUE", group, key);
 	set_entry_error(error, LOCKFS_CONFIG_ERROR_VALUE, e, group, key, why);
 	return NULL;
 }
@@ -1198,8 +1236,8 @@ bool lockfs_config_get_string(const lockfs_config *cfg, const char *group, const
 	return true;
 }
 
-bool lockfs_config_get_bool(const lockfs_config *cfg, const char *group, const char *key,
-                            bool def, bool *out, GError **error)
+bool lockfs_config_get_bool(const lockfs_config *cfg, const char *group, const char *key, bool def,
+                            bool *out, GError **error)
 {
 	g_return_val_if_fail(cfg && group && key && out, false);
 	const entry *e;
@@ -1211,8 +1249,8 @@ bool lockfs_config_get_bool(const lockfs_config *cfg, const char *group, const c
 	}
 	if (!parse_bool(e->value, out)) {
 		g_autofree char *q = quote(e->value);
-		g_autofree char *why = g_strdup_printf("%s is not a boolean; write true or false",
-		                                       q);
+		g_autofree char *why =
+		        g_strdup_printf("%s is not a boolean; write true or false", q);
 		set_entry_error(error, LOCKFS_CONFIG_ERROR_VALUE, e, group, key, why);
 		return false;
 	}
@@ -1237,7 +1275,8 @@ bool lockfs_config_get_duration(const lockfs_config *cfg, const char *group, con
 		g_autofree char *q = quote(v);
 		g_autofree char *why = g_strdup_printf("%s is not a duration; write a number with "
 		                                       "a unit such as 500ms, 30s, 5m, 1h or 2d "
-		                                       "(a bare number is seconds)", q);
+		                                       "(a bare number is seconds)",
+		                                       q);
 		set_entry_error(error, LOCKFS_CONFIG_ERROR_VALUE, e, group, key, why);
 		return false;
 	}
@@ -1261,9 +1300,10 @@ bool lockfs_config_get_int(const lockfs_config *cfg, const char *group, const ch
 	gint64 n;
 	if (!g_ascii_string_to_signed(v, 10, min, max, &n, NULL)) {
 		g_autofree char *q = quote(v);
-		g_autofree char *why = g_strdup_printf(
-			"%s is not a whole number from %" G_GINT64_FORMAT " to %" G_GINT64_FORMAT
-			"; write one in that range", q, (gint64)min, (gint64)max);
+		g_autofree char *why =
+		        g_strdup_printf("%s is not a whole number from %" G_GINT64_FORMAT
+		                        " to %" G_GINT64_FORMAT "; write one in that range",
+		                        q, (gint64)min, (gint64)max);
 		set_entry_error(error, LOCKFS_CONFIG_ERROR_VALUE, e, group, key, why);
 		return false;
 	}

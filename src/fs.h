@@ -129,6 +129,8 @@ struct lfs_caller {
 int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
                   const struct lfs_caller *who, lfs_dentry **out);
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who);
+/* Break D for WHO whoever holds it (logged and notified). */
+int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who);
 int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, bool content_changed);
 /* Break D if its lock is stale; true when it was removed. */
 bool locks_expire_if_stale(lfs *fs, lfs_dentry *d);

@@ -117,6 +117,13 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 	}
 	/* Someone else: the kernel has checked directory permissions (sticky bit
 	 * included), so this is a break. */
+	return locks_break(fs, d, who);
+}
+
+int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
+{
+	g_autofree char *key = node_key(d->dir, d->name);
+	lfs_node *node = d->node;
 	lockfs_holder breaker;
 	lockfs_holder_fill(&breaker, who->pid, who->uid, who->gid, 0, lockfs_now_us());
 	lockfs_lock_info prev;
@@ -126,7 +133,7 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		return -EIO;
 	}
 	if (r == 0) {
-		log_break("lock broken by unlink:", key, &prev, &breaker);
+		log_break("lock broken:", key, &prev, &breaker);
 		lockfs_lock_info_clear(&prev);
 	}
 	lockfs_holder_clear(&breaker);

@@ -47,11 +47,6 @@ static struct lfs_caller caller_of(fuse_req_t req)
 	return (struct lfs_caller){.pid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid};
 }
 
-static bool is_root_uid(fuse_req_t req)
-{
-	return fuse_req_ctx(req)->uid == 0;
-}
-
 /* Count a kernel reference and fill the reply; every timeout is 0. */
 static int make_entry(lfs *fs, lfs_node *n, struct fuse_entry_param *e)
 {
@@ -1017,15 +1012,61 @@ static void lfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_buf(req, v->str, v->len);
 }
 
+/* Whether the caller could unlink a name of DIR owned by OWNER: what the
+ * kernel checks for unlink(2), done here for the break request below. */
+static bool may_delete(lfs *fs, fuse_req_t req, lfs_node *dir, uid_t owner)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	if (ctx->uid == 0)
+		return true;
+	struct stat st;
+	if (node_getattr(fs, dir, &st) != 0)
+		return false;
+	mode_t bits = st.st_mode & 07;
+	if (ctx->uid == st.st_uid) {
+		bits = (st.st_mode >> 6) & 07;
+	} else {
+		gid_t groups[64];
+		int n = fuse_req_getgroups(req, G_N_ELEMENTS(groups), groups);
+		bool member = ctx->gid == st.st_gid;
+		for (int i = 0; i < n && i < (int)G_N_ELEMENTS(groups) && !member; i++)
+			member = groups[i] == st.st_gid;
+		if (member)
+			bits = (st.st_mode >> 3) & 07;
+	}
+	if ((bits & 03) != 03)
+		return false;
+	return !(st.st_mode & S_ISVTX) || ctx->uid == owner || ctx->uid == st.st_uid;
+}
+
+/* "user.lockfs.break" is lockfsctl unlock's request: break the lock whoever
+ * holds it, as an unlink by the caller would, but always as a break. */
 static void lfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                          size_t size, int flags)
 {
-	(void)ino;
-	(void)name;
 	(void)value;
 	(void)size;
 	(void)flags;
-	fuse_reply_err(req, ENOTSUP);
+	lfs *fs = F(req);
+	if (strcmp(name, "user.lockfs.break") != 0) {
+		fuse_reply_err(req, ENOTSUP);
+		return;
+	}
+	struct lfs_caller c = caller_of(req);
+	int r;
+	LOCK(fs);
+	lfs_node *n = node_of(fs, ino);
+	lfs_dentry *d = node_lock_dentry(fs, n);
+	if (!d || !d->lease)
+		r = -ENOENT;
+	else if (!may_delete(fs, req, d->dir, n->uid))
+		r = -EPERM;
+	else if (S_ISDIR(n->mode) && n->children && g_hash_table_size(n->children))
+		r = -ENOTEMPTY;
+	else
+		r = locks_break(fs, d, &c);
+	UNLOCK(fs);
+	fuse_reply_err(req, -r);
 }
 
 static void lfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
@@ -1041,7 +1082,6 @@ static void lfs_access(fuse_req_t req, fuse_ino_t ino, int mask)
 	 * asks anyway. */
 	(void)ino;
 	(void)mask;
-	(void)is_root_uid;
 	fuse_reply_err(req, 0);
 }
 
