@@ -91,13 +91,12 @@ static void mark_lost_if_unlocked(lfs_node *n)
 
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 {
-	g_autofree char *key = node_key(d->dir, d->name);
-	lfs_node *node = d->node;
 	if (!d->lease) { /* a lost lock still shown: forget it */
 		dentry_remove(fs, d);
 		return -ENOENT;
 	}
 	if (who->uid == d->holder.uid) {
+		g_autofree char *key = node_key(d->dir, d->name);
 		int r = backend_errno(fs->be->release(fs->be, d->lease));
 		if (r == -EIO) {
 			lockfs_log(G_LOG_LEVEL_WARNING, key,
