@@ -96,7 +96,7 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		return -ENOENT;
 	}
 	if (who->uid == d->holder.uid) {
-		g_autofree char *key = node_key(d->dir, d->name);
+		const char *key = d->lease->key;
 		int r = backend_errno(fs->be->release(fs->be, d->lease));
 		if (r == -EIO) {
 			lockfs_log(G_LOG_LEVEL_WARNING, key,
@@ -104,15 +104,13 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 			           key, fs->be->name);
 			return -EIO;
 		}
-		dentry_remove(fs, d);
-		if (r) {
+		if (r)
 			lockfs_log(G_LOG_LEVEL_WARNING, key,
 			           "%s was no longer held by this mount when released; nothing "
 			           "deleted",
 			           key);
-			return -ENOENT;
-		}
-		return 0;
+		dentry_remove(fs, d);
+		return r ? -ENOENT : 0;
 	}
 	/* Someone else: the kernel has checked directory permissions (sticky bit
 	 * included), so this is a break. */
@@ -121,7 +119,7 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 
 int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 {
-	g_autofree char *key = node_key(d->dir, d->name);
+	const char *key = d->lease->key;
 	lfs_node *node = d->node;
 	lockfs_holder breaker;
 	lockfs_holder_fill(&breaker, who->pid, who->uid, who->gid, 0, lockfs_now_us());
@@ -147,7 +145,7 @@ bool locks_expire_if_stale(lfs *fs, lfs_dentry *d)
 		return false;
 	if (lockfs_now_us() - d->heartbeat_us <= fs->stale_after_us)
 		return false;
-	g_autofree char *key = node_key(d->dir, d->name);
+	const char *key = d->lease->key;
 	lockfs_lock_info prev;
 	int r = fs->be->break_lock(fs->be, key, d->lease->fence, NULL, &prev);
 	if (r == 0) {
@@ -193,7 +191,7 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, bool con
 		}
 		int r = backend_errno(fs->be->heartbeat(fs->be, d->lease, now, content, len));
 		if (r == -ESTALE || r == -ENOENT) {
-			g_autofree char *key = node_key(d->dir, d->name);
+			const char *key = d->lease->key;
 			lockfs_log(G_LOG_LEVEL_WARNING, key, "lost %s: the backend no longer has it",
 			           key);
 			n->lost = true;
