@@ -42,6 +42,18 @@ static void die(int code, const char *fmt, ...)
 	exit(code);
 }
 
+/* Options mount(8) and systemd read from fstab lines, not for the kernel. */
+static bool fstab_only(const char *opt)
+{
+	static const char *const words[] = {"defaults", "default_permissions", "_netdev", "nofail",
+	                                    "noauto", "auto", "user", "users", "nouser", "owner",
+	                                    "group"};
+	for (size_t i = 0; i < G_N_ELEMENTS(words); i++)
+		if (strcmp(opt, words[i]) == 0)
+			return true;
+	return g_str_has_prefix(opt, "x-") || g_str_has_prefix(opt, "comment=");
+}
+
 int main(int argc, char **argv)
 {
 	const char *mountpoint = NULL, *config_file = NULL;
@@ -101,12 +113,7 @@ int main(int argc, char **argv)
 		bool for_fuse = false;
 		if (!lockfs_config_set_option(cfg, options->pdata[i], &for_fuse, &err))
 			die(EXIT_USAGE, "%s", err->message);
-		if (for_fuse && strcmp(options->pdata[i], "default_permissions") &&
-		    strcmp(options->pdata[i], "defaults") && !g_str_has_prefix(options->pdata[i], "x-") &&
-		    !g_str_has_prefix(options->pdata[i], "_netdev") &&
-		    strcmp(options->pdata[i], "nofail") && strcmp(options->pdata[i], "noauto") &&
-		    strcmp(options->pdata[i], "auto") && strcmp(options->pdata[i], "user") &&
-		    strcmp(options->pdata[i], "users"))
+		if (for_fuse && !fstab_only(options->pdata[i]))
 			g_string_append_printf(fuse_opts, ",%s", (char *)options->pdata[i]);
 	}
 	if (foreground)
