@@ -95,6 +95,12 @@ typedef struct {
 	int64_t stale_after_us;
 	int64_t heartbeat_min_us;
 	GHashTable *held; /* lease key → lock dentry holding it here */
+	/* How long the kernel may trust attributes: 0 where other hosts change
+	 * locks; otherwise every change goes through the kernel, or through
+	 * lockfs, which invalidates what it changed (fs_inval). */
+	double attr_timeout;
+	GAsyncQueue *inval; /* node ids whose kernel attributes are stale */
+	GThread *inval_thread;
 } lfs;
 
 extern lfs *the_fs;
@@ -151,6 +157,11 @@ char *control_render(lfs *fs, lfs_node *n, size_t *len);
 int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *types);
 int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out);
 void xattr_list(lfs *fs, lfs_node *n, GString *out);
+
+/* ---- fs_inval.c: telling the kernel what lockfs changed by itself ---- */
+void inval_start(lfs *fs);
+void inval_node(lfs *fs, lfs_node *n); /* queue; never blocks */
+void inval_stop(lfs *fs);
 
 /* ---- fs_ops.c ---- */
 extern const struct fuse_lowlevel_ops lfs_ops;

@@ -82,11 +82,14 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	return 0;
 }
 
-/* The node loses its lock when its last lock name goes away by a break. */
-static void mark_lost_if_unlocked(lfs_node *n)
+/* Remove a lock name that was broken: the node loses its lock when that
+ * was its last lock name, so writes through open descriptors fail.  (Marked
+ * first: removing the name may free the node.) */
+static void remove_broken(lfs *fs, lfs_dentry *d)
 {
-	if (!n->lock_names)
-		n->lost = true;
+	if (d->node->lock_names <= 1)
+		d->node->lost = true;
+	dentry_remove(fs, d);
 }
 
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
@@ -120,7 +123,6 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 {
 	const char *key = d->lease->key;
-	lfs_node *node = d->node;
 	lockfs_holder breaker;
 	lockfs_holder_fill(&breaker, who->pid, who->uid, who->gid, 0, lockfs_now_us());
 	lockfs_lock_info prev;
@@ -134,8 +136,7 @@ int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		lockfs_lock_info_clear(&prev);
 	}
 	lockfs_holder_clear(&breaker);
-	dentry_remove(fs, d);
-	mark_lost_if_unlocked(node);
+	remove_broken(fs, d);
 	return r ? -ENOENT : 0;
 }
 
@@ -154,9 +155,8 @@ bool locks_expire_if_stale(lfs *fs, lfs_dentry *d)
 	} else if (r != -ENOENT) {
 		return false; /* backend unreachable: leave it */
 	}
-	lfs_node *node = d->node;
-	dentry_remove(fs, d);
-	mark_lost_if_unlocked(node);
+	inval_node(fs, d->node);
+	remove_broken(fs, d);
 	return true;
 }
 
@@ -211,9 +211,7 @@ void locks_release_all(lfs *fs)
 		lfs_dentry *d = l->data;
 		if (fs->be->release(fs->be, d->lease) == 0)
 			n++;
-		lfs_node *node = d->node;
-		dentry_remove(fs, d);
-		mark_lost_if_unlocked(node);
+		remove_broken(fs, d);
 	}
 	g_list_free(ds);
 	if (n)

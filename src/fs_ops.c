@@ -56,8 +56,26 @@ static int make_entry(lfs *fs, lfs_node *n, struct fuse_entry_param *e)
 		return r;
 	e->ino = node_id(fs, n);
 	e->generation = 1;
+	e->attr_timeout = n->kind == NODE_CONTROL ? 0 : fs->attr_timeout;
 	n->nlookup++;
 	return 0;
+}
+
+/* Reply with an entry; a reply that did not reach the kernel (interrupted)
+ * gives back the reference make_entry counted. */
+static void reply_entry(fuse_req_t req, lfs *fs, lfs_node *n, const struct fuse_entry_param *e)
+{
+	if (fuse_reply_entry(req, e) != 0) {
+		LOCK(fs);
+		n->nlookup--;
+		node_maybe_free(fs, n);
+		UNLOCK(fs);
+	}
+}
+
+static double attr_timeout_of(lfs *fs, lfs_node *n)
+{
+	return n->kind == NODE_CONTROL ? 0 : fs->attr_timeout;
 }
 
 static int check_name(const char *name)
@@ -107,7 +125,7 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	if (r)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_entry(req, &e);
+		reply_entry(req, fs, n, &e);
 }
 
 static void forget_one(lfs *fs, fuse_ino_t ino, uint64_t nlookup)
@@ -142,12 +160,14 @@ static void lfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	lfs *fs = F(req);
 	struct stat st;
 	LOCK(fs);
-	int r = node_getattr(fs, node_of(fs, ino), &st);
+	lfs_node *n = node_of(fs, ino);
+	int r = node_getattr(fs, n, &st);
+	double timeout = attr_timeout_of(fs, n);
 	UNLOCK(fs);
 	if (r)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, 0);
+		fuse_reply_attr(req, &st, timeout);
 }
 
 static struct timespec time_of(const struct stat *attr, int which, int to_set)
@@ -270,7 +290,7 @@ out:
 	if (r)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_attr(req, &st, 0);
+		fuse_reply_attr(req, &st, fs->attr_timeout);
 }
 
 static void lfs_readlink(fuse_req_t req, fuse_ino_t ino)
@@ -393,7 +413,7 @@ static void reply_made(fuse_req_t req, lfs *fs, int r, lfs_node *n)
 	if (r)
 		fuse_reply_err(req, -r);
 	else
-		fuse_reply_entry(req, &e);
+		reply_entry(req, fs, n, &e);
 }
 
 static void lfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -459,10 +479,20 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	if (!r)
 		fi->fh = (uintptr_t)handle_new(n, fd);
 	UNLOCK(fs);
-	if (r)
+	if (r) {
 		fuse_reply_err(req, -r);
-	else
-		fuse_reply_create(req, &e, fi);
+	} else if (fuse_reply_create(req, &e, fi) != 0) {
+		/* The kernel never saw it: drop the handle and the reference. */
+		LOCK(fs);
+		lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
+		if (h->fd >= 0)
+			close(h->fd);
+		n->opens--;
+		n->nlookup--;
+		node_maybe_free(fs, n);
+		UNLOCK(fs);
+		g_free(h);
+	}
 }
 
 static void lfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const char *newname)
@@ -1065,6 +1095,8 @@ static void lfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 		r = -ENOTEMPTY;
 	else
 		r = locks_break(fs, d, &c);
+	if (!r)
+		inval_node(fs, n);
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
 }
@@ -1140,6 +1172,7 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	/* Memory inode numbers stay clear of the disk's when both are shown. */
 	fs->next_ino = passthrough ? (1ull << 62) : 2;
 	fs->stale_after_us = set->stale_after_ms * 1000;
+	fs->attr_timeout = (be->flags & LOCKFS_BACKEND_SHARED) ? 0 : 1.0;
 	fs->heartbeat_min_us = set->heartbeat_min_ms * 1000;
 	/* A rate limit must never let a heartbeated lock look stale. */
 	if (fs->stale_after_us && fs->heartbeat_min_us > fs->stale_after_us / 4)

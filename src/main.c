@@ -164,6 +164,7 @@ int main(int argc, char **argv)
 	lockfs_log(G_LOG_LEVEL_INFO, NULL, "mounted %s (backend %s%s)", abs, be->name,
 	           passthrough ? ", passthrough" : "");
 	fuse_daemonize(foreground);
+	inval_start(fs);
 
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);
@@ -175,6 +176,7 @@ int main(int argc, char **argv)
 	pthread_mutex_lock(&fs->mu);
 	locks_release_all(fs);
 	pthread_mutex_unlock(&fs->mu);
+	inval_stop(fs);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
 	fuse_session_destroy(se);

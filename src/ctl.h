@@ -1,0 +1,118 @@
+/* lockfsctl: what its commands share.  lockfsctl talks to a mount only
+ * through what any process can use: the inspection view .lockfs/ the daemon
+ * serves, the user.lockfs.* extended attributes and ordinary system calls.
+ * It never opens a backend itself (the local backend's state is flock'd by
+ * the mount that uses it). */
+#ifndef LOCKFS_CTL_H
+#define LOCKFS_CTL_H
+
+#include <glib.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Exit codes (documented in lockfsctl(1)). */
+enum {
+	CTL_EXIT_OK = 0,
+	CTL_EXIT_FAIL = 1,  /* warnings (check); refused, declined, not held, lost */
+	CTL_EXIT_ERROR = 2, /* bad configuration, unreachable mount or backend */
+	CTL_EXIT_USAGE = 64,
+};
+
+/* A time this far in the local future is clock skew, not a fresh lock (the
+ * seed's rule). */
+#define CTL_SKEW_LIMIT_S 300
+
+/* "lockfsctl CMD", the prefix of every message. */
+extern const char *ctl_prog;
+
+/* One line on stderr: "lockfsctl CMD: ...". */
+void ctl_err(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+/* A usage error: the line, a pointer to --help; returns CTL_EXIT_USAGE. */
+int ctl_usage_error(const char *fmt, ...) G_GNUC_PRINTF(1, 2);
+
+/* ARGV[*I] is "--NAME VALUE" or "--NAME=VALUE": 1 with *OUT set and *I on
+ * the value; 0 when it is another word; -1 (message printed) when the value
+ * is missing. */
+int ctl_opt_value(int argc, char **argv, int *i, const char *name, const char **out);
+
+/* One lock as a mount shows it.  Unknown numbers are -1, unknown strings NULL. */
+typedef struct {
+	char *mount; /* the mount root */
+	char *key;   /* path relative to the mount root */
+	char *path;  /* mount/key */
+	char *state; /* held, stale, lost */
+	char *fence;
+	char *host;
+	int64_t pid;
+	int64_t uid, gid;
+	char *user;
+	char *command;
+	char *acquired; /* ISO 8601 UTC, as the daemon wrote it */
+	char *heartbeat;
+	int64_t acquired_s; /* the same as unix time */
+	int64_t heartbeat_s;
+	int64_t age_s;
+	int64_t heartbeat_age_s;
+	int64_t lease_left_ms;
+	char *backend;
+} ctl_lock;
+
+void ctl_lock_free(ctl_lock *l);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC(ctl_lock, ctl_lock_free)
+
+/* Where the lock PATH lives. */
+typedef struct {
+	char *path;  /* absolute; its directory resolved, its own name not followed */
+	char *dir;   /* the directory, resolved */
+	char *base;  /* the lock's own name */
+	char *mount; /* the lockfs mount root, NULL in a plain directory */
+	char *key;   /* relative to mount, NULL in a plain directory */
+} ctl_target;
+
+bool ctl_target_resolve(const char *path, ctl_target *t, GError **error);
+void ctl_target_clear(ctl_target *t);
+
+/* DIR is the root of a lockfs mount: FUSE, with .lockfs/status. */
+bool ctl_is_lockfs_mount(const char *dir);
+/* Mount points of type fuse.lockfs in /proc/self/mounts, in order. */
+GPtrArray *ctl_list_mounts(void);
+
+/* .lockfs/status of MOUNT, sorted as the daemon sorts it (by key); NULL with
+ * *ERR set to the errno. */
+GPtrArray *ctl_read_status(const char *mount, int *err);
+/* .lockfs/KEY: NULL with *ERR set (ENOENT: not held). */
+ctl_lock *ctl_read_lock(const char *mount, const char *key, int *err);
+/* Every lock of MOUNT with every field the daemon shows: status, completed
+ * from each lock's own view. */
+GPtrArray *ctl_read_all(const char *mount, int *err);
+
+/* The whole of a file read with read(2): the inspection files are generated
+ * on open and need not report their size. */
+char *ctl_read_text(const char *path, int *err);
+
+/* "\040"-style escapes of .lockfs/status and /proc/mounts, both ways. */
+char *ctl_unescape(const char *s);
+char *ctl_escape(const char *s);
+/* S with control characters shown as '?': holder notes are another's text. */
+char *ctl_printable(const char *s);
+
+/* "45s", "5m3s", "2h10m", "3d4h". */
+char *ctl_format_age(int64_t s);
+/* "500ms", "30s", "5m", "1m30s". */
+char *ctl_format_ms(int64_t ms);
+/* Unix seconds as ISO 8601 UTC. */
+char *ctl_iso(int64_t s);
+
+void ctl_json_string(GString *out, const char *s);
+
+/* The holder process PID as this host sees it: its start time (unix s) and
+ * name.  False when no such process is running here. */
+bool ctl_proc_info(int64_t pid, int64_t *start_s, char **comm);
+
+int ctl_status(int argc, char **argv);
+int ctl_check(int argc, char **argv);
+int ctl_unlock(int argc, char **argv);
+int ctl_hold(int argc, char **argv);
+
+#endif

@@ -1,0 +1,346 @@
+/* lockfsctl check [--config FILE] [-o OPTIONS] [MOUNT...]: is the
+ * configuration valid, the backend reachable, the clock sane, and is any lock
+ * held past its stale limit?  Exit 0 ok, 1 warnings, 2 errors. */
+#include "ctl.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <lockfs/backends.h>
+#include <lockfs/config.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define FENCE_MAGIC "lockfs-fence-state 1\n"
+
+typedef struct {
+	int warnings;
+	int errors;
+} tally;
+
+static void warn(tally *t, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static void warn(tally *t, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	ctl_err("warning: %s", msg);
+	t->warnings++;
+}
+
+static void error(tally *t, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
+static void error(tally *t, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	ctl_err("error: %s", msg);
+	t->errors++;
+}
+
+/* The fence state file format of src/fence_store.c, read without opening the
+ * store: the store flock()s the file a running mount holds. */
+static bool fence_file_parses(const char *text)
+{
+	if (!g_str_has_prefix(text, FENCE_MAGIC))
+		return false;
+	const char *p = text + strlen(FENCE_MAGIC);
+	if (!g_str_has_prefix(p, "reserved ") || !g_ascii_isdigit(p[9]))
+		return false;
+	p += 9;
+	char *end;
+	errno = 0;
+	g_ascii_strtoull(p, &end, 10);
+	return !errno && (*end == '\n' || *end == '\0');
+}
+
+/* The name src/backends/local.c gives the state of the mount at MOUNT. */
+static char *local_state_name(const char *mount)
+{
+	GString *s = g_string_new("local");
+	for (const unsigned char *p = (const unsigned char *)mount; *p; p++) {
+		if (g_ascii_isalnum(*p) || *p == '.' || *p == '_' || *p == '-')
+			g_string_append_c(s, *p);
+		else
+			g_string_append_printf(s, "%%%02X", *p);
+	}
+	g_string_append(s, ".fence");
+	return g_string_free(s, FALSE);
+}
+
+/* Can a file be made in DIR?  A real create: access() would not see a
+ * read-only filesystem or an ACL, and root passes it anyway. */
+static int try_create(const char *dir)
+{
+	g_autofree char *tmp = g_build_filename(dir, ".lockfsctl-check.XXXXXX", NULL);
+	int fd = g_mkstemp_full(tmp, O_RDWR | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	unlink(tmp);
+	return 0;
+}
+
+static void check_local(tally *t, const lockfs_settings *s)
+{
+	const char *dir = s->state_dir;
+	struct stat st;
+	if (stat(dir, &st) != 0) {
+		int e = errno;
+		if (e != ENOENT) {
+			error(t,
+			      "backend local: cannot reach state_dir %s: %s; fix its permissions "
+			      "or set state_dir",
+			      dir, g_strerror(e));
+			return;
+		}
+		/* lockfs creates it at mount: the nearest existing parent must allow it. */
+		g_autofree char *up = g_path_get_dirname(dir);
+		while (stat(up, &st) != 0 && strcmp(up, "/") != 0) {
+			char *next = g_path_get_dirname(up);
+			g_free(up);
+			up = next;
+		}
+		int ce = try_create(up);
+		if (ce)
+			error(t,
+			      "backend local: state_dir %s does not exist and cannot be created "
+			      "(%s: %s); create it or set state_dir to a writable directory",
+			      dir, up, g_strerror(ce));
+		else
+			printf("backend local: state_dir %s does not exist yet; lockfs creates it "
+			       "at mount\n",
+			       dir);
+		return;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		error(t,
+		      "backend local: state_dir %s is not a directory; set state_dir to a "
+		      "directory",
+		      dir);
+		return;
+	}
+	int ce = try_create(dir);
+	if (ce) {
+		error(t,
+		      "backend local: state_dir %s is not writable: %s; fix its permissions or "
+		      "set state_dir to a writable directory",
+		      dir, g_strerror(ce));
+		return;
+	}
+	DIR *d = opendir(dir);
+	if (!d) {
+		error(t, "backend local: cannot list state_dir %s: %s; fix its permissions", dir,
+		      g_strerror(errno));
+		return;
+	}
+	int good = 0, bad = 0;
+	struct dirent *de;
+	while ((de = readdir(d))) {
+		if (!g_str_has_prefix(de->d_name, "local") ||
+		    !g_str_has_suffix(de->d_name, ".fence"))
+			continue;
+		g_autofree char *path = g_build_filename(dir, de->d_name, NULL);
+		g_autofree char *text = NULL;
+		g_autoptr(GError) err = NULL;
+		if (!g_file_get_contents(path, &text, NULL, &err)) {
+			error(t,
+			      "backend local: cannot read the fence state file %s: %s; fix its "
+			      "permissions (lockfs refuses to mount without it)",
+			      path, err->message);
+			bad++;
+		} else if (!fence_file_parses(text)) {
+			error(t,
+			      "backend local: %s is not a lockfs fence state file; restore it from "
+			      "backup (deleting it would let fences repeat)",
+			      path);
+			bad++;
+		} else {
+			good++;
+		}
+	}
+	closedir(d);
+	if (!bad)
+		printf("backend local: state_dir %s is writable; %d fence state file%s parse%s\n",
+		       dir, good, good == 1 ? "" : "s", good == 1 ? "s" : "");
+}
+
+static void check_lock(tally *t, const lockfs_settings *s, const ctl_lock *l, int64_t now)
+{
+	g_autofree char *host = ctl_printable(l->host ? l->host : "?");
+	g_autofree char *user = ctl_printable(l->user ? l->user : "?");
+	g_autofree char *path = ctl_escape(l->path);
+	g_autofree char *holder =
+	        g_strdup_printf("%s:%" G_GINT64_FORMAT " (user %s)", host, l->pid, user);
+	g_autofree char *hb = ctl_format_age(l->heartbeat_age_s);
+	int64_t ahead = MAX(l->acquired_s, l->heartbeat_s) - now;
+
+	if (l->state && !strcmp(l->state, "lost")) {
+		warn(t,
+		     "%s: its holder %s lost it; if the holder is gone, run: lockfsctl unlock %s",
+		     path, holder, path);
+	} else if ((l->state && !strcmp(l->state, "stale")) ||
+	           (s->stale_after_ms > 0 && l->heartbeat_age_s >= 0 &&
+	            l->heartbeat_age_s * 1000 > s->stale_after_ms)) {
+		g_autofree char *limit = ctl_format_ms(s->stale_after_ms);
+		warn(t,
+		     "%s: held by %s with no heartbeat for %s, past stale_after %s; if its "
+		     "holder is no longer running, run: lockfsctl unlock %s",
+		     path, holder, hb, limit, path);
+	}
+	if (ahead > CTL_SKEW_LIMIT_S) {
+		g_autofree char *by = ctl_format_age(ahead);
+		warn(t,
+		     "%s: held by %s with times %s ahead of this host's clock (clock skew); fix "
+		     "the clocks (NTP), and if the holder is gone, run: lockfsctl unlock %s",
+		     path, holder, by, path);
+	}
+}
+
+static void check_mount(tally *t, const lockfs_settings *s, const char *mount, bool configured)
+{
+	if (!ctl_is_lockfs_mount(mount)) {
+		error(t, "%s is not a lockfs mount (no .lockfs/status there); give a mount point",
+		      mount);
+		return;
+	}
+	int err = 0;
+	g_autoptr(GPtrArray) locks = ctl_read_all(mount, &err);
+	if (!locks) {
+		error(t,
+		      "cannot read %s/.lockfs/status: %s; check that its lockfs process is "
+		      "running",
+		      mount, g_strerror(err));
+		return;
+	}
+	int before = t->warnings;
+	int64_t now = g_get_real_time() / G_USEC_PER_SEC;
+	for (guint i = 0; i < locks->len; i++)
+		check_lock(t, s, locks->pdata[i], now);
+	printf("mount %s: %u lock%s held, %d warning%s\n", mount, locks->len,
+	       locks->len == 1 ? "" : "s", t->warnings - before,
+	       t->warnings - before == 1 ? "" : "s");
+	/* Only a given configuration is meant to be the mount's own. */
+	if (configured && !strcmp(s->backend, "local")) {
+		g_autofree char *name = local_state_name(mount);
+		g_autofree char *state = g_build_filename(s->state_dir, name, NULL);
+		if (!g_file_test(state, G_FILE_TEST_EXISTS))
+			printf("mount %s: its fence state is not in %s (it was mounted with "
+			       "another state_dir or configuration)\n",
+			       mount, s->state_dir);
+	}
+}
+
+static void usage(void)
+{
+	printf("usage: lockfsctl check [--config FILE] [-o OPTIONS] [MOUNT...]\n"
+	       "Validates the configuration (FILE, then mount options OPTIONS; the defaults\n"
+	       "without either), reaches the backend, measures clock skew, and warns about\n"
+	       "locks of MOUNT (default: every lockfs mount) held past stale_after or with\n"
+	       "clock skew.  Exit status: 0 ok, 1 warnings, 2 errors, 64 usage.\n");
+}
+
+int ctl_check(int argc, char **argv)
+{
+	const char *file = NULL;
+	g_autoptr(GPtrArray) opts = g_ptr_array_new();
+	g_autoptr(GPtrArray) mounts = g_ptr_array_new_with_free_func(g_free);
+	bool options = true;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		int r;
+		if (options && !strcmp(a, "--")) {
+			options = false;
+		} else if (options && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
+			usage();
+			return CTL_EXIT_OK;
+		} else if (options && (r = ctl_opt_value(argc, argv, &i, "--config", &v))) {
+			if (r < 0)
+				return CTL_EXIT_USAGE;
+			if (file)
+				return ctl_usage_error("--config given twice; check one file at a "
+				                       "time");
+			file = v;
+		} else if (options && (r = ctl_opt_value(argc, argv, &i, "-o", &v))) {
+			if (r < 0)
+				return CTL_EXIT_USAGE;
+			g_ptr_array_add(opts, (char *)v);
+		} else if (options && a[0] == '-' && a[1]) {
+			return ctl_usage_error("unknown option '%s'", a);
+		} else {
+			g_ptr_array_add(mounts, g_strdup(a));
+		}
+	}
+
+	tally t = { 0, 0 };
+	lockfs_backends_register_config();
+	lockfs_config *cfg = lockfs_config_new();
+	g_autoptr(GError) err = NULL;
+	bool good = !file || lockfs_config_load_file(cfg, file, &err);
+	for (guint i = 0; good && i < opts->len; i++) {
+		g_auto(GStrv) parts = g_strsplit(opts->pdata[i], ",", -1);
+		for (int j = 0; good && parts[j]; j++) {
+			bool for_fuse;
+			if (*parts[j])
+				good = lockfs_config_set_option(cfg, parts[j], &for_fuse, &err);
+		}
+	}
+	if (good)
+		good = lockfs_config_finish(cfg, &err);
+	if (!good) {
+		error(&t, "%s", err->message);
+		lockfs_config_free(cfg);
+		return CTL_EXIT_ERROR;
+	}
+	const lockfs_settings *s = lockfs_config_settings(cfg);
+	g_autofree char *ttl = ctl_format_ms(s->ttl_ms);
+	g_autofree char *renew = ctl_format_ms(s->renew_ms ? s->renew_ms : s->ttl_ms / 3);
+	g_autofree char *net = ctl_format_ms(s->network_timeout_ms);
+	g_autofree char *stale =
+	        s->stale_after_ms ? ctl_format_ms(s->stale_after_ms) : g_strdup("0 (never)");
+	printf("config %s: ok (backend %s, ttl %s, renew every %s, network_timeout %s, "
+	       "stale_after %s)\n",
+	       file ? file : "(defaults)", s->backend, ttl, renew, net, stale);
+
+	if (!strcmp(s->backend, "local")) {
+		check_local(&t, s);
+		printf("clock skew: none (local backend)\n");
+	} else {
+		error(&t,
+		      "backend %s is not built into this lockfsctl, so it cannot be reached; "
+		      "use backend=local",
+		      s->backend);
+	}
+
+	bool all = mounts->len == 0;
+	if (all) {
+		g_ptr_array_unref(mounts);
+		mounts = ctl_list_mounts();
+	}
+	for (guint i = 0; i < mounts->len; i++) {
+		g_autofree char *real = realpath(mounts->pdata[i], NULL);
+		check_mount(&t, s, real ? real : mounts->pdata[i], file != NULL);
+	}
+	if (all && !mounts->len)
+		printf("no lockfs mounts to check\n");
+	lockfs_config_free(cfg);
+
+	if (t.errors) {
+		printf("check: %d error%s, %d warning%s\n", t.errors, t.errors == 1 ? "" : "s",
+		       t.warnings, t.warnings == 1 ? "" : "s");
+		return CTL_EXIT_ERROR;
+	}
+	if (t.warnings) {
+		printf("check: %d warning%s\n", t.warnings, t.warnings == 1 ? "" : "s");
+		return CTL_EXIT_FAIL;
+	}
+	printf("check: ok\n");
+	return CTL_EXIT_OK;
+}

@@ -1,0 +1,494 @@
+/* lockfsctl: finding lockfs mounts and reading the inspection view the daemon
+ * serves (.lockfs/status, .lockfs/KEY). */
+#include "ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+#define FUSE_SUPER_MAGIC 0x65735546
+#define TEXT_MAX (16 << 20) /* more than any status listing a sane mount makes */
+
+const char *ctl_prog = "lockfsctl";
+
+void ctl_err(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	fflush(stdout);
+	fprintf(stderr, "%s: %s\n", ctl_prog, msg);
+}
+
+int ctl_usage_error(const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "%s: %s; see %s --help\n", ctl_prog, msg, ctl_prog);
+	return CTL_EXIT_USAGE;
+}
+
+int ctl_opt_value(int argc, char **argv, int *i, const char *name, const char **out)
+{
+	const char *a = argv[*i];
+	size_t n = strlen(name);
+	if (strncmp(a, name, n) != 0)
+		return 0;
+	if (a[n] == '=') {
+		*out = a + n + 1;
+		return 1;
+	}
+	if (a[n] != '\0')
+		return 0;
+	if (*i + 1 >= argc) {
+		ctl_usage_error("%s needs a value", name);
+		return -1;
+	}
+	*out = argv[++*i];
+	return 1;
+}
+
+void ctl_lock_free(ctl_lock *l)
+{
+	if (!l)
+		return;
+	g_free(l->mount);
+	g_free(l->key);
+	g_free(l->path);
+	g_free(l->state);
+	g_free(l->fence);
+	g_free(l->host);
+	g_free(l->user);
+	g_free(l->command);
+	g_free(l->acquired);
+	g_free(l->heartbeat);
+	g_free(l->backend);
+	g_free(l);
+}
+
+static ctl_lock *lock_new(const char *mount, const char *key)
+{
+	ctl_lock *l = g_new0(ctl_lock, 1);
+	l->mount = g_strdup(mount);
+	l->key = g_strdup(key);
+	l->path = g_build_filename(mount, key, NULL);
+	l->pid = l->uid = l->gid = -1;
+	l->acquired_s = l->heartbeat_s = -1;
+	l->age_s = l->heartbeat_age_s = -1;
+	l->lease_left_ms = -1;
+	return l;
+}
+
+char *ctl_read_text(const char *path, int *err)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		*err = errno;
+		return NULL;
+	}
+	GString *s = g_string_new(NULL);
+	char buf[8192];
+	for (;;) {
+		ssize_t n = read(fd, buf, sizeof(buf));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || s->len > TEXT_MAX) {
+			*err = n < 0 ? errno : EFBIG;
+			close(fd);
+			g_string_free(s, TRUE);
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		g_string_append_len(s, buf, n);
+	}
+	close(fd);
+	return g_string_free(s, FALSE);
+}
+
+char *ctl_unescape(const char *s)
+{
+	GString *out = g_string_new(NULL);
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			g_string_append_c(
+			        out, (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0')));
+			s += 3;
+		} else {
+			g_string_append_c(out, *s);
+		}
+	}
+	return g_string_free(out, FALSE);
+}
+
+char *ctl_escape(const char *s)
+{
+	GString *out = g_string_new(NULL);
+	for (; *s; s++) {
+		if (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\\')
+			g_string_append_printf(out, "\\%03o", (unsigned char)*s);
+		else
+			g_string_append_c(out, *s);
+	}
+	return g_string_free(out, FALSE);
+}
+
+char *ctl_printable(const char *s)
+{
+	char *out = g_strdup(s ? s : "");
+	for (char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+	return out;
+}
+
+static bool parse_i64(const char *s, int64_t *out)
+{
+	gint64 v;
+	if (!s || !g_ascii_string_to_signed(s, 10, G_MININT64, G_MAXINT64, &v, NULL))
+		return false;
+	*out = v;
+	return true;
+}
+
+static int64_t iso_to_unix(const char *s)
+{
+	if (!s)
+		return -1;
+	g_autoptr(GDateTime) t = g_date_time_new_from_iso8601(s, NULL);
+	return t ? g_date_time_to_unix(t) : -1;
+}
+
+/* One status line: KEY state=.. fence=.. host=.. pid=.. uid=.. user=.. age=..
+ * heartbeat_age=.. (unknown fields are ignored: the daemon may add some). */
+static ctl_lock *parse_status_line(const char *mount, const char *line)
+{
+	g_auto(GStrv) f = g_strsplit(line, " ", -1);
+	if (!f[0] || !*f[0])
+		return NULL;
+	g_autofree char *key = ctl_unescape(f[0]);
+	ctl_lock *l = lock_new(mount, key);
+	for (int i = 1; f[i]; i++) {
+		char *eq = strchr(f[i], '=');
+		if (!eq)
+			continue;
+		*eq = '\0';
+		const char *k = f[i], *v = eq + 1;
+		if (!strcmp(k, "state"))
+			l->state = g_strdup(v);
+		else if (!strcmp(k, "fence"))
+			l->fence = g_strdup(v);
+		else if (!strcmp(k, "host"))
+			l->host = ctl_unescape(v);
+		else if (!strcmp(k, "user"))
+			l->user = ctl_unescape(v);
+		else if (!strcmp(k, "pid"))
+			parse_i64(v, &l->pid);
+		else if (!strcmp(k, "uid"))
+			parse_i64(v, &l->uid);
+		else if (!strcmp(k, "age"))
+			parse_i64(v, &l->age_s);
+		else if (!strcmp(k, "heartbeat_age"))
+			parse_i64(v, &l->heartbeat_age_s);
+	}
+	return l;
+}
+
+GPtrArray *ctl_read_status(const char *mount, int *err)
+{
+	g_autofree char *path = g_build_filename(mount, ".lockfs", "status", NULL);
+	g_autofree char *text = ctl_read_text(path, err);
+	if (!text)
+		return NULL;
+	GPtrArray *locks = g_ptr_array_new_with_free_func((GDestroyNotify)ctl_lock_free);
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	for (int i = 0; lines[i]; i++) {
+		ctl_lock *l = parse_status_line(mount, lines[i]);
+		if (l)
+			g_ptr_array_add(locks, l);
+	}
+	return locks;
+}
+
+ctl_lock *ctl_read_lock(const char *mount, const char *key, int *err)
+{
+	g_autofree char *path = g_build_filename(mount, ".lockfs", key, NULL);
+	g_autofree char *text = ctl_read_text(path, err);
+	if (!text)
+		return NULL;
+	if (!*text) { /* released between lookup and read */
+		*err = ENOENT;
+		return NULL;
+	}
+	ctl_lock *l = lock_new(mount, key);
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	for (int i = 0; lines[i]; i++) {
+		char *sep = strstr(lines[i], ": ");
+		if (!sep)
+			continue;
+		*sep = '\0';
+		const char *k = lines[i], *v = sep + 2;
+		char **s = NULL;
+		if (!strcmp(k, "state"))
+			s = &l->state;
+		else if (!strcmp(k, "fence"))
+			s = &l->fence;
+		else if (!strcmp(k, "host"))
+			s = &l->host;
+		else if (!strcmp(k, "user"))
+			s = &l->user;
+		else if (!strcmp(k, "command"))
+			s = &l->command;
+		else if (!strcmp(k, "acquired"))
+			s = &l->acquired;
+		else if (!strcmp(k, "heartbeat"))
+			s = &l->heartbeat;
+		else if (!strcmp(k, "backend"))
+			s = &l->backend;
+		else if (!strcmp(k, "pid"))
+			parse_i64(v, &l->pid);
+		else if (!strcmp(k, "uid"))
+			parse_i64(v, &l->uid);
+		else if (!strcmp(k, "gid"))
+			parse_i64(v, &l->gid);
+		else if (!strcmp(k, "age"))
+			parse_i64(v, &l->age_s);
+		else if (!strcmp(k, "heartbeat_age"))
+			parse_i64(v, &l->heartbeat_age_s);
+		else if (!strcmp(k, "lease_left_ms"))
+			parse_i64(v, &l->lease_left_ms);
+		if (s && !*s)
+			*s = g_strdup(v);
+	}
+	l->acquired_s = iso_to_unix(l->acquired);
+	l->heartbeat_s = iso_to_unix(l->heartbeat);
+	return l;
+}
+
+GPtrArray *ctl_read_all(const char *mount, int *err)
+{
+	GPtrArray *locks = ctl_read_status(mount, err);
+	if (!locks)
+		return NULL;
+	for (guint i = 0; i < locks->len; i++) {
+		ctl_lock *s = locks->pdata[i];
+		int e;
+		ctl_lock *full = ctl_read_lock(mount, s->key, &e);
+		if (!full)
+			continue; /* released since the listing: show what the listing said */
+		/* The lock's own view adds the command, times, gid and backend. */
+		if (!full->state)
+			full->state = g_strdup(s->state);
+		if (!full->fence)
+			full->fence = g_strdup(s->fence);
+		locks->pdata[i] = full;
+		ctl_lock_free(s);
+	}
+	return locks;
+}
+
+bool ctl_is_lockfs_mount(const char *dir)
+{
+	struct statfs sfs;
+	struct stat st;
+	if (statfs(dir, &sfs) != 0 || (unsigned long)sfs.f_type != FUSE_SUPER_MAGIC)
+		return false;
+	g_autofree char *status = g_build_filename(dir, ".lockfs", "status", NULL);
+	return stat(status, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+GPtrArray *ctl_list_mounts(void)
+{
+	GPtrArray *out = g_ptr_array_new_with_free_func(g_free);
+	g_autofree char *text = NULL;
+	if (!g_file_get_contents("/proc/self/mounts", &text, NULL, NULL))
+		return out;
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	for (int i = 0; lines[i]; i++) {
+		g_auto(GStrv) f = g_strsplit(lines[i], " ", 4);
+		if (g_strv_length(f) < 3 || strcmp(f[2], "fuse.lockfs") != 0)
+			continue;
+		g_ptr_array_add(out, ctl_unescape(f[1]));
+	}
+	return out;
+}
+
+bool ctl_target_resolve(const char *path, ctl_target *t, GError **error)
+{
+	memset(t, 0, sizeof(*t));
+	g_autofree char *base = g_path_get_basename(path);
+	g_autofree char *dir = g_path_get_dirname(path);
+	size_t len = strlen(path);
+	if (!*path || path[len - 1] == '/' || !strcmp(base, ".") || !strcmp(base, "..") ||
+	    !strcmp(base, "/")) {
+		g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
+		            "'%s' does not name a lock file; give its path, e.g. /var/lock/x.lock",
+		            path);
+		return false;
+	}
+	char *real = realpath(dir, NULL);
+	if (!real) {
+		int e = errno;
+		g_set_error(error, G_FILE_ERROR, g_file_error_from_errno(e),
+		            "cannot reach the directory %s of %s: %s; check the path", dir, path,
+		            g_strerror(e));
+		return false;
+	}
+	t->dir = real;
+	t->base = g_steal_pointer(&base);
+	t->path = g_build_filename(t->dir, t->base, NULL);
+
+	/* Only a FUSE directory can be in a lockfs mount; then walk up, within
+	 * the same filesystem, to the directory that serves .lockfs/status. */
+	struct statfs sfs;
+	struct stat st;
+	if (statfs(t->dir, &sfs) != 0 || (unsigned long)sfs.f_type != FUSE_SUPER_MAGIC ||
+	    stat(t->dir, &st) != 0)
+		return true;
+	dev_t dev = st.st_dev;
+	g_autofree char *cur = g_strdup(t->dir);
+	for (;;) {
+		g_autofree char *status = g_build_filename(cur, ".lockfs", "status", NULL);
+		if (stat(status, &st) == 0 && S_ISREG(st.st_mode)) {
+			t->mount = g_strdup(cur);
+			break;
+		}
+		if (!strcmp(cur, "/"))
+			break;
+		char *up = g_path_get_dirname(cur);
+		if (stat(up, &st) != 0 || st.st_dev != dev) {
+			g_free(up);
+			break;
+		}
+		g_free(cur);
+		cur = up;
+	}
+	if (t->mount) {
+		const char *rel = t->dir + strlen(t->mount);
+		while (*rel == '/')
+			rel++;
+		t->key = *rel ? g_strconcat(rel, "/", t->base, NULL) : g_strdup(t->base);
+	}
+	return true;
+}
+
+void ctl_target_clear(ctl_target *t)
+{
+	g_free(t->path);
+	g_free(t->dir);
+	g_free(t->base);
+	g_free(t->mount);
+	g_free(t->key);
+	memset(t, 0, sizeof(*t));
+}
+
+char *ctl_format_age(int64_t s)
+{
+	if (s < 0)
+		return g_strdup("?");
+	if (s < 60)
+		return g_strdup_printf("%" G_GINT64_FORMAT "s", s);
+	if (s < 3600)
+		return g_strdup_printf("%" G_GINT64_FORMAT "m%" G_GINT64_FORMAT "s", s / 60,
+		                       s % 60);
+	if (s < 86400)
+		return g_strdup_printf("%" G_GINT64_FORMAT "h%" G_GINT64_FORMAT "m", s / 3600,
+		                       s % 3600 / 60);
+	return g_strdup_printf("%" G_GINT64_FORMAT "d%" G_GINT64_FORMAT "h", s / 86400,
+	                       s % 86400 / 3600);
+}
+
+char *ctl_format_ms(int64_t ms)
+{
+	if (ms % 1000)
+		return g_strdup_printf("%" G_GINT64_FORMAT "ms", ms);
+	int64_t s = ms / 1000;
+	if (s && s % 3600 == 0)
+		return g_strdup_printf("%" G_GINT64_FORMAT "h", s / 3600);
+	if (s && s % 60 == 0)
+		return g_strdup_printf("%" G_GINT64_FORMAT "m", s / 60);
+	if (s > 60)
+		return g_strdup_printf("%" G_GINT64_FORMAT "m%" G_GINT64_FORMAT "s", s / 60,
+		                       s % 60);
+	return g_strdup_printf("%" G_GINT64_FORMAT "s", s);
+}
+
+char *ctl_iso(int64_t s)
+{
+	g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc(s);
+	return t ? g_date_time_format(t, "%Y-%m-%dT%H:%M:%SZ") : g_strdup("?");
+}
+
+void ctl_json_string(GString *out, const char *s)
+{
+	if (!s) {
+		g_string_append(out, "null");
+		return;
+	}
+	/* Another host's notes may not be UTF-8; JSON must be. */
+	g_autofree char *v = g_utf8_make_valid(s, -1);
+	g_string_append_c(out, '"');
+	for (const char *p = v; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+		if (c == '"' || c == '\\')
+			g_string_append_printf(out, "\\%c", c);
+		else if (c == '\n')
+			g_string_append(out, "\\n");
+		else if (c == '\t')
+			g_string_append(out, "\\t");
+		else if (c < 0x20 || c == 0x7f)
+			g_string_append_printf(out, "\\u%04x", c);
+		else
+			g_string_append_c(out, (char)c);
+	}
+	g_string_append_c(out, '"');
+}
+
+static int64_t boot_time_s(void)
+{
+	g_autofree char *text = NULL;
+	if (!g_file_get_contents("/proc/stat", &text, NULL, NULL))
+		return -1;
+	const char *p = strstr(text, "\nbtime ");
+	int64_t v;
+	if (!p)
+		return -1;
+	g_autofree char *num = g_strndup(p + 7, strcspn(p + 7, "\n"));
+	return parse_i64(num, &v) ? v : -1;
+}
+
+bool ctl_proc_info(int64_t pid, int64_t *start_s, char **comm)
+{
+	if (pid <= 0 || pid > G_MAXINT32)
+		return false;
+	g_autofree char *path = g_strdup_printf("/proc/%" G_GINT64_FORMAT "/stat", pid);
+	g_autofree char *text = NULL;
+	if (!g_file_get_contents(path, &text, NULL, NULL))
+		return false;
+	/* "PID (COMM) S ..." where COMM may hold spaces and parentheses. */
+	char *open = strchr(text, '('), *close = strrchr(text, ')');
+	if (!open || !close || close < open)
+		return false;
+	g_auto(GStrv) f = g_strsplit(close + 2, " ", -1);
+	if (g_strv_length(f) < 20 || !strcmp(f[0], "Z"))
+		return false; /* a zombie holds nothing */
+	int64_t ticks, boot = boot_time_s();
+	long hz = sysconf(_SC_CLK_TCK);
+	if (!parse_i64(f[19], &ticks) || boot < 0 || hz <= 0)
+		*start_s = -1;
+	else
+		*start_s = boot + ticks / hz;
+	if (comm)
+		*comm = g_strndup(open + 1, close - open - 1);
+	return true;
+}

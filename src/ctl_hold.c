@@ -1,0 +1,626 @@
+/* lockfsctl hold PATH [--wait D] [--ttl D] [--max-hold D] -- CMD ARGS: run
+ * CMD while holding the lock PATH.
+ *
+ * In a lockfs mount the lock is taken by open(O_CREAT|O_EXCL) and its fence
+ * passed to CMD in LOCKFS_FENCE.  In a plain directory it is a careful
+ * dot-lock (a unique temp file link()ed to PATH, checked by link count and
+ * inode) without a fence.  A watcher thread heartbeats every ttl/3 and checks
+ * several times a second that the lock is still ours; the main thread runs
+ * CMD, forwards signals and stops CMD (SIGTERM, SIGKILL 5 s later) when the
+ * lock is lost or --max-hold passes. */
+#include "ctl.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <lockfs/config.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FENCE_XATTR "user.lockfs.fence"
+#define STATE_XATTR "user.lockfs.state"
+#define CHECK_EVERY_US (150 * 1000) /* loss is noticed within this, plus POLL_US */
+#define POLL_US (100 * 1000)        /* the main loop's tick */
+#define BACKOFF_MAX_US (200 * 1000) /* waiting for a lock polls at least this often */
+#define KILL_AFTER_US (5 * G_USEC_PER_SEC)
+
+/* The lock once taken; the watcher thread and the main thread share it. */
+typedef struct {
+	char *path;
+	bool lockfs;
+	dev_t dev;
+	ino_t ino;
+	char *fence; /* NULL in a plain directory */
+	int64_t beat_every_us;
+
+	GMutex mu;
+	GCond cond;
+	bool stop;
+	bool done; /* the watcher has ended */
+	bool lost;
+	char *why;          /* why it was lost */
+	int64_t last_ok_us; /* monotonic: the last time it was confirmed ours */
+	int last_err;       /* the last error that did not prove a loss */
+} held;
+
+typedef struct {
+	const char *arg;
+	const char *wait_text, *ttl_text, *max_text; /* as given */
+	int64_t wait_ms, ttl_ms, max_ms;
+	char **cmd;
+} hold_opts;
+
+static void usage(void)
+{
+	printf("usage: lockfsctl hold PATH [--wait D] [--ttl D] [--max-hold D] -- CMD [ARG...]\n"
+	       "Runs CMD while holding the lock PATH; waits up to --wait (10s; 0: only if free)\n"
+	       "for it, heartbeats every --ttl/3 (30s), passes the fence in LOCKFS_FENCE, and\n"
+	       "stops CMD (SIGTERM, SIGKILL 5s later) when the lock is lost or --max-hold\n"
+	       "passes.  Exit status: CMD's; 1 when the lock was not taken, was lost or was\n"
+	       "held past --max-hold; 126/127 when CMD cannot run; 64 usage.\n");
+}
+
+/* ---------------------------------------------------------------- checks */
+
+/* What an errno from looking at or touching our lock means: 1 lost (WHY
+ * set), or -E for a failure that proves nothing by itself. */
+static int classify(int e, bool heartbeat, char **why)
+{
+	switch (e) {
+	case ENOENT:
+		*why = g_strdup("its name is gone: it was broken or expired");
+		return 1;
+	case ESTALE:
+		*why = g_strdup("lockfs reports it lost");
+		return 1;
+	case ENODATA:
+		*why = g_strdup("lockfs has no holder record for it any more");
+		return 1;
+	case ENOTCONN:
+		*why = g_strdup("its lockfs mount went away");
+		return 1;
+	case EPERM:
+	case EACCES:
+		if (heartbeat) {
+			*why = g_strdup("its heartbeat was refused: another holds it now");
+			return 1;
+		}
+		return -e;
+	default:
+		return -e;
+	}
+}
+
+/* Is the lock still ours?  With BEAT, heartbeat it too.  0 yes, 1 lost (WHY
+ * set), -E unknown. */
+static int check_once(held *h, bool beat, char **why)
+{
+	struct stat st;
+	if (lstat(h->path, &st) != 0)
+		return classify(errno, false, why);
+	if (st.st_dev != h->dev || st.st_ino != h->ino) {
+		*why = g_strdup("its name now belongs to another lock");
+		return 1;
+	}
+	if (h->lockfs) {
+		char buf[128];
+		ssize_t n = lgetxattr(h->path, FENCE_XATTR, buf, sizeof(buf) - 1);
+		if (n < 0)
+			return classify(errno, false, why);
+		buf[n] = '\0';
+		if (strcmp(buf, h->fence) != 0) {
+			*why = g_strdup_printf("it is held with fence %s now, not ours %s", buf,
+			                       h->fence);
+			return 1;
+		}
+		n = lgetxattr(h->path, STATE_XATTR, buf, sizeof(buf) - 1);
+		if (n < 0)
+			return classify(errno, false, why);
+		buf[n] = '\0';
+		if (!strcmp(buf, "lost")) {
+			*why = g_strdup("lockfs reports it lost: its lease could not be kept");
+			return 1;
+		}
+	}
+	/* By path, right after the checks: through a descriptor a broken lock's
+	 * inode would take the touch without complaint. */
+	if (beat && utimensat(AT_FDCWD, h->path, NULL, 0) != 0)
+		return classify(errno, true, why);
+	return 0;
+}
+
+static gpointer watcher(gpointer data)
+{
+	held *h = data;
+	int64_t next_beat = g_get_monotonic_time() + h->beat_every_us;
+	g_mutex_lock(&h->mu);
+	while (!h->stop) {
+		int64_t wake = g_get_monotonic_time() + CHECK_EVERY_US;
+		while (!h->stop && g_cond_wait_until(&h->cond, &h->mu, wake))
+			;
+		if (h->stop)
+			break;
+		g_mutex_unlock(&h->mu);
+		int64_t now = g_get_monotonic_time();
+		bool beat = now >= next_beat;
+		char *why = NULL;
+		int r = check_once(h, beat, &why);
+		if (beat && r == 0)
+			next_beat = now + h->beat_every_us;
+		g_mutex_lock(&h->mu);
+		if (h->stop) { /* the main thread has moved on: leave it alone */
+			g_free(why);
+			break;
+		}
+		if (r > 0) {
+			h->lost = true;
+			h->why = why;
+			break;
+		}
+		if (r == 0)
+			h->last_ok_us = now;
+		else
+			h->last_err = -r;
+	}
+	h->done = true;
+	g_cond_broadcast(&h->cond);
+	g_mutex_unlock(&h->mu);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- taking */
+
+/* In a lockfs mount: the create is the acquisition, the fence its proof. */
+static int take_lockfs(held *h, char **error)
+{
+	int fd = open(h->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0644);
+	if (fd < 0)
+		return errno;
+	char pid[32], fence[128];
+	int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	struct stat st;
+	bool have_st = fstat(fd, &st) == 0;
+	ssize_t n = 0;
+	int e = 0;
+	if (!have_st || write(fd, pid, len) != len ||
+	    (n = fgetxattr(fd, FENCE_XATTR, fence, sizeof(fence) - 1)) < 0)
+		e = errno ? errno : EIO;
+	close(fd);
+	if (e) {
+		if (e == ENODATA || e == ENOTSUP)
+			*error = g_strdup_printf("%s is not a lock name in its lockfs mount (locks "
+			                         "end in the mount's suffix, .lock by default); "
+			                         "choose a name like NAME.lock",
+			                         h->path);
+		else
+			*error = g_strdup_printf("cannot take %s: %s right after creating it; see "
+			                         "the mount's lockfs log",
+			                         h->path, g_strerror(e));
+		/* Remove what we made, unless it is no longer ours. */
+		struct stat now;
+		if (have_st && lstat(h->path, &now) == 0 && now.st_ino == st.st_ino &&
+		    now.st_dev == st.st_dev)
+			unlink(h->path);
+		return -1;
+	}
+	fence[n] = '\0';
+	h->dev = st.st_dev;
+	h->ino = st.st_ino;
+	h->fence = g_strdup(fence);
+	return 0;
+}
+
+/* In a plain directory: the dot-lock protocol that works even over NFS,
+ * where link() may fail after succeeding: judge by the link count. */
+static int take_plain(held *h, const char *dir, const char *base, char **error)
+{
+	g_autofree char *tmp = g_strdup_printf("%s/.%s.lockfsctl.XXXXXX", dir, base);
+	int fd = g_mkstemp_full(tmp, O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		int e = errno;
+		*error = g_strdup_printf("cannot create a temporary file in %s for %s: %s; check "
+		                         "the directory's permissions",
+		                         dir, h->path, g_strerror(e));
+		return -1;
+	}
+	char pid[32];
+	int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
+	int e = 0;
+	if (write(fd, pid, len) != len)
+		e = errno ? errno : EIO;
+	/* mkstemp makes 0600; others must be able to read whose lock it is. */
+	if (!e && fchmod(fd, 0644) != 0)
+		e = errno;
+	close(fd);
+	if (e) {
+		unlink(tmp);
+		*error = g_strdup_printf("cannot write a temporary file in %s for %s: %s", dir,
+		                         h->path, g_strerror(e));
+		return -1;
+	}
+	int le = link(tmp, h->path) == 0 ? 0 : errno;
+	struct stat ts, ps;
+	bool ours = stat(tmp, &ts) == 0 && ts.st_nlink == 2 && lstat(h->path, &ps) == 0 &&
+	            ps.st_ino == ts.st_ino && ps.st_dev == ts.st_dev;
+	unlink(tmp);
+	if (ours) {
+		h->dev = ps.st_dev;
+		h->ino = ps.st_ino;
+		return 0;
+	}
+	return le ? le : EEXIST;
+}
+
+/* "HOST:PID (user U)" of whoever holds T now, for the held-by line. */
+static char *holder_of(const ctl_target *t)
+{
+	if (t->mount) {
+		int e;
+		g_autoptr(ctl_lock) l = ctl_read_lock(t->mount, t->key, &e);
+		if (!l)
+			return g_strdup("another");
+		g_autofree char *host = ctl_printable(l->host ? l->host : "?");
+		g_autofree char *user = ctl_printable(l->user ? l->user : "?");
+		return g_strdup_printf("%s:%" G_GINT64_FORMAT " (user %s)", host, l->pid, user);
+	}
+	struct stat st;
+	int e;
+	g_autofree char *text = ctl_read_text(t->path, &e);
+	gint64 pid = 0;
+	if (text && !g_ascii_string_to_signed(g_strstrip(text), 10, 1, G_MAXINT32, &pid, NULL))
+		pid = 0;
+	struct passwd *pw = lstat(t->path, &st) == 0 ? getpwuid(st.st_uid) : NULL;
+	if (pid)
+		return g_strdup_printf("pid %" G_GINT64_FORMAT " (user %s)", (int64_t)pid,
+		                       pw ? pw->pw_name : "?");
+	return g_strdup_printf("another (user %s)", pw ? pw->pw_name : "?");
+}
+
+/* Sleep up to US, unless a signal of SET arrives: its number, or 0. */
+static int sleep_for_signal(const sigset_t *set, int64_t us, siginfo_t *si)
+{
+	struct timespec ts = { us / G_USEC_PER_SEC, (us % G_USEC_PER_SEC) * 1000 };
+	int sig = sigtimedwait(set, si, &ts);
+	return sig < 0 ? 0 : sig;
+}
+
+/* ---------------------------------------------------------------- releasing */
+
+/* Unlink PATH only if it is still ours: same inode, same fence. */
+static int release(held *h)
+{
+	char *why = NULL;
+	int r = check_once(h, false, &why);
+	g_free(why);
+	if (r > 0)
+		return ENOENT;
+	if (unlink(h->path) != 0)
+		return errno;
+	return 0;
+}
+
+static int exit_code(int status)
+{
+	if (WIFEXITED(status))
+		return WEXITSTATUS(status);
+	if (WIFSIGNALED(status))
+		return 128 + WTERMSIG(status);
+	return CTL_EXIT_FAIL;
+}
+
+static bool parse(int argc, char **argv, hold_opts *o, int *rc)
+{
+	*o = (hold_opts){ .wait_text = "10s", .ttl_text = "30s", .max_text = NULL };
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v;
+		const char **text = NULL;
+		int r;
+		if (!strcmp(a, "--")) {
+			o->cmd = argv + i + 1;
+			break;
+		}
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			usage();
+			*rc = CTL_EXIT_OK;
+			return false;
+		}
+		if ((r = ctl_opt_value(argc, argv, &i, "--wait", &v)))
+			text = &o->wait_text;
+		else if ((r = ctl_opt_value(argc, argv, &i, "--ttl", &v)))
+			text = &o->ttl_text;
+		else if ((r = ctl_opt_value(argc, argv, &i, "--max-hold", &v)))
+			text = &o->max_text;
+		if (r < 0) {
+			*rc = CTL_EXIT_USAGE;
+			return false;
+		}
+		if (text) {
+			*text = v;
+		} else if (a[0] == '-' && a[1]) {
+			*rc = ctl_usage_error("unknown option '%s' (put the command after --)", a);
+			return false;
+		} else if (!o->arg) {
+			o->arg = a;
+		} else {
+			o->cmd = argv + i; /* the command starts at the first other word */
+			break;
+		}
+	}
+	if (!o->arg || !o->cmd || !o->cmd[0]) {
+		*rc = ctl_usage_error(
+		        "give a lock and a command: lockfsctl hold PATH -- CMD [ARG...]");
+		return false;
+	}
+	struct {
+		const char *name, *text;
+		int64_t *ms;
+	} d[] = { { "--wait", o->wait_text, &o->wait_ms },
+		  { "--ttl", o->ttl_text, &o->ttl_ms },
+		  { "--max-hold", o->max_text, &o->max_ms } };
+	for (size_t i = 0; i < G_N_ELEMENTS(d); i++) {
+		if (!d[i].text)
+			continue;
+		if (!lockfs_parse_duration(d[i].text, d[i].ms)) {
+			*rc = ctl_usage_error(
+			        "%s '%s' is not a duration; write e.g. 500ms, 30s, 5m "
+			        "or 1h",
+			        d[i].name, d[i].text);
+			return false;
+		}
+	}
+	if (o->ttl_ms <= 0) {
+		*rc = ctl_usage_error("--ttl must be longer than 0; write e.g. --ttl 30s");
+		return false;
+	}
+	return true;
+}
+
+/* ---------------------------------------------------------------- running */
+
+/* Run CMD; its exec failure comes back through a close-on-exec pipe.  0 with
+ * *PID set, or the errno of the exec. */
+static int spawn(char **cmd, char **envp, const sigset_t *old, pid_t *pid)
+{
+	int p[2];
+	if (pipe2(p, O_CLOEXEC) != 0)
+		return errno;
+	pid_t child = fork();
+	if (child < 0) {
+		int e = errno;
+		close(p[0]);
+		close(p[1]);
+		return e;
+	}
+	if (child == 0) {
+		close(p[0]);
+		sigprocmask(SIG_SETMASK, old, NULL);
+		execvpe(cmd[0], cmd, envp);
+		int e = errno;
+		ssize_t w = write(p[1], &e, sizeof(e));
+		(void)w;
+		_exit(127);
+	}
+	close(p[1]);
+	int e = 0;
+	ssize_t n;
+	do
+		n = read(p[0], &e, sizeof(e));
+	while (n < 0 && errno == EINTR);
+	close(p[0]);
+	if (n == sizeof(e)) {
+		int status;
+		waitpid(child, &status, 0);
+		return e;
+	}
+	*pid = child;
+	return 0;
+}
+
+enum {
+	STOP_NONE,
+	STOP_LOST,
+	STOP_MAX_HOLD
+};
+
+int ctl_hold(int argc, char **argv)
+{
+	hold_opts o;
+	int rc = CTL_EXIT_OK;
+	if (!parse(argc, argv, &o, &rc))
+		return rc;
+
+	g_autoptr(GError) error = NULL;
+	ctl_target t;
+	if (!ctl_target_resolve(o.arg, &t, &error)) {
+		ctl_err("%s", error->message);
+		return CTL_EXIT_FAIL;
+	}
+	held h = { .path = g_strdup(t.path), .lockfs = t.mount != NULL };
+	g_mutex_init(&h.mu);
+	g_cond_init(&h.cond);
+	h.beat_every_us = MAX(o.ttl_ms * 1000 / 3, 50 * 1000);
+
+	/* Signals are taken synchronously (sigtimedwait) from here on, so that
+	 * one during the wait or while CMD runs is handled between checks. */
+	sigset_t set, old;
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &set, &old);
+
+	/* Wait for the lock, polling with backoff. */
+	int64_t deadline = g_get_monotonic_time() + o.wait_ms * 1000;
+	int64_t delay = 10 * 1000;
+	g_autofree char *why = NULL;
+	char **envp = NULL;
+	bool leave_h = false;
+	for (;;) {
+		int e = t.mount ? take_lockfs(&h, &why) : take_plain(&h, t.dir, t.base, &why);
+		if (e == 0)
+			break;
+		if (e < 0) {
+			ctl_err("%s", why);
+			rc = CTL_EXIT_FAIL;
+			goto out;
+		}
+		/* EIO: the backend failed this time; it may answer within the wait. */
+		if (e != EEXIST && e != EIO) {
+			ctl_err("cannot take %s: %s; check the path and the directory's "
+			        "permissions",
+			        t.path, g_strerror(e));
+			rc = CTL_EXIT_FAIL;
+			goto out;
+		}
+		int64_t left = deadline - g_get_monotonic_time();
+		if (left <= 0) {
+			if (e == EIO) {
+				ctl_err("cannot take %s: %s (the lockfs backend failed); see the "
+				        "mount's log and run lockfsctl check",
+				        t.path, g_strerror(e));
+			} else {
+				g_autofree char *by = holder_of(&t);
+				g_autofree char *waited = ctl_format_ms(o.wait_ms);
+				ctl_err("%s is held by %s; --wait longer (waited %s)", t.path, by,
+				        waited);
+			}
+			rc = CTL_EXIT_FAIL;
+			goto out;
+		}
+		siginfo_t si;
+		int sig = sleep_for_signal(&set, MIN(delay, left), &si);
+		if (sig && sig != SIGCHLD) {
+			ctl_err("%s while waiting for %s; the command was not run", strsignal(sig),
+			        t.path);
+			rc = 128 + sig;
+			goto out;
+		}
+		delay = MIN(delay * 2, BACKOFF_MAX_US);
+	}
+	int64_t taken = g_get_monotonic_time();
+	h.last_ok_us = taken;
+
+	/* An outer hold's fence must not leak into a plain directory's CMD. */
+	envp = g_get_environ();
+	envp = h.fence ? g_environ_setenv(envp, "LOCKFS_FENCE", h.fence, TRUE)
+	               : g_environ_unsetenv(envp, "LOCKFS_FENCE");
+	pid_t child = -1;
+	int e = spawn(o.cmd, envp, &old, &child);
+	if (e) {
+		int r = release(&h);
+		ctl_err("cannot run %s: %s; check the command name and PATH (the lock %s was %s)",
+		        o.cmd[0], g_strerror(e), t.path, r ? "lost meanwhile" : "released");
+		rc = e == ENOENT ? 127 : 126;
+		goto out;
+	}
+
+	GThread *th = g_thread_new("lockfsctl-watch", watcher, &h);
+	int stop = STOP_NONE, status = 0;
+	int64_t kill_at = 0;
+	bool killed = false;
+	for (;;) {
+		siginfo_t si;
+		int sig = sleep_for_signal(&set, POLL_US, &si);
+		/* A terminal's signal reached CMD too (same process group); one sent
+		 * with kill(1) reached only us. */
+		if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && si.si_code != SI_KERNEL)
+			kill(child, sig);
+		pid_t w = waitpid(child, &status, WNOHANG);
+		if (w == child || (w < 0 && errno == ECHILD))
+			break;
+		int64_t now = g_get_monotonic_time();
+		if (stop == STOP_NONE) {
+			g_mutex_lock(&h.mu);
+			if (!h.lost && now - h.last_ok_us > o.ttl_ms * 1000) {
+				/* Unconfirmed for a whole ttl (a hung or failing mount):
+				 * the lease may be gone. */
+				h.lost = true;
+				g_autofree char *ttl = ctl_format_ms(o.ttl_ms);
+				h.why = g_strdup_printf(
+				        "it could not be confirmed for --ttl %s: %s", ttl,
+				        h.last_err ? g_strerror(h.last_err)
+				                   : "the mount did not answer");
+			}
+			bool lost = h.lost;
+			g_mutex_unlock(&h.mu);
+			if (lost)
+				stop = STOP_LOST;
+			else if (o.max_ms > 0 && now - taken >= o.max_ms * 1000)
+				stop = STOP_MAX_HOLD;
+			if (stop) {
+				kill(child, SIGTERM);
+				kill_at = now + KILL_AFTER_US;
+			}
+		} else if (!killed && now >= kill_at) {
+			kill(child, SIGKILL);
+			killed = true;
+		}
+	}
+	/* A watcher stuck in a call to a hung mount is left behind (the process
+	 * ends soon), and so is what it uses. */
+	bool stuck;
+	g_mutex_lock(&h.mu);
+	h.stop = true;
+	g_cond_broadcast(&h.cond);
+	int64_t until = g_get_monotonic_time() + G_USEC_PER_SEC;
+	while (!h.done && g_cond_wait_until(&h.cond, &h.mu, until))
+		;
+	stuck = !h.done;
+	g_mutex_unlock(&h.mu);
+	if (stuck)
+		g_thread_unref(th);
+	else
+		g_thread_join(th);
+	leave_h = stuck;
+
+	int r;
+	if (stop == STOP_MAX_HOLD) {
+		r = release(&h);
+		g_autofree char *max = ctl_format_ms(o.max_ms);
+		ctl_err("the lock %s was held past --max-hold %s, so the command was stopped%s",
+		        t.path, max,
+		        r && r != ENOENT ? "; releasing it failed: run lockfsctl unlock" : "");
+		rc = CTL_EXIT_FAIL;
+	} else if (stop == STOP_LOST) {
+		/* Declared lost on failing checks, it may in fact still be ours:
+		 * let it go then, unless the mount hangs. */
+		if (!stuck)
+			release(&h);
+		ctl_err("the lock %s was lost (%s), so the command was stopped: another "
+		        "may hold it now",
+		        t.path, h.why ? h.why : "?");
+		rc = CTL_EXIT_FAIL;
+	} else if (h.lost || check_once(&h, false, &h.why) > 0) {
+		/* Lost in the instant before CMD ended: its end was unprotected. */
+		ctl_err("the lock %s was lost (%s) before the command ended: another may hold it "
+		        "now",
+		        t.path, h.why ? h.why : "?");
+		rc = CTL_EXIT_FAIL;
+	} else {
+		r = release(&h);
+		if (r && r != ENOENT)
+			ctl_err("cannot release %s: %s; remove it with lockfsctl unlock %s", t.path,
+			        g_strerror(r), t.path);
+		rc = exit_code(status);
+	}
+out:
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	g_strfreev(envp);
+	if (!leave_h) {
+		g_free(h.path);
+		g_free(h.fence);
+		g_free(h.why);
+		g_mutex_clear(&h.mu);
+		g_cond_clear(&h.cond);
+	}
+	ctl_target_clear(&t);
+	return rc;
+}
