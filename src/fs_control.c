@@ -63,8 +63,56 @@ static void status_line(const lockfs_lock_info *i, GString *out)
 	                       lockfs_state_name(i->state), i->fence, i->holder.host ? i->holder.host : "-",
 	                       i->holder.pid, i->holder.uid);
 	escaped(out, i->holder.user ? i->holder.user : "-");
-	g_string_append_printf(out, " age=%" G_GINT64_FORMAT " heartbeat_age=%" G_GINT64_FORMAT "\n",
+	g_string_append_printf(out, " age=%" G_GINT64_FORMAT " heartbeat_age=%" G_GINT64_FORMAT,
 	                       age_s(i->holder.acquired_us), age_s(i->holder.heartbeat_us));
+	g_string_append(out, " command=");
+	escaped(out, i->holder.command ? i->holder.command : "");
+	g_string_append_c(out, '\n');
+}
+
+/* The inverse of escaped(): \NNN octal. */
+static char *unescaped(const char *s, size_t len)
+{
+	GString *out = g_string_new(NULL);
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] == '\\' && i + 3 < len &&
+		    g_ascii_isdigit(s[i + 1]) && g_ascii_isdigit(s[i + 2]) &&
+		    g_ascii_isdigit(s[i + 3])) {
+			g_string_append_c(out, (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 +
+			                              (s[i + 3] - '0')));
+			i += 3;
+		} else {
+			g_string_append_c(out, s[i]);
+		}
+	}
+	return g_string_free(out, FALSE);
+}
+
+bool control_parse_break(const char *buf, size_t len, char **key, char **fence)
+{
+	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	if (!len || memchr(buf, '\n', len) || memchr(buf, '\0', len))
+		return false;
+	const char *sp = memchr(buf, ' ', len);
+	size_t klen = sp ? (size_t)(sp - buf) : len;
+	*key = unescaped(buf, klen);
+	*fence = NULL;
+	if (sp) {
+		const char *f = sp + 1;
+		size_t flen = len - klen - 1;
+		if (!flen || flen >= LOCKFS_FENCE_MAX || memchr(f, ' ', flen)) {
+			g_free(*key);
+			return false;
+		}
+		for (size_t i = 0; i < flen; i++)
+			if (!g_ascii_isdigit(f[i])) {
+				g_free(*key);
+				return false;
+			}
+		*fence = g_strndup(f, flen);
+	}
+	return true;
 }
 
 static void lock_text(lfs *fs, const lockfs_lock_info *i, GString *out)
@@ -158,6 +206,12 @@ int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
 		(*out)->ctl_status = true;
 		return 0;
 	}
+	if (dir == fs->control && strcmp(name, "break") == 0) {
+		/* Anyone may write a request; the daemon decides as unlink would. */
+		*out = control_node(fs, "", S_IFREG | 0222);
+		(*out)->ctl_break = true;
+		return 0;
+	}
 	g_autofree char *key =
 		*dir->ctl_path ? g_strconcat(dir->ctl_path, "/", name, NULL) : g_strdup(name);
 	lockfs_lock_info info;
@@ -182,6 +236,8 @@ int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *type
 	unsigned reg = S_IFREG >> 12, dirt = S_IFDIR >> 12;
 	if (dir == fs->control) {
 		g_ptr_array_add(names, g_strdup("status"));
+		g_array_append_val(types, reg);
+		g_ptr_array_add(names, g_strdup("break"));
 		g_array_append_val(types, reg);
 	}
 	for (guint i = 0; i < infos->len; i++) {

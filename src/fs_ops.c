@@ -36,6 +36,8 @@ typedef struct {
 #define LOCK(fs) pthread_mutex_lock(&(fs)->mu)
 #define UNLOCK(fs) pthread_mutex_unlock(&(fs)->mu)
 
+static int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size);
+
 static lfs *F(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
@@ -227,7 +229,11 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	LOCK(fs);
 	lfs_node *n = node_of(fs, ino);
 	if (n->kind == NODE_CONTROL) {
-		r = -EROFS;
+		/* "echo KEY > .lockfs/break" truncates first: nothing to do. */
+		if (n->ctl_break && !(to_set & ~(FUSE_SET_ATTR_SIZE | FUSE_SET_ATTR_CTIME)))
+			r = node_getattr(fs, n, &st);
+		else
+			r = -EROFS;
 		goto out;
 	}
 	bool times = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME);
@@ -235,11 +241,11 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	/* utimensat(NULL) and truncation of a lock are heartbeats; explicit
 	 * times (touch -d) only set what is shown. */
 	bool beat = (to_set & FUSE_SET_ATTR_MTIME_NOW) || size;
+	if (n->lost && (times || size)) {
+		r = -ESTALE; /* its lock was broken or lost */
+		goto out;
+	}
 	if (n->locks && (times || size)) {
-		if (n->lost) {
-			r = -ESTALE;
-			goto out;
-		}
 		for (lfs_dentry *d = n->locks; d; d = d->next_lock)
 			if (c.uid != 0 && c.uid != d->holder.uid) {
 				r = -EPERM;
@@ -730,8 +736,8 @@ static void lfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (S_ISDIR(n->mode)) {
 		r = -EISDIR;
 	} else if (n->kind == NODE_CONTROL) {
-		if (writing) {
-			r = -EROFS;
+		if (writing != n->ctl_break) {
+			r = n->ctl_break ? -EACCES : -EROFS;
 		} else {
 			lfs_handle *h = handle_new(n, -1);
 			h->snap = control_render(fs, n, &h->snap_len);
@@ -806,6 +812,10 @@ static void lfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 	ssize_t done = size;
 	LOCK(fs);
 	lfs_node *n = h->n;
+	if (n->kind == NODE_CONTROL) {
+		r = n->ctl_break ? break_request(fs, req, buf, size) : -EBADF;
+		goto out;
+	}
 	if (n->locks || n->lost) {
 		if (n->lost) {
 			r = -ESTALE;
@@ -1069,36 +1079,55 @@ static bool may_delete(lfs *fs, fuse_req_t req, lfs_node *dir, uid_t owner)
 	return !(st.st_mode & S_ISVTX) || ctx->uid == owner || ctx->uid == st.st_uid;
 }
 
-/* "user.lockfs.break" is lockfsctl unlock's request: break the lock whoever
- * holds it, as an unlink by the caller would, but always as a break. */
+/* Break D for the caller, as an unlink by it would be allowed, and always as
+ * a break (logged, notified) even when the caller shares the holder's uid.
+ * FENCE, when given, must still be the holder's: the lock did not change
+ * hands since the caller looked. */
+static int break_for(lfs *fs, fuse_req_t req, lfs_dentry *d, const char *fence)
+{
+	struct lfs_caller c = caller_of(req);
+	if (!d || !d->lease)
+		return -ENOENT;
+	if (fence && lockfs_fence_cmp(fence, d->lease->fence) != 0)
+		return -ESTALE;
+	if (!may_delete(fs, req, d->dir, d->node->uid))
+		return -EPERM;
+	lfs_node *n = d->node;
+	if (S_ISDIR(n->mode) && n->children && g_hash_table_size(n->children))
+		return -ENOTEMPTY;
+	inval_node(fs, n);
+	return locks_break(fs, d, &c);
+}
+
+/* "user.lockfs.break" on a lock file: the same request as .lockfs/break,
+ * where the kernel lets the caller set user attributes on the file. */
 static void lfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
                          size_t size, int flags)
 {
-	(void)value;
-	(void)size;
 	(void)flags;
 	lfs *fs = F(req);
 	if (strcmp(name, "user.lockfs.break") != 0) {
 		fuse_reply_err(req, ENOTSUP);
 		return;
 	}
-	struct lfs_caller c = caller_of(req);
-	int r;
+	g_autofree char *fence = size ? g_strndup(value, size) : NULL;
 	LOCK(fs);
 	lfs_node *n = node_of(fs, ino);
-	lfs_dentry *d = node_lock_dentry(fs, n);
-	if (!d || !d->lease)
-		r = -ENOENT;
-	else if (!may_delete(fs, req, d->dir, n->uid))
-		r = -EPERM;
-	else if (S_ISDIR(n->mode) && n->children && g_hash_table_size(n->children))
-		r = -ENOTEMPTY;
-	else
-		r = locks_break(fs, d, &c);
-	if (!r)
-		inval_node(fs, n);
+	int r = break_for(fs, req, node_lock_dentry(fs, n), fence);
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
+}
+
+/* A write to .lockfs/break: "KEY [FENCE]\n", KEY escaped as in status. */
+static int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size)
+{
+	char *key, *fence;
+	if (!control_parse_break(buf, size, &key, &fence))
+		return -EINVAL;
+	int r = break_for(fs, req, g_hash_table_lookup(fs->held, key), fence);
+	g_free(key);
+	g_free(fence);
+	return r;
 }
 
 static void lfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
