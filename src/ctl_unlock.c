@@ -14,7 +14,6 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#define BREAK_XATTR "user.lockfs.break"
 
 static void usage(void)
 {
@@ -144,6 +143,22 @@ static int break_error(const char *path, const char *dir, const char *owner, int
 	return CTL_EXIT_ERROR;
 }
 
+/* Write "KEY FENCE" to MOUNT/.lockfs/break: 0 or an errno. */
+static int request_break(const char *mount, const char *key, const char *fence)
+{
+	g_autofree char *path = g_build_filename(mount, ".lockfs", "break", NULL);
+	g_autofree char *esc = ctl_escape(key);
+	g_autofree char *line = g_strdup_printf("%s%s%s\n", esc, fence ? " " : "",
+	                                        fence ? fence : "");
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	ssize_t n = write(fd, line, strlen(line));
+	int e = n < 0 ? errno : 0;
+	close(fd);
+	return e;
+}
+
 /* Remove the name the way a legacy tool would: a directory lock by rmdir. */
 static int remove_name(const char *path, bool dir)
 {
@@ -208,17 +223,17 @@ static int unlock(const ctl_target *t, bool yes)
 	}
 
 	bool dir = S_ISDIR(now.st_mode);
-	if (t->mount && !S_ISLNK(now.st_mode)) {
-		/* The daemon logs and notifies this as a break whoever asks.  The
-		 * kernel allows user.* attributes on files and directories only,
-		 * and only to who may write the file (EACCES before the daemon
-		 * sees it): a symlink lock, a lock of mode 0444, a caller who may
-		 * only write the directory and a daemon without the request get an
-		 * unlink, which lockfs also treats as a break unless the caller is
-		 * the holder's user. */
-		e = setxattr(t->path, BREAK_XATTR, "", 0, 0) == 0 ? 0 : errno;
-		if (e == ENOTSUP || e == EOPNOTSUPP || e == EACCES)
-			e = remove_name(t->path, dir);
+	if (t->mount) {
+		/* The daemon judges the request as it would an unlink by us, logs
+		 * and notifies it as a break whoever asks, and refuses it (ESTALE)
+		 * if the fence is no longer the one shown. */
+		e = request_break(t->mount, t->key, l->fence);
+		if (e == ESTALE) {
+			ctl_err("%s changed hands while you decided (fence %s is gone); nothing "
+			        "was broken: run lockfsctl unlock again to see the new holder",
+			        t->path, l->fence);
+			return CTL_EXIT_FAIL;
+		}
 	} else {
 		e = remove_name(t->path, dir);
 	}
