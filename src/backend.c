@@ -24,6 +24,7 @@ void lockfs_holder_copy(lockfs_holder *dst, const lockfs_holder *src)
 void lockfs_lock_info_clear(lockfs_lock_info *info)
 {
 	g_free(info->key);
+	g_free(info->content);
 	lockfs_holder_clear(&info->holder);
 	memset(info, 0, sizeof(*info));
 }

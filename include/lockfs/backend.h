@@ -64,6 +64,13 @@ typedef struct {
 	int64_t lease_left_ms; /* -1 when the backend has no lease (local) */
 	lockfs_lock_state state;
 	bool mine; /* held through this backend instance */
+	/* What the holder wrote in the lock file (≤ LOCKFS_CONTENT_MAX), as
+	 * last sent with heartbeat(); NULL when unknown.  Shared backends keep
+	 * it so other hosts read the holder's bytes (legacy tools read a pid). */
+	char *content;
+	size_t content_len;
+	/* The backend's own timestamp of the last change, unix µs, or 0. */
+	int64_t server_time_us;
 } lockfs_lock_info;
 
 /* A granted lock.  The filesystem keeps it while the lock name exists and
