@@ -686,6 +686,21 @@ static int rename_to_lock(lfs *fs, lfs_node *dir, const char *name, lfs_node *ne
 	return r;
 }
 
+/* Whether the directory NAME in DIR holds locks: a lock's key is its path,
+ * so such a directory cannot move without moving the locks. */
+static bool holds_locks(lfs *fs, lfs_node *dir, const char *name)
+{
+	g_autofree char *key = node_key(dir, name);
+	g_autofree char *prefix = g_strconcat(key, "/", NULL);
+	GHashTableIter it;
+	gpointer k;
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, &k, NULL))
+		if (g_str_has_prefix(k, prefix))
+			return true;
+	return false;
+}
+
 static void lfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse_ino_t newparent,
                        const char *newname, unsigned int flags)
 {
@@ -703,9 +718,10 @@ static void lfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse
 		goto out;
 	}
 	bool from_lock = name_is_lock(fs, name), to_lock = name_is_lock(fs, newname);
-	if (from_lock || (to_lock && (flags & RENAME_EXCHANGE))) {
-		/* A lock cannot move: mv falls back to copy + unlink, which is a
-		 * release and an ordinary file. */
+	if (from_lock || (to_lock && (flags & RENAME_EXCHANGE)) || holds_locks(fs, dir, name) ||
+	    ((flags & RENAME_EXCHANGE) && holds_locks(fs, newdir, newname))) {
+		/* A lock cannot move: mv falls back to copy + unlink, which take
+		 * the new name and release the old one. */
 		r = -EXDEV;
 	} else if (to_lock) {
 		r = rename_to_lock(fs, dir, name, newdir, newname, &c);

@@ -1,0 +1,90 @@
+#!/bin/bash
+# 21-fence.t — the fence grows strictly with every acquisition of a lock,
+# whatever primitive takes it, and keeps growing across restarts of lockfs
+# with the same state_dir: after a clean SIGTERM and after a SIGKILL (the
+# counter must be durable before the grant is answered).
+set -u
+. "$(dirname "$0")/../lib/mount.sh"
+
+state=$TESTDIR/state-fence
+mkdir "$state"
+lockfs_start_or_bail --state "$state"
+mnt=$MNT
+L=$MNT
+
+fence() { xattr "$L/$1" user.lockfs.fence; }
+take_ln() { echo x >"$L/t" && timeout 10 ln -- "$L/t" "$L/$1" && rm -f "$L/t"; }
+take_noclobber() { timeout 10 bash -c 'set -C; echo $$ > "$1"' _ "$L/$1"; }
+take_mkdir() { timeout 10 mkdir -- "$L/$1"; }
+take_symlink() { timeout 10 ln -s 1 "$L/$1"; }
+take_dotlockfile() { timeout 10 dotlockfile -l -r 0 "$L/$1"; }
+release() { timeout 10 rm -rf -- "$L/$1"; }
+
+prev=0
+for how in ln noclobber mkdir symlink dotlockfile ln noclobber; do
+    if take_$how X.lock; then
+        f=$(info_field X.lock fence)
+        if [[ $how == symlink ]]; then
+            # Linux refuses user.* xattrs on symlinks before lockfs sees the call.
+            is "$(status_field "$(status_line X.lock)" fence)" "$f" "$how: status fence equals .lockfs fence"
+        else
+            is "$(fence X.lock)" "$f" "$how: xattr fence equals .lockfs fence"
+        fi
+        fence_gt "$f" "$prev" "$how: fence grows"
+        prev=${f:-$prev}
+        release X.lock
+    else
+        fail "$how: take X.lock"
+        skip "no lock to read a fence from" 1
+    fi
+done
+
+# Many quick cycles: strictly increasing every time.
+bad=0 last=$prev
+for i in $(seq 1 30); do
+    take_noclobber X.lock || { bad=$((bad + 1)); continue; }
+    f=$(fence X.lock)
+    [[ $f =~ ^[0-9]+$ ]] && ((f > last)) || bad=$((bad + 1))
+    last=${f:-$last}
+    release X.lock
+done
+is "$bad" 0 "30 more acquisitions: every fence larger than the one before (last $last)"
+prev=$last
+
+# A lock held across SIGTERM is released, and the counter survives.
+take_noclobber X.lock
+fh=$(fence X.lock)
+fence_gt "$fh" "$prev" "fence before restart"
+prev=${fh:-$prev}
+if lockfs_stop; then pass "SIGTERM stops lockfs"; else fail "SIGTERM stops lockfs"; fi
+is "$LOCKFS_RC" 0 "exit status 0"
+lockfs_start_or_bail --mnt "$mnt" --state "$state"
+is "$(fsop1 lstat "$L/X.lock")" ENOENT "X.lock was released by the SIGTERM"
+take_noclobber X.lock
+f=$(fence X.lock)
+fence_gt "$f" "$prev" "first fence after a clean restart with the same state_dir"
+prev=${f:-$prev}
+release X.lock
+take_mkdir Y.lock
+f=$(fence Y.lock)
+like "$f" '^[0-9]+$' "another lock after restart has a fence ($f)"
+release Y.lock
+
+# Crash: SIGKILL right after an acquisition, then restart.
+take_ln X.lock
+fk=$(fence X.lock)
+fence_gt "$fk" "$prev" "fence just before SIGKILL"
+prev=${fk:-$prev}
+kill -KILL "$LOCKFS_PID"
+{ wait "$LOCKFS_PID"; } 2>/dev/null   # braces: silence bash's "Killed" job report
+_unmount_force "$mnt"
+wait_until 10 bash -c '! grep -q " $1 " /proc/self/mountinfo' _ "$mnt"
+lockfs_start_or_bail --mnt "$mnt" --state "$state"
+is "$(fsop1 lstat "$L/X.lock")" ENOENT "X.lock did not outlive the killed process"
+if take_noclobber X.lock; then
+    fence_gt "$(fence X.lock)" "$prev" "first fence after SIGKILL and restart with the same state_dir"
+else
+    fail "take X.lock after SIGKILL and restart"
+fi
+
+done_testing

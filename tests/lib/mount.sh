@@ -1,0 +1,454 @@
+# shellcheck shell=bash
+# tests/lib/mount.sh — start, stop and inspect real lockfs mounts for the
+# filesystem tests, plus the helpers every test file shares.
+#
+# Sourcing it:
+#   - loads tap.sh;
+#   - makes a fresh private directory $TESTDIR (mktemp -d under ${TMPDIR:-/tmp})
+#     and registers cleanup: stop every lockfs this script started, unmount
+#     anything left, remove $TESTDIR (kept with LOCKFS_TEST_KEEP=1);
+#   - bails out when $LOCKFS_BIN is missing or FUSE is unusable: a suite that
+#     cannot mount must fail, not pass by skipping everything;
+#   - starts a watchdog (TEST_TIMEOUT seconds, default 300) that kills the
+#     daemons and the script, so a hung FUSE request cannot hang the run.
+#
+# Mount helpers:
+#   lockfs_start [--mnt DIR] [--state DIR] [-o KEY=VAL[,...]]...
+#       sets MNT, LOCKFS_PID, LOCKFS_LOG, LOCKFS_STATE; returns non-zero (with
+#       the daemon's log as diagnostics) when the mount does not come up.
+#   lockfs_stop [PID] [SIGNAL]    stop (default: the current one, SIGTERM);
+#       sets LOCKFS_RC to its exit status; returns non-zero if it did not exit
+#       and unmount within the deadline (then it is killed and lazily unmounted).
+#   is_fuse_mounted DIR
+#
+# Other helpers: run, as_user2/have_user2, wait_until, st, status_line,
+# status_field, info_field, xattr, tmp_leaks, log_has.
+
+[[ -n ${_MOUNT_SH_LOADED:-} ]] && return 0
+_MOUNT_SH_LOADED=1
+
+set -u
+umask 022
+# Tool messages ("File exists") and ls order are matched literally.
+export LC_ALL=C
+
+TESTLIB=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tap.sh
+. "$TESTLIB/tap.sh"
+
+REPO_TOP=$(cd "$TESTLIB/../.." && pwd)
+LOCKFS_BIN=${LOCKFS_BIN:-$REPO_TOP/build/src/lockfs}
+# /usr/bin/python3 on purpose: a pyenv shim under /root is not reachable by
+# the unprivileged users the suite switches to.
+PYTHON=${PYTHON:-/usr/bin/python3}
+LOCKFS_TEST_HOST=${LOCKFS_TEST_HOST:-lockfs-testhost}
+LOCKFS_TEST_USER2=${LOCKFS_TEST_USER2:-nobody}
+HOSTNAME_SHORT=$(uname -n)
+HOSTNAME_SHORT=${HOSTNAME_SHORT%%.*}
+
+_lockfs_seq=0
+declare -a _lockfs_pids=()
+declare -A _lockfs_mnt_of=() _lockfs_log_of=()
+declare -a _lockfs_mnts=()
+
+# ---------------------------------------------------------------- preconditions
+
+_mount_preflight() {
+    [[ -x $LOCKFS_BIN ]] ||
+        BAIL_OUT "lockfs binary not found or not executable: $LOCKFS_BIN (build it: meson setup build && ninja -C build, or set LOCKFS_BIN)"
+    [[ -c /dev/fuse && -r /dev/fuse && -w /dev/fuse ]] ||
+        BAIL_OUT "/dev/fuse missing or not read-writable by uid $EUID (the setup script makes it 0666)"
+    [[ -x $PYTHON ]] || BAIL_OUT "python3 not found at $PYTHON (set PYTHON)"
+    if ((EUID != 0)); then
+        command -v fusermount3 >/dev/null || BAIL_OUT "fusermount3 missing (apt-get install fuse3)"
+        grep -qx '[[:space:]]*user_allow_other[[:space:]]*' /etc/fuse.conf 2>/dev/null ||
+            BAIL_OUT "user_allow_other is not enabled in /etc/fuse.conf; the unprivileged run mounts with allow_other (setgid-mail tools need it)"
+    fi
+}
+
+_mount_make_testdir() {
+    local base=${TMPDIR:-/tmp} name
+    name=$(basename "$0")
+    name=${name%.t}
+    TESTDIR=$(mktemp -d "$base/lockfs-$name.XXXXXX") || BAIL_OUT "mktemp -d under $base failed"
+    # Other uids (as_user2) must be able to reach the mount points inside.
+    chmod 0755 "$TESTDIR"
+    : >"$TESTDIR/.pids"
+}
+
+# ---------------------------------------------------------------- small helpers
+
+# run SECS CMD...: run CMD under timeout; sets RC, OUT, ERR, ELAPSED_MS.
+# "run SECS as_user2 CMD..." runs it as the second uid.
+run() {
+    local secs=$1; shift
+    if [[ ${1:-} == as_user2 ]]; then
+        shift
+        if ! have_user2; then
+            RC=77 OUT='' ERR="skip: $(user2_skip_reason)" ELAPSED_MS=0
+            return 77
+        fi
+        set -- "${AS_USER2[@]}" "$@"
+    fi
+    local t0 t1
+    t0=$(date +%s%N)
+    timeout -k 3 "$secs" "$@" >"$TESTDIR/.run.out" 2>"$TESTDIR/.run.err" </dev/null
+    RC=$?
+    t1=$(date +%s%N)
+    ELAPSED_MS=$(((t1 - t0) / 1000000))
+    OUT=$(<"$TESTDIR/.run.out")
+    ERR=$(<"$TESTDIR/.run.err")
+    ((RC == 124)) && diag "timed out after ${secs}s: $*"
+    return 0
+}
+
+# fsop SYSCALL ARGS...: one system call through tests/lib/fsop.py; prints OK or
+# the errno name.
+fsop() { timeout -k 3 20 "$PYTHON" "$TESTLIB/fsop.py" "$@"; }
+
+# The first word of fsop's answer (OK / EEXIST / ...).
+fsop1() {
+    local r
+    r=$(fsop "$@")
+    printf '%s' "${r%% *}"
+}
+
+# st FORMAT PATH: stat -c with a timeout (a hung FUSE call must not hang us).
+st() { timeout -k 3 10 stat -c "$1" -- "$2"; }
+
+# wait_until SECS CMD...: poll CMD every 0.1 s until it succeeds; 1 on timeout.
+wait_until() {
+    local secs=$1; shift
+    local deadline=$(($(date +%s%N) + secs * 1000000000))
+    while :; do
+        "$@" && return 0
+        (($(date +%s%N) >= deadline)) && return 1
+        sleep 0.1
+    done
+}
+
+# wait_clock_past EPOCH: wait until the wall clock's second is beyond EPOCH
+# (used where a test needs time to pass, e.g. to see ctime move).
+wait_clock_past() {
+    while (($(date +%s) <= $1)); do sleep 0.05; done
+}
+
+now() { date +%s; }
+
+# tmp_leaks DIR: names left behind by the legacy tools' temporary files
+# (legacy-clients.md §8.15): liblockfile .lk*, procmail _*, mutt
+# NAME.host.pid, mailutils NAME.pid.time.host, movemail mu??????,
+# Emacs E??????.
+tmp_leaks() {
+    local dir=$1 n
+    while IFS= read -r n; do
+        case $n in
+            .lk*) printf '%s\n' "$n" ;;
+            _*) printf '%s\n' "$n" ;;
+            mu??????) printf '%s\n' "$n" ;;
+            E??????) printf '%s\n' "$n" ;;
+            *."$HOSTNAME_SHORT".[0-9]*) printf '%s\n' "$n" ;;
+            *)
+                [[ $n =~ \.[0-9]+\.[0-9]+\.[^/]+$ ]] && printf '%s\n' "$n"
+                ;;
+        esac
+    done < <(timeout 10 ls -A -- "$dir")
+}
+
+# ---------------------------------------------------------------- second uid
+
+if id -u "$LOCKFS_TEST_USER2" >/dev/null 2>&1; then
+    USER2_UID=$(id -u "$LOCKFS_TEST_USER2")
+    USER2_GID=$(id -g "$LOCKFS_TEST_USER2")
+else
+    USER2_UID='' USER2_GID=''
+fi
+AS_USER2=(setpriv --reuid="$USER2_UID" --regid="$USER2_GID" --clear-groups --)
+
+user2_skip_reason() {
+    if ((EUID != 0)); then
+        printf 'switching to a second uid needs root; the suite runs as uid %s' "$EUID"
+    elif [[ -z $USER2_UID ]]; then
+        printf 'second test user %s does not exist (set LOCKFS_TEST_USER2)' "$LOCKFS_TEST_USER2"
+    elif [[ $USER2_UID == "$EUID" ]]; then
+        printf 'second test user %s has the suite'"'"'s own uid' "$LOCKFS_TEST_USER2"
+    fi
+}
+
+have_user2() { [[ -z $(user2_skip_reason) ]]; }
+
+# as_user2 CMD...: run CMD as the second uid; "skip" (status 77) when the
+# suite cannot switch uids.
+as_user2() {
+    if ! have_user2; then
+        printf 'skip: %s\n' "$(user2_skip_reason)" >&2
+        return 77
+    fi
+    "${AS_USER2[@]}" "$@"
+}
+
+# ---------------------------------------------------------------- mounts
+
+# is_fuse_mounted DIR: DIR is a mount point of a fuse filesystem, according to
+# the kernel (no FUSE request involved).
+is_fuse_mounted() {
+    local dir
+    dir=$(realpath -- "$1" 2>/dev/null) || dir=$1
+    awk -v d="$dir" '
+        { mp = $5; gsub(/\\040/, " ", mp); gsub(/\\011/, "\t", mp); gsub(/\\134/, "\\", mp)
+          fs = ""; for (i = 7; i <= NF; i++) if ($i == "-") { fs = $(i + 1); break }
+          if (mp == d && fs ~ /^fuse/) found = 1 }
+        END { exit !found }' /proc/self/mountinfo
+}
+
+is_mounted_any() {
+    local dir
+    dir=$(realpath -- "$1" 2>/dev/null) || dir=$1
+    awk -v d="$dir" '{ if ($5 == d) found = 1 } END { exit !found }' /proc/self/mountinfo
+}
+
+# A process we started has exited (a zombie counts as exited: kill -0 would
+# still succeed on it).
+_pid_alive() {
+    local s
+    s=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+    s=${s##*) }
+    [[ ${s%% *} != Z ]]
+}
+
+_lockfs_ready() {
+    is_fuse_mounted "$1" && timeout 5 cat -- "$1/.lockfs/status" >/dev/null 2>&1
+}
+
+lockfs_start() {
+    local mnt='' state='' o
+    local -a opts=()
+    while (($#)); do
+        case $1 in
+            --mnt) mnt=$2; shift 2 ;;
+            --state) state=$2; shift 2 ;;
+            -o) opts+=("$2"); shift 2 ;;
+            *) BAIL_OUT "lockfs_start: unknown argument $1" ;;
+        esac
+    done
+    _lockfs_seq=$((_lockfs_seq + 1))
+    if [[ -z $mnt ]]; then
+        mnt=$TESTDIR/mnt$_lockfs_seq
+        mkdir -p "$mnt"
+    fi
+    if [[ -z $state ]]; then
+        # Always a fresh state_dir: the fence counter must never leak between tests.
+        state=$TESTDIR/state$_lockfs_seq
+        mkdir -p "$state"
+    fi
+    o="state_dir=$state,host=$LOCKFS_TEST_HOST"
+    # Unprivileged mounts need allow_other explicitly: the setgid-mail tools
+    # run with a gid the kernel would otherwise refuse, and so do other uids.
+    ((EUID != 0)) && o+=",allow_other"
+    local x
+    for x in "${opts[@]}"; do o+=",$x"; done
+    LOCKFS_LOG=$TESTDIR/lockfs$_lockfs_seq.log
+    # env --default-signal: bash starts background jobs with SIGINT ignored,
+    # and libfuse leaves an ignored signal ignored; the daemon must see
+    # SIGINT/SIGTERM as a terminal would deliver them.
+    env --default-signal=INT,QUIT,TERM,HUP "$LOCKFS_BIN" "$mnt" -f -o "$o" \
+        </dev/null >"$LOCKFS_LOG" 2>&1 &
+    LOCKFS_PID=$!
+    MNT=$mnt
+    LOCKFS_STATE=$state
+    LOCKFS_OPTS=$o
+    _lockfs_pids+=("$LOCKFS_PID")
+    _lockfs_mnt_of[$LOCKFS_PID]=$mnt
+    _lockfs_log_of[$LOCKFS_PID]=$LOCKFS_LOG
+    _lockfs_mnts+=("$mnt")
+    printf '%s\n' "$LOCKFS_PID" >>"$TESTDIR/.pids"
+
+    local deadline=$(($(date +%s) + ${LOCKFS_MOUNT_TIMEOUT:-15}))
+    while :; do
+        _lockfs_ready "$mnt" && return 0
+        if ! _pid_alive "$LOCKFS_PID"; then
+            wait "$LOCKFS_PID" 2>/dev/null
+            diag "lockfs exited with status $? before the mount was ready: $LOCKFS_BIN $mnt -f -o $o"
+            diag "$(tail -n 20 "$LOCKFS_LOG")"
+            return 1
+        fi
+        if (($(date +%s) >= deadline)); then
+            diag "lockfs mount at $mnt not ready after ${LOCKFS_MOUNT_TIMEOUT:-15}s"
+            diag "$(tail -n 20 "$LOCKFS_LOG")"
+            return 1
+        fi
+        sleep 0.05
+    done
+}
+
+# lockfs_start_or_bail ARGS...: for a mount the rest of the file depends on;
+# if it does not come up, this file fails and stops (other files still run).
+lockfs_start_or_bail() {
+    lockfs_start "$@" && return 0
+    fail "mount lockfs ($*); see diagnostics above"
+    diag "stopping this test file: everything after depends on that mount"
+    done_testing
+}
+
+_unmount_force() {
+    local mnt=$1
+    if ((EUID == 0)); then
+        umount -l -- "$mnt" 2>/dev/null || fusermount3 -u -z -- "$mnt" 2>/dev/null
+    else
+        fusermount3 -u -z -- "$mnt" 2>/dev/null
+    fi
+}
+
+lockfs_stop() {
+    local pid=${1:-$LOCKFS_PID} sig=${2:-TERM}
+    local mnt=${_lockfs_mnt_of[$pid]:-}
+    LOCKFS_RC=''
+    if ! _pid_alive "$pid"; then
+        wait "$pid" 2>/dev/null
+        LOCKFS_RC=$?
+        diag "lockfs (pid $pid) had already exited with status $LOCKFS_RC"
+        [[ -n $mnt ]] && is_mounted_any "$mnt" && _unmount_force "$mnt"
+        return 1
+    fi
+    kill -s "$sig" "$pid"
+    local deadline=$(($(date +%s) + ${LOCKFS_STOP_TIMEOUT:-15}))
+    while _pid_alive "$pid"; do
+        if (($(date +%s) >= deadline)); then
+            diag "lockfs (pid $pid) still running ${LOCKFS_STOP_TIMEOUT:-15}s after SIG$sig; killing it"
+            kill -KILL "$pid" 2>/dev/null
+            wait "$pid" 2>/dev/null
+            LOCKFS_RC=timeout
+            [[ -n $mnt ]] && _unmount_force "$mnt"
+            return 1
+        fi
+        sleep 0.05
+    done
+    wait "$pid" 2>/dev/null
+    LOCKFS_RC=$?
+    if [[ -n $mnt ]] && is_mounted_any "$mnt"; then
+        diag "lockfs exited ($LOCKFS_RC) but $mnt is still mounted"
+        _unmount_force "$mnt"
+        return 1
+    fi
+    return 0
+}
+
+_mount_cleanup() {
+    local pid mnt
+    # Keep the daemons' logs visible when something failed: they hold the
+    # daemon's side of every failure.
+    if ((_tap_failed > 0)); then
+        for pid in "${_lockfs_pids[@]}"; do
+            [[ -s ${_lockfs_log_of[$pid]} ]] || continue
+            diag "---- last lines of lockfs log ${_lockfs_log_of[$pid]} (pid $pid):"
+            diag "$(tail -n 25 "${_lockfs_log_of[$pid]}")"
+        done
+    fi
+    for pid in "${_lockfs_pids[@]}"; do
+        _pid_alive "$pid" || { wait "$pid" 2>/dev/null; continue; }
+        lockfs_stop "$pid" TERM >/dev/null 2>&1 || :
+    done
+    for mnt in "${_lockfs_mnts[@]}"; do
+        is_mounted_any "$mnt" && _unmount_force "$mnt"
+    done
+    if [[ -n ${LOCKFS_TEST_KEEP:-} ]] || ((_tap_failed > 0 && ${LOCKFS_TEST_KEEP_FAILED:-0})); then
+        diag "keeping $TESTDIR"
+        return
+    fi
+    # Never rm -rf into something still mounted (a passthrough mount would
+    # forward the deletes to the backing directory).
+    if grep -qF " $TESTDIR/" /proc/self/mountinfo; then
+        diag "not removing $TESTDIR: something below it is still mounted"
+        return
+    fi
+    chmod -R u+rwX "$TESTDIR" 2>/dev/null
+    rm -rf -- "$TESTDIR"
+}
+
+# ---------------------------------------------------------------- watchdog
+
+_mount_watchdog() {
+    local secs=${TEST_TIMEOUT:-300} main=$$ pidfile=$TESTDIR/.pids
+    (
+        trap - EXIT INT HUP
+        sp=''
+        # Reap the sleep too, or it lingers as a zombie of init.
+        trap '[[ -n $sp ]] && { kill "$sp" 2>/dev/null; wait "$sp" 2>/dev/null; }; exit 0' TERM
+        sleep "$secs" </dev/null >/dev/null 2>&1 &
+        sp=$!
+        wait "$sp"
+        printf 'not ok - watchdog: %s still running after %ss; killing lockfs and the test\n' "$0" "$secs"
+        # Killing the daemons aborts their FUSE connections, which unblocks
+        # any request the test is stuck in.
+        while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$pidfile"
+        kill -TERM "$main" 2>/dev/null
+        sleep 5
+        kill -KILL "$main" 2>/dev/null
+    ) &
+    _watchdog_pid=$!
+    at_exit 'kill "$_watchdog_pid" 2>/dev/null'
+}
+
+# ---------------------------------------------------------------- inspection
+
+# status_escape KEY: KEY as .lockfs/status prints it.
+status_escape() {
+    local s=$1
+    s=${s//\\/\\134}
+    s=${s// /\\040}
+    s=${s//$'\t'/\\011}
+    s=${s//$'\n'/\\012}
+    printf '%s' "$s"
+}
+
+# status_line KEY [MNT]: the .lockfs/status line of KEY (escaped match on the
+# first field), empty when absent.
+status_line() {
+    local key mnt=${2:-$MNT}
+    key=$(status_escape "$1")
+    timeout 10 cat -- "$mnt/.lockfs/status" | awk -v k="$key" '
+        { split($0, f, " "); if (f[1] == k) { print; exit } }'
+}
+
+# status_field LINE NAME: the value of NAME=VALUE in a status line.
+status_field() {
+    local f
+    for f in $1; do
+        [[ $f == "$2="* ]] && { printf '%s' "${f#*=}"; return 0; }
+    done
+    return 1
+}
+
+# info_field RELPATH KEY [MNT]: "key: value" from .lockfs/RELPATH.
+info_field() {
+    local mnt=${3:-$MNT}
+    timeout 10 cat -- "$mnt/.lockfs/$1" | awk -v k="$2" '
+        { i = index($0, ": "); if (i > 0 && substr($0, 1, i - 1) == k) { print substr($0, i + 2); exit } }'
+}
+
+# xattr FILE NAME: the value of extended attribute NAME (empty on error).
+# -h: never follow a symlink lock to its target.  (The kernel itself refuses
+# user.* attributes on symlinks, so symlink locks have them only in .lockfs/.)
+xattr() {
+    timeout 10 getfattr -h --absolute-names --only-values -n "$2" -- "$1" 2>/dev/null
+}
+
+# fence_gt NEW OLD DESC: both are fences (decimal) and NEW > OLD.
+fence_gt() {
+    if [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ ]]; then
+        cmp_ok "$1" -gt "$2" "$3 (fence $2 -> $1)"
+    else
+        fail "$3 (fences not readable: new '$1', old '$2')"
+    fi
+}
+
+# log_has ERE [LOG]: the daemon log has a line matching ERE.
+log_has() { grep -Eq -- "$1" "${2:-$LOCKFS_LOG}"; }
+
+# ---------------------------------------------------------------- init
+
+_mount_preflight
+_mount_make_testdir
+at_exit _mount_cleanup
+_mount_watchdog
+cd "$TESTDIR" || BAIL_OUT "cannot cd to $TESTDIR"
