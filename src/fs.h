@@ -59,6 +59,10 @@ struct lfs_node {
 	lfs_node *parent;     /* directories: where ".." leads */
 	lfs_dentry *self;     /* directories: the dentry naming this directory */
 
+	/* Locks held through another mount (shared backends): a read-only
+	 * snapshot made at lookup, freed when the kernel forgets it. */
+	lockfs_lock_info *remote;
+
 	/* NODE_DISK */
 	int fd;    /* O_PATH */
 	dev_t dev; /* disk identity, key of fs->disk_nodes */
@@ -80,6 +84,8 @@ struct lfs_dentry {
 	lockfs_holder holder;
 	int64_t heartbeat_us;   /* last heartbeat seen (wall clock) */
 	int64_t hb_sent_mono;   /* last heartbeat sent to the backend */
+	int64_t renewed_mono;   /* when the last successful renewal was sent */
+	bool lost;              /* the lease is gone: shown as lost until unlinked */
 };
 
 typedef struct {
@@ -102,6 +108,18 @@ typedef struct {
 	double attr_timeout;
 	GAsyncQueue *inval; /* node ids whose kernel attributes are stale */
 	GThread *inval_thread;
+	/* Keys whose lock a thread is changing at the backend (fs_locks.c). */
+	GHashTable *busy;
+	pthread_cond_t cond;
+	bool shared; /* the backend is shared with other hosts */
+	/* fs_remote.c: what the backend said of locks held elsewhere. */
+	GMutex remote_mu;
+	GHashTable *remote;
+	/* fs_leases.c */
+	GThread *renew_thread;
+	GMutex renew_mu;
+	GCond renew_cond;
+	bool renew_stop;
 } lfs;
 
 extern lfs *the_fs;
@@ -133,11 +151,20 @@ struct lfs_caller {
 	uid_t uid;
 	gid_t gid;
 };
+void locks_claim(lfs *fs, const char *key);
+void locks_unclaim(lfs *fs, const char *key);
 int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
                   const struct lfs_caller *who, lfs_dentry **out);
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who);
-/* Break D for WHO whoever holds it (logged and notified). */
-int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who);
+/* Break D for WHO whoever holds it (logged and notified); with FENCE, only
+ * if it is still the holder's (-ESTALE otherwise). */
+int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who, const char *fence);
+/* Break KEY held through another mount. */
+int locks_break_remote(lfs *fs, const char *key, const char *fence,
+                       const struct lfs_caller *who);
+void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why);
+bool locks_lease_expired(lfs *fs, lfs_dentry *d);
+void locks_renew_due(lfs *fs);
 int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, bool content_changed);
 /* Break D if its lock is stale; true when it was removed. */
 bool locks_expire_if_stale(lfs *fs, lfs_dentry *d);
@@ -161,6 +188,23 @@ int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *type
 bool control_parse_break(const char *buf, size_t len, char **key, char **fence);
 int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out);
 void xattr_list(lfs *fs, lfs_node *n, GString *out);
+
+/* ---- fs_remote.c: locks held through other mounts (shared backends) ----
+ * Called without fs->mu: they may wait on the network. */
+void remote_init(lfs *fs);
+void remote_forget(lfs *fs, const char *key);
+/* KEY as the backend has it, at most list_cache old unless FRESH. */
+int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out);
+/* Every lock under PREFIX (lockfs_lock_info *, free with remote_info_free). */
+GPtrArray *remote_list(lfs *fs, const char *prefix);
+void remote_info_free(gpointer p);
+void remote_info_copy(lockfs_lock_info *dst, const lockfs_lock_info *src);
+/* Under fs->mu: a read-only node showing INFO (copied). */
+lfs_node *remote_node_new(lfs *fs, const lockfs_lock_info *info);
+
+/* ---- fs_leases.c: renewing the leases of shared backends ---- */
+void leases_start(lfs *fs);
+void leases_stop(lfs *fs);
 
 /* ---- fs_inval.c: telling the kernel what lockfs changed by itself ---- */
 void inval_start(lfs *fs);

@@ -7,27 +7,43 @@
 #include <errno.h>
 #include <string.h>
 
-/* What is known of KEY: from this mount's own dentry when it holds the lock
- * (freshest heartbeat), else from the backend. */
-static int info_for(lfs *fs, const char *key, lockfs_lock_info *out)
+static void info_from_dentry(lfs *fs, lfs_dentry *d, lockfs_lock_info *out)
 {
-	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
-	if (!d)
-		return fs->be->inspect(fs->be, key, out);
 	memset(out, 0, sizeof(*out));
-	out->key = g_strdup(key);
+	out->key = g_strdup(d->lease->key);
 	lockfs_holder_copy(&out->holder, &d->holder);
 	out->holder.heartbeat_us = d->heartbeat_us;
 	g_strlcpy(out->fence, d->lease->fence, sizeof(out->fence));
 	out->lease_left_ms = -1;
+	if (fs->be->flags & LOCKFS_BACKEND_LEASES) {
+		int64_t left = d->renewed_mono + fs->set->ttl_ms * 1000 - lockfs_mono_us();
+		out->lease_left_ms = MAX(left / 1000, 0);
+	}
 	out->mine = true;
-	if (d->node->lost)
+	if (d->lost || d->node->lost)
 		out->state = LOCKFS_STATE_LOST;
 	else if (fs->stale_after_us && lockfs_now_us() - d->heartbeat_us > fs->stale_after_us)
 		out->state = LOCKFS_STATE_STALE;
 	else
 		out->state = LOCKFS_STATE_HELD;
-	return 0;
+}
+
+/* What is known of KEY: from this mount's own dentry when it holds the lock
+ * (freshest heartbeat), else from the backend when others may hold it.
+ * Called with fs->mu, which is let go while the backend answers. */
+static int info_for(lfs *fs, const char *key, lockfs_lock_info *out)
+{
+	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+	if (d) {
+		info_from_dentry(fs, d, out);
+		return 0;
+	}
+	if (!fs->shared)
+		return -ENOENT;
+	pthread_mutex_unlock(&fs->mu);
+	int r = remote_get(fs, key, false, out);
+	pthread_mutex_lock(&fs->mu);
+	return r;
 }
 
 /* Keys in one line: space, tab, newline and backslash as octal escapes, the
@@ -134,44 +150,41 @@ static void lock_text(lfs *fs, const lockfs_lock_info *i, GString *out)
 	g_string_append_printf(out, "backend: %s\n", fs->be->name);
 }
 
-struct collect {
-	lfs *fs;
-	GPtrArray *infos;
-};
-
-static void collect_cb(const lockfs_lock_info *info, void *user)
-{
-	struct collect *c = user;
-	lockfs_lock_info *copy = g_new0(lockfs_lock_info, 1);
-	/* Prefer this mount's view of its own locks. */
-	if (info_for(c->fs, info->key, copy) != 0) {
-		copy->key = g_strdup(info->key);
-		lockfs_holder_copy(&copy->holder, &info->holder);
-		memcpy(copy->fence, info->fence, sizeof(copy->fence));
-		copy->state = info->state;
-		copy->lease_left_ms = info->lease_left_ms;
-	}
-	g_ptr_array_add(c->infos, copy);
-}
-
-static void info_free(gpointer p)
-{
-	lockfs_lock_info_clear(p);
-	g_free(p);
-}
-
 static int by_key(gconstpointer a, gconstpointer b)
 {
 	const lockfs_lock_info *x = *(lockfs_lock_info *const *)a, *y = *(lockfs_lock_info *const *)b;
 	return strcmp(x->key, y->key);
 }
 
+/* Every lock under PREFIX: this mount's from its dentries, others' from the
+ * backend (with fs->mu let go meanwhile). */
 static GPtrArray *all_locks(lfs *fs, const char *prefix)
 {
-	struct collect c = {fs, g_ptr_array_new_with_free_func(info_free)};
-	fs->be->list(fs->be, prefix, collect_cb, &c);
-	g_ptr_array_sort(c.infos, by_key);
-	return c.infos;
+	GPtrArray *out = g_ptr_array_new_with_free_func(remote_info_free);
+	if (fs->shared) {
+		pthread_mutex_unlock(&fs->mu);
+		g_autoptr(GPtrArray) remote = remote_list(fs, prefix);
+		pthread_mutex_lock(&fs->mu);
+		for (guint i = 0; i < remote->len; i++) {
+			lockfs_lock_info *info = remote->pdata[i];
+			if (g_hash_table_contains(fs->held, info->key))
+				continue;
+			remote->pdata[i] = NULL;
+			g_ptr_array_add(out, info);
+		}
+	}
+	GHashTableIter it;
+	gpointer k, v;
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		if (!g_str_has_prefix(k, prefix))
+			continue;
+		lockfs_lock_info *info = g_new0(lockfs_lock_info, 1);
+		info_from_dentry(fs, v, info);
+		g_ptr_array_add(out, info);
+	}
+	g_ptr_array_sort(out, by_key);
+	return out;
 }
 
 char *control_render(lfs *fs, lfs_node *n, size_t *len)
@@ -260,12 +273,16 @@ static const char *const xattr_names[] = {"fence", "state", "host", "pid", "user
 int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out)
 {
 	lfs_dentry *d = node_lock_dentry(fs, n);
-	if (!d || !d->lease || !g_str_has_prefix(name, XATTR_PREFIX))
+	if ((!d || !d->lease) && !n->remote)
+		return -ENODATA;
+	if (!g_str_has_prefix(name, XATTR_PREFIX))
 		return -ENODATA;
 	const char *k = name + strlen(XATTR_PREFIX);
 	lockfs_lock_info i;
-	if (info_for(fs, d->lease->key, &i) != 0)
-		return -ENODATA;
+	if (d && d->lease)
+		info_from_dentry(fs, d, &i);
+	else
+		remote_info_copy(&i, n->remote);
 	const lockfs_holder *h = &i.holder;
 	int r = 0;
 	if (!strcmp(k, "fence"))
@@ -295,7 +312,7 @@ int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out)
 void xattr_list(lfs *fs, lfs_node *n, GString *out)
 {
 	lfs_dentry *d = node_lock_dentry(fs, n);
-	if (!d || !d->lease)
+	if ((!d || !d->lease) && !n->remote)
 		return;
 	for (size_t i = 0; i < G_N_ELEMENTS(xattr_names); i++) {
 		g_string_append(out, XATTR_PREFIX);

@@ -1,11 +1,40 @@
-/* Lock names: acquisition, release, breaks, heartbeats and staleness.  The
- * only place the filesystem talks to the backend about holding locks. */
+/* Lock names: acquisition, release, breaks, heartbeats, staleness and lease
+ * loss.  The only place the filesystem asks the backend to change a lock.
+ *
+ * Backend calls may wait on the network, so they are made without fs->mu.
+ * Instead the key is *claimed*: every change to one lock (take, release,
+ * break, heartbeat, renew) holds its key's claim, so they happen one at a
+ * time per lock while the rest of the filesystem goes on.  A claimed
+ * dentry cannot be removed by anyone else, so it stays valid across the
+ * unlocked call. */
 #include "fs.h"
 #include "holder.h"
 #include "log.h"
 
 #include <errno.h>
 #include <string.h>
+
+void locks_claim(lfs *fs, const char *key)
+{
+	while (g_hash_table_contains(fs->busy, key))
+		pthread_cond_wait(&fs->cond, &fs->mu);
+	g_hash_table_add(fs->busy, g_strdup(key));
+}
+
+void locks_unclaim(lfs *fs, const char *key)
+{
+	g_hash_table_remove(fs->busy, key);
+	pthread_cond_broadcast(&fs->cond);
+}
+
+/* Run a backend call of a claimed key without fs->mu. */
+#define UNLOCKED(fs, expr)                                                                         \
+	({                                                                                         \
+		pthread_mutex_unlock(&(fs)->mu);                                                   \
+		int r_ = (expr);                                                                   \
+		pthread_mutex_lock(&(fs)->mu);                                                     \
+		r_;                                                                                \
+	})
 
 static void describe(const lockfs_holder *h, GString *out)
 {
@@ -51,17 +80,39 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 {
 	int64_t now = lockfs_now_us();
 	g_autofree char *key = node_key(dir, name);
+	locks_claim(fs, key);
+	if (dentry_find(dir, name)) { /* taken here while we waited */
+		locks_unclaim(fs, key);
+		return -EEXIST;
+	}
 	lockfs_holder holder;
 	lockfs_holder_fill(&holder, who->pid, who->uid, who->gid, node->mode, now);
 	lockfs_lease *lease = NULL;
 	lockfs_acquire_result res;
-	int r = backend_errno(fs->be->acquire(fs->be, key, &holder, &lease, &res));
+	/* The node and its directory may have no other reference meanwhile. */
+	node->nlookup++;
+	dir->nlookup++;
+	int64_t sent = lockfs_mono_us();
+	int r = backend_errno(UNLOCKED(fs, fs->be->acquire(fs->be, key, &holder, &lease, &res)));
+	node->nlookup--;
+	dir->nlookup--;
+	if (!r && S_ISDIR(dir->mode) && dir != fs->root && dir->kind == NODE_MEM && !dir->nlink) {
+		/* The directory was removed while the backend answered. */
+		node_maybe_free(fs, dir);
+		fs->be->release(fs->be, lease);
+		fs->be->lease_free(fs->be, lease);
+		lockfs_holder_clear(&holder);
+		locks_unclaim(fs, key);
+		return -ENOENT;
+	}
+	remote_forget(fs, key);
 	if (r) {
 		if (r == -EIO)
 			lockfs_log(G_LOG_LEVEL_WARNING, key,
 			           "cannot take %s: the %s backend failed; answered EIO", key,
 			           fs->be->name);
 		lockfs_holder_clear(&holder);
+		locks_unclaim(fs, key);
 		return r;
 	}
 	if (res.broke) {
@@ -73,8 +124,10 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	d->holder = holder;
 	d->heartbeat_us = now;
 	d->hb_sent_mono = lockfs_mono_us();
+	d->renewed_mono = sent;
 	node->lost = false;
 	g_hash_table_insert(fs->held, lease->key, d);
+	locks_unclaim(fs, key);
 	lockfs_log(G_LOG_LEVEL_DEBUG, key, "took %s for pid %d uid %u, fence %s", key, who->pid,
 	           who->uid, lease->fence);
 	if (out)
@@ -82,9 +135,9 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	return 0;
 }
 
-/* Remove a lock name that was broken: the node loses its lock when that
- * was its last lock name, so writes through open descriptors fail.  (Marked
- * first: removing the name may free the node.) */
+/* Remove a lock name that was broken or lost: the node loses its lock when
+ * that was its last lock name, so writes through open descriptors fail.
+ * (Marked first: removing the name may free the node.) */
 static void remove_broken(lfs *fs, lfs_dentry *d)
 {
 	if (d->node->lock_names <= 1)
@@ -94,41 +147,48 @@ static void remove_broken(lfs *fs, lfs_dentry *d)
 
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 {
-	if (!d->lease) { /* a lost lock still shown: forget it */
-		dentry_remove(fs, d);
-		return -ENOENT;
+	if (who->uid != d->holder.uid) {
+		/* Someone else: the kernel has checked directory permissions
+		 * (sticky bit included), so this is a break. */
+		return locks_break(fs, d, who, NULL);
 	}
-	if (who->uid == d->holder.uid) {
-		const char *key = d->lease->key;
-		int r = backend_errno(fs->be->release(fs->be, d->lease));
-		if (r == -EIO) {
-			lockfs_log(G_LOG_LEVEL_WARNING, key,
-			           "cannot release %s: the %s backend failed; the lock is kept",
-			           key, fs->be->name);
-			return -EIO;
-		}
-		if (r)
-			lockfs_log(G_LOG_LEVEL_WARNING, key,
-			           "%s was no longer held by this mount when released; nothing "
-			           "deleted",
-			           key);
-		dentry_remove(fs, d);
-		return r ? -ENOENT : 0;
+	g_autofree char *key = g_strdup(d->lease->key);
+	locks_claim(fs, key);
+	int r = d->lost ? -ENOENT : backend_errno(UNLOCKED(fs, fs->be->release(fs->be, d->lease)));
+	if (r == -EIO) {
+		lockfs_log(G_LOG_LEVEL_WARNING, key,
+		           "cannot release %s: the %s backend failed; the lock is kept", key,
+		           fs->be->name);
+		locks_unclaim(fs, key);
+		return -EIO;
 	}
-	/* Someone else: the kernel has checked directory permissions (sticky bit
-	 * included), so this is a break. */
-	return locks_break(fs, d, who);
+	if (r)
+		lockfs_log(G_LOG_LEVEL_WARNING, key,
+		           "%s was no longer held by this mount when released; nothing deleted",
+		           key);
+	dentry_remove(fs, d);
+	remote_forget(fs, key);
+	locks_unclaim(fs, key);
+	return r ? -ENOENT : 0;
 }
 
-int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
+int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who, const char *fence)
 {
-	const char *key = d->lease->key;
+	g_autofree char *key = g_strdup(d->lease->key);
+	locks_claim(fs, key);
+	if (fence && lockfs_fence_cmp(fence, d->lease->fence) != 0) {
+		locks_unclaim(fs, key);
+		return -ESTALE;
+	}
 	lockfs_holder breaker;
 	lockfs_holder_fill(&breaker, who->pid, who->uid, who->gid, 0, lockfs_now_us());
 	lockfs_lock_info prev;
-	int r = backend_errno(fs->be->break_lock(fs->be, key, d->lease->fence, &breaker, &prev));
+	int r = d->lost ? -ENOENT
+	                : backend_errno(UNLOCKED(fs, fs->be->break_lock(fs->be, key, d->lease->fence,
+	                                                                &breaker, &prev)));
 	if (r == -EIO) {
 		lockfs_holder_clear(&breaker);
+		locks_unclaim(fs, key);
 		return -EIO;
 	}
 	if (r == 0) {
@@ -136,84 +196,195 @@ int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		lockfs_lock_info_clear(&prev);
 	}
 	lockfs_holder_clear(&breaker);
+	inval_node(fs, d->node);
 	remove_broken(fs, d);
+	remote_forget(fs, key);
+	locks_unclaim(fs, key);
 	return r ? -ENOENT : 0;
+}
+
+int locks_break_remote(lfs *fs, const char *key, const char *fence, const struct lfs_caller *who)
+{
+	locks_claim(fs, key);
+	lockfs_holder breaker;
+	lockfs_holder_fill(&breaker, who->pid, who->uid, who->gid, 0, lockfs_now_us());
+	lockfs_lock_info prev;
+	int r = backend_errno(
+		UNLOCKED(fs, fs->be->break_lock(fs->be, key, fence, &breaker, &prev)));
+	if (r == 0) {
+		log_break("lock broken:", key, &prev, &breaker);
+		lockfs_lock_info_clear(&prev);
+	}
+	lockfs_holder_clear(&breaker);
+	remote_forget(fs, key);
+	locks_unclaim(fs, key);
+	return r == -EIO ? -EIO : r ? -ENOENT : 0;
 }
 
 bool locks_expire_if_stale(lfs *fs, lfs_dentry *d)
 {
-	if (!fs->stale_after_us || !d->lease)
+	if (!fs->stale_after_us || !d->lease || d->lost)
 		return false;
 	if (lockfs_now_us() - d->heartbeat_us <= fs->stale_after_us)
 		return false;
-	const char *key = d->lease->key;
+	g_autofree char *key = g_strdup(d->lease->key);
+	locks_claim(fs, key);
 	lockfs_lock_info prev;
-	int r = fs->be->break_lock(fs->be, key, d->lease->fence, NULL, &prev);
+	int r = UNLOCKED(fs, fs->be->break_lock(fs->be, key, d->lease->fence, NULL, &prev));
 	if (r == 0) {
 		log_break("expired stale lock", key, &prev, NULL);
 		lockfs_lock_info_clear(&prev);
 	} else if (r != -ENOENT) {
+		locks_unclaim(fs, key);
 		return false; /* backend unreachable: leave it */
 	}
 	inval_node(fs, d->node);
 	remove_broken(fs, d);
+	remote_forget(fs, key);
+	locks_unclaim(fs, key);
 	return true;
+}
+
+/* The lease of D can no longer be counted on: say so once, keep the name
+ * shown as lost until its holder unlinks it, and fail its heartbeats. */
+void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why)
+{
+	if (d->lost)
+		return;
+	d->lost = true;
+	d->node->lost = true;
+	lockfs_log(G_LOG_LEVEL_WARNING, d->lease->key,
+	           "lost %s (fence %s, held by %s:%" G_GINT64_FORMAT " uid %u): %s", d->lease->key,
+	           d->lease->fence, d->holder.host, d->holder.pid, d->holder.uid, why);
+	lockfs_notify("lost", d->lease->key, &d->holder, NULL, d->lease->fence);
+	inval_node(fs, d->node);
+}
+
+/* True when D's lease may already have run out at the backend: the last
+ * renewal that succeeded was sent longer ago than ttl less a margin for
+ * clock rates and delays.  Checked before every use of the lease. */
+bool locks_lease_expired(lfs *fs, lfs_dentry *d)
+{
+	if (!(fs->be->flags & LOCKFS_BACKEND_LEASES))
+		return false;
+	int64_t ttl = fs->set->ttl_ms * 1000;
+	return lockfs_mono_us() - d->renewed_mono >= ttl - ttl / 5;
 }
 
 int locks_check_writable(lfs *fs, lfs_node *n)
 {
-	(void)fs;
+	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
+		if (!d->lost && locks_lease_expired(fs, d))
+			locks_mark_lost(fs, d, "its lease could not be renewed in time");
 	return n->lost ? -ESTALE : 0;
 }
 
 int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, bool content_changed)
 {
-	if (n->lost)
+	if (locks_check_writable(fs, n))
 		return -ESTALE;
 	if (!n->locks)
 		return 0;
-	int64_t now = lockfs_now_us(), mono = lockfs_mono_us();
-	for (lfs_dentry *d = n->locks; d; d = d->next_lock) {
+	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
 		if (who->uid != 0 && who->uid != d->holder.uid)
 			return -EPERM;
-	}
+	int64_t now = lockfs_now_us(), mono = lockfs_mono_us();
+	/* Collect first: the list may change while a call runs unlocked. */
+	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock) {
-		if (!d->lease)
-			continue;
 		d->heartbeat_us = now;
-		if (!content_changed && mono - d->hb_sent_mono < fs->heartbeat_min_us)
+		if (content_changed || mono - d->hb_sent_mono >= fs->heartbeat_min_us)
+			g_ptr_array_add(keys, g_strdup(d->lease->key));
+	}
+	int result = 0;
+	for (guint i = 0; i < keys->len; i++) {
+		const char *key = keys->pdata[i];
+		locks_claim(fs, key);
+		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+		if (!d || d->node != n || d->lost) {
+			locks_unclaim(fs, key);
 			continue;
-		const void *content = NULL;
+		}
+		char *content = NULL;
 		size_t len = 0;
 		if (content_changed && n->kind == NODE_MEM && S_ISREG(n->mode)) {
-			content = n->data ? n->data : "";
 			len = MIN(n->size, (size_t)LOCKFS_CONTENT_MAX);
+			content = g_malloc(len + 1);
+			if (len)
+				memcpy(content, n->data, len);
+			content[len] = '\0';
 		}
-		int r = backend_errno(fs->be->heartbeat(fs->be, d->lease, now, content, len));
+		int r = backend_errno(
+			UNLOCKED(fs, fs->be->heartbeat(fs->be, d->lease, now, content, len)));
+		g_free(content);
 		if (r == -ESTALE || r == -ENOENT) {
-			const char *key = d->lease->key;
-			lockfs_log(G_LOG_LEVEL_WARNING, key, "lost %s: the backend no longer has it",
-			           key);
-			n->lost = true;
-			return -ESTALE;
-		}
-		if (r == 0)
+			locks_mark_lost(fs, d, "the backend no longer has it");
+			result = -ESTALE;
+		} else if (r == 0) {
 			d->hb_sent_mono = mono;
+		}
+		locks_unclaim(fs, key);
 	}
-	return 0;
+	return result;
+}
+
+/* One round of lease renewal: every lease whose renew interval has passed
+ * is renewed; one that cannot be renewed before it may expire is lost. */
+void locks_renew_due(lfs *fs)
+{
+	int64_t interval = fs->set->renew_ms * 1000;
+	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+	GHashTableIter it;
+	gpointer k, v;
+	int64_t mono = lockfs_mono_us();
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		lfs_dentry *d = v;
+		if (d->lost)
+			continue;
+		if (locks_lease_expired(fs, d))
+			locks_mark_lost(fs, d, "its lease could not be renewed in time");
+		else if (mono - d->renewed_mono >= interval)
+			g_ptr_array_add(keys, g_strdup(k));
+	}
+	for (guint i = 0; i < keys->len; i++) {
+		const char *key = keys->pdata[i];
+		locks_claim(fs, key);
+		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+		if (d && !d->lost) {
+			int64_t sent = lockfs_mono_us();
+			int r = backend_errno(UNLOCKED(fs, fs->be->renew(fs->be, d->lease)));
+			if (r == 0)
+				d->renewed_mono = sent;
+			else if (r == -ESTALE || r == -ENOENT)
+				locks_mark_lost(fs, d, "the backend no longer has it");
+			else if (locks_lease_expired(fs, d))
+				locks_mark_lost(fs, d, "its lease could not be renewed in time");
+		}
+		locks_unclaim(fs, key);
+	}
 }
 
 void locks_release_all(lfs *fs)
 {
-	GList *ds = g_hash_table_get_values(fs->held);
+	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+	GHashTableIter it;
+	gpointer k;
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, &k, NULL))
+		g_ptr_array_add(keys, g_strdup(k));
 	guint n = 0;
-	for (GList *l = ds; l; l = l->next) {
-		lfs_dentry *d = l->data;
-		if (fs->be->release(fs->be, d->lease) == 0)
-			n++;
-		remove_broken(fs, d);
+	for (guint i = 0; i < keys->len; i++) {
+		const char *key = keys->pdata[i];
+		locks_claim(fs, key);
+		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+		if (d) {
+			if (!d->lost && UNLOCKED(fs, fs->be->release(fs->be, d->lease)) == 0)
+				n++;
+			remove_broken(fs, d);
+		}
+		locks_unclaim(fs, key);
 	}
-	g_list_free(ds);
 	if (n)
 		lockfs_log(G_LOG_LEVEL_INFO, NULL, "released %u lock%s at unmount", n,
 		           n == 1 ? "" : "s");

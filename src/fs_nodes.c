@@ -41,6 +41,10 @@ static void node_free(lfs *fs, lfs_node *n)
 		g_hash_table_destroy(n->children);
 	g_free(n->data);
 	g_free(n->ctl_path);
+	if (n->remote) {
+		lockfs_lock_info_clear(n->remote);
+		g_free(n->remote);
+	}
 	g_free(n);
 }
 
@@ -50,7 +54,7 @@ void node_maybe_free(lfs *fs, lfs_node *n)
 {
 	if (n == fs->root || n == fs->control || n->nlookup || n->opens)
 		return;
-	if (n->kind == NODE_MEM && n->nlink)
+	if (n->kind == NODE_MEM && n->nlink && !n->remote)
 		return;
 	if (n->kind == NODE_DISK && n->lock_names)
 		return;

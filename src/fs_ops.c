@@ -97,6 +97,38 @@ static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
 	return d;
 }
 
+/* A lock name not held here: held through another mount?  A stale one is
+ * not shown, so that the acquisition that follows reaches the backend,
+ * which breaks it by its own protocol. */
+static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
+{
+	if (!fs->shared)
+		return -ENOENT;
+	g_autofree char *key = node_key(dir, name);
+	lockfs_lock_info info;
+	dir->nlookup++;
+	pthread_mutex_unlock(&fs->mu);
+	int r = remote_get(fs, key, false, &info);
+	pthread_mutex_lock(&fs->mu);
+	dir->nlookup--;
+	lfs_dentry *d = dentry_find(dir, name);
+	if (d) { /* taken here meanwhile */
+		*out = d->node;
+		if (r == 0)
+			lockfs_lock_info_clear(&info);
+		return 0;
+	}
+	if (r)
+		return r == -ENOENT ? -ENOENT : -EIO;
+	if (info.state == LOCKFS_STATE_STALE) {
+		lockfs_lock_info_clear(&info);
+		return -ENOENT;
+	}
+	*out = remote_node_new(fs, &info);
+	lockfs_lock_info_clear(&info);
+	return 0;
+}
+
 static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	lfs *fs = F(req);
@@ -116,10 +148,10 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		lfs_dentry *d = find_live(fs, dir, name);
 		if (d)
 			n = d->node;
-		else if (dir->kind == NODE_DISK && !name_is_lock(fs, name))
-			r = disk_lookup(fs, dir, name, &n);
+		else if (!name_is_lock(fs, name))
+			r = dir->kind == NODE_DISK ? disk_lookup(fs, dir, name, &n) : -ENOENT;
 		else
-			r = -ENOENT;
+			r = lookup_remote(fs, dir, name, &n);
 	}
 	if (!r)
 		r = make_entry(fs, n, &e);
@@ -234,6 +266,10 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 			r = node_getattr(fs, n, &st);
 		else
 			r = -EROFS;
+		goto out;
+	}
+	if (n->remote) { /* heartbeats come through the holder's mount */
+		r = -EPERM;
 		goto out;
 	}
 	bool times = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME);
@@ -515,7 +551,7 @@ static void lfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 		r = -EROFS;
 		goto out;
 	}
-	if (S_ISDIR(n->mode)) {
+	if (S_ISDIR(n->mode) || n->remote) {
 		r = -EPERM;
 		goto out;
 	}
@@ -542,6 +578,24 @@ out:
 	reply_made(req, fs, r, n);
 }
 
+/* Unlink of a lock held through another mount: the kernel allowed it by
+ * directory permissions against the holder's uid, so it is a break. */
+static int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c)
+{
+	if (!fs->shared)
+		return -ENOENT;
+	g_autofree char *key = node_key(dir, name);
+	lockfs_lock_info info;
+	pthread_mutex_unlock(&fs->mu);
+	int r = remote_get(fs, key, true, &info);
+	pthread_mutex_lock(&fs->mu);
+	if (r)
+		return r == -ENOENT ? -ENOENT : -EIO;
+	r = locks_break_remote(fs, key, info.fence, c);
+	lockfs_lock_info_clear(&info);
+	return r;
+}
+
 static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	lfs *fs = F(req);
@@ -558,10 +612,10 @@ static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		r = locks_unlink(fs, d, &c);
 	else if (d)
 		dentry_remove(fs, d);
-	else if (dir->kind == NODE_DISK && !name_is_lock(fs, name))
-		r = unlinkat(dir->fd, name, 0) ? -errno : 0;
+	else if (!name_is_lock(fs, name))
+		r = dir->kind == NODE_DISK ? (unlinkat(dir->fd, name, 0) ? -errno : 0) : -ENOENT;
 	else
-		r = -ENOENT;
+		r = unlink_remote(fs, dir, name, &c);
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
 }
@@ -586,10 +640,11 @@ static void lfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		r = locks_unlink(fs, d, &c);
 	else if (d)
 		dentry_remove(fs, d);
-	else if (dir->kind == NODE_DISK && !name_is_lock(fs, name))
-		r = unlinkat(dir->fd, name, AT_REMOVEDIR) ? -errno : 0;
+	else if (!name_is_lock(fs, name))
+		r = dir->kind == NODE_DISK ? (unlinkat(dir->fd, name, AT_REMOVEDIR) ? -errno : 0)
+		                           : -ENOENT;
 	else
-		r = -ENOENT;
+		r = unlink_remote(fs, dir, name, &c);
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
 }
@@ -766,7 +821,9 @@ static void lfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		else
 			fuse_reply_open(req, fi);
 		return;
-	} else if (writing && n->locks && (r = locks_check_writable(fs, n))) {
+	} else if (writing && n->remote) {
+		r = -EPERM;
+	} else if (writing && (n->locks || n->lost) && (r = locks_check_writable(fs, n))) {
 		/* lost */
 	} else if (n->kind == NODE_DISK) {
 		fd = disk_open(n, fi->flags);
@@ -938,6 +995,26 @@ static void list_disk(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 	closedir(dp);
 }
 
+/* Locks held through other mounts in DIR (stale ones are not shown). */
+static void list_remote(lfs *fs, lfs_node *dir, lfs_dirlist *l)
+{
+	g_autofree char *prefix = node_key(dir, "");
+	dir->nlookup++;
+	pthread_mutex_unlock(&fs->mu);
+	g_autoptr(GPtrArray) infos = remote_list(fs, prefix);
+	pthread_mutex_lock(&fs->mu);
+	dir->nlookup--;
+	for (guint i = 0; i < infos->len; i++) {
+		const lockfs_lock_info *info = infos->pdata[i];
+		const char *name = info->key + strlen(prefix);
+		if (strchr(name, '/') || !*name || info->state == LOCKFS_STATE_STALE ||
+		    dentry_find(dir, name))
+			continue;
+		mode_t mode = info->holder.mode ? info->holder.mode : S_IFREG;
+		list_add(l, name, 0, mode);
+	}
+}
+
 static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	lfs *fs = F(req);
@@ -974,6 +1051,8 @@ static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 					list_add(l, d->name, d->node->st_ino, d->node->mode);
 				}
 			}
+			if (fs->shared)
+				list_remote(fs, dir, l);
 		}
 	}
 	UNLOCK(fs);
@@ -1111,8 +1190,7 @@ static int break_for(lfs *fs, fuse_req_t req, lfs_dentry *d, const char *fence)
 	lfs_node *n = d->node;
 	if (S_ISDIR(n->mode) && n->children && g_hash_table_size(n->children))
 		return -ENOTEMPTY;
-	inval_node(fs, n);
-	return locks_break(fs, d, &c);
+	return locks_break(fs, d, &c, fence);
 }
 
 /* "user.lockfs.break" on a lock file: the same request as .lockfs/break,
@@ -1214,6 +1292,10 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	fs->suffix_len = strlen(set->suffix);
 	fs->disk_nodes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	fs->held = g_hash_table_new(g_str_hash, g_str_equal);
+	fs->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	pthread_cond_init(&fs->cond, NULL);
+	fs->shared = be->flags & LOCKFS_BACKEND_SHARED;
+	remote_init(fs);
 	/* Memory inode numbers stay clear of the disk's when both are shown. */
 	fs->next_ino = passthrough ? (1ull << 62) : 2;
 	fs->stale_after_us = set->stale_after_ms * 1000;

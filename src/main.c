@@ -165,6 +165,7 @@ int main(int argc, char **argv)
 	           passthrough ? ", passthrough" : "");
 	fuse_daemonize(foreground);
 	inval_start(fs);
+	leases_start(fs);
 
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);
@@ -173,6 +174,7 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_destroy(lc);
 
 	/* SIGTERM/SIGINT end the loop: let go of this mount's locks, unmount. */
+	leases_stop(fs);
 	pthread_mutex_lock(&fs->mu);
 	locks_release_all(fs);
 	pthread_mutex_unlock(&fs->mu);

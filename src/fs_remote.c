@@ -1,0 +1,133 @@
+/* Locks held through other mounts of a shared backend.  What the backend
+ * said of a key is kept for at most list_cache (200 ms by default) so that
+ * `ls -l` and `stat` do not ask it once per system call; acquisition never
+ * looks here, it always asks the backend. */
+#include "fs.h"
+#include "holder.h"
+
+#include <errno.h>
+#include <string.h>
+
+typedef struct {
+	lockfs_lock_info info; /* valid when r == 0 */
+	int r;                 /* 0 held, -ENOENT free */
+	int64_t at_mono;
+} remote_entry;
+
+static void entry_free(gpointer p)
+{
+	remote_entry *e = p;
+	lockfs_lock_info_clear(&e->info);
+	g_free(e);
+}
+
+void remote_info_free(gpointer p)
+{
+	if (!p)
+		return;
+	lockfs_lock_info_clear(p);
+	g_free(p);
+}
+
+void remote_info_copy(lockfs_lock_info *dst, const lockfs_lock_info *src)
+{
+	*dst = *src;
+	dst->key = g_strdup(src->key);
+	lockfs_holder_copy(&dst->holder, &src->holder);
+	dst->content = src->content ? g_memdup2(src->content, src->content_len + 1) : NULL;
+}
+
+void remote_init(lfs *fs)
+{
+	g_mutex_init(&fs->remote_mu);
+	fs->remote = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, entry_free);
+}
+
+void remote_forget(lfs *fs, const char *key)
+{
+	if (!fs->shared)
+		return;
+	g_mutex_lock(&fs->remote_mu);
+	g_hash_table_remove(fs->remote, key);
+	g_mutex_unlock(&fs->remote_mu);
+}
+
+static void store(lfs *fs, const char *key, int r, const lockfs_lock_info *info)
+{
+	remote_entry *e = g_new0(remote_entry, 1);
+	e->r = r;
+	e->at_mono = lockfs_mono_us();
+	if (r == 0)
+		remote_info_copy(&e->info, info);
+	g_mutex_lock(&fs->remote_mu);
+	if (g_hash_table_size(fs->remote) > 100000)
+		g_hash_table_remove_all(fs->remote);
+	g_hash_table_replace(fs->remote, g_strdup(key), e);
+	g_mutex_unlock(&fs->remote_mu);
+}
+
+int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
+{
+	if (!fs->shared)
+		return -ENOENT;
+	if (!fresh) {
+		int r = 1;
+		g_mutex_lock(&fs->remote_mu);
+		remote_entry *e = g_hash_table_lookup(fs->remote, key);
+		if (e && lockfs_mono_us() - e->at_mono < fs->set->list_cache_ms * 1000) {
+			r = e->r;
+			if (r == 0)
+				remote_info_copy(out, &e->info);
+		}
+		g_mutex_unlock(&fs->remote_mu);
+		if (r != 1)
+			return r;
+	}
+	lockfs_lock_info info;
+	memset(&info, 0, sizeof(info));
+	int r = fs->be->inspect(fs->be, key, &info);
+	if (r != 0 && r != -ENOENT)
+		return -EIO;
+	store(fs, key, r, &info);
+	if (r == 0)
+		*out = info;
+	return r;
+}
+
+static void collect(const lockfs_lock_info *info, void *user)
+{
+	lockfs_lock_info *copy = g_new0(lockfs_lock_info, 1);
+	remote_info_copy(copy, info);
+	g_ptr_array_add(user, copy);
+}
+
+GPtrArray *remote_list(lfs *fs, const char *prefix)
+{
+	GPtrArray *out = g_ptr_array_new_with_free_func(remote_info_free);
+	if (!fs->shared)
+		return out;
+	if (fs->be->list(fs->be, prefix, collect, out) != 0)
+		return out;
+	for (guint i = 0; i < out->len; i++) {
+		lockfs_lock_info *info = out->pdata[i];
+		store(fs, info->key, 0, info);
+	}
+	return out;
+}
+
+lfs_node *remote_node_new(lfs *fs, const lockfs_lock_info *info)
+{
+	mode_t mode = info->holder.mode ? info->holder.mode : (S_IFREG | 0644);
+	lfs_node *n = node_new(fs, NODE_MEM, mode, info->holder.uid, info->holder.gid);
+	n->remote = g_new0(lockfs_lock_info, 1);
+	remote_info_copy(n->remote, info);
+	n->nlink = S_ISDIR(mode) ? 2 : 1;
+	if (info->content) {
+		n->data = g_memdup2(info->content, info->content_len + 1);
+		n->size = n->cap = info->content_len;
+	}
+	int64_t hb = info->holder.heartbeat_us, acq = info->holder.acquired_us;
+	n->mtime = n->ctime = (struct timespec){hb / G_USEC_PER_SEC, (hb % G_USEC_PER_SEC) * 1000};
+	n->atime = (struct timespec){acq / G_USEC_PER_SEC, (acq % G_USEC_PER_SEC) * 1000};
+	return n;
+}
