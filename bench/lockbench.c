@@ -1,0 +1,1154 @@
+/* lockbench: what lockfs costs per lock cycle compared with the floor.
+ *
+ * One run mounts noopfs (the floor, see noopfs.c) and lockfs side by side on
+ * temporary mount points and times, on each, the two ways programs take a lock
+ * file: a plain O_EXCL create, and liblockfile's link() dance.  Runs alternate
+ * between the two mounts round after round so that load drift on the machine
+ * hits both alike; each figure is the median of the rounds.  Then it holds
+ * --locks locks on lockfs and times `ls -l` and reads the daemon's RSS.
+ *
+ * It is a measurement, not a test: it exits 0 whenever it could measure, even
+ * when a target is missed, and non-zero only when something failed to run.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <ftw.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FUSE_MAGIC 0x65735546L
+#define MOUNT_TIMEOUT_S 10.0
+#define STOP_TIMEOUT_S 10.0
+#define LS_RUNS 3
+
+/* The targets lockfs is held to. */
+#define TARGET_RATIO 1.25
+#define TARGET_LS_S 0.5
+#define TARGET_RSS_BYTES 30e6
+
+extern char **environ;
+
+enum { FLOOR, LOCKFS, NFS };
+enum { CYC_EXCL, CYC_LOCKFILE, NCYC };
+
+static const char *const cycle_name[NCYC] = {
+	"O_EXCL create+close+unlink",
+	"liblockfile link cycle",
+};
+static const char *const cycle_key[NCYC] = { "o_excl", "liblockfile" };
+
+struct daemon {
+	const char *label;
+	const char *bin;
+	char *opts; /* the -o argument, or NULL */
+	char mnt[PATH_MAX];
+	char log[PATH_MAX];
+	pid_t pid;
+	dev_t parent_dev; /* st_dev of the mount point before mounting */
+	bool spawned;
+};
+
+struct cycle_result {
+	double *us[NFS]; /* µs per cycle, one per round */
+	double med[NFS];
+	double ratio, ratio_lo, ratio_hi;
+	bool failed;
+	char err[1024 + 64]; /* g_err and a prefix */
+};
+
+struct big_result {
+	bool ran, failed;
+	char err[1024 + 64]; /* g_err and a prefix */
+	double create_s[NFS], ls_s[NFS][LS_RUNS], ls_med[NFS], unlink_s[NFS];
+	long rss_kb[NFS];   /* VmRSS while the locks are held (larger of two samples) */
+	long hwm_kb[NFS];   /* VmHWM at that point */
+};
+
+static volatile sig_atomic_t g_stop;
+static char g_err[1024];
+static char g_host[65];
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	g_stop = 1;
+}
+
+static void set_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(g_err, sizeof(g_err), fmt, ap);
+	va_end(ap);
+}
+
+static double mono(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Polling interval while waiting for a mount or an exit; the wait itself is
+ * bounded by a deadline, never by the sleep. */
+static void pause_briefly(void)
+{
+	struct timespec ts = { 0, 2 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+static double median(const double *v, int n)
+{
+	double *s = malloc(n * sizeof(*s));
+	double m;
+
+	if (!s)
+		abort();
+	memcpy(s, v, n * sizeof(*s));
+	qsort(s, n, sizeof(*s), cmp_double);
+	m = n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+	free(s);
+	return m;
+}
+
+static int join_path(char *out, const char *dir, const char *name)
+{
+	if (snprintf(out, PATH_MAX, "%s/%s", dir, name) >= PATH_MAX) {
+		set_err("path too long: %s/%s", dir, name);
+		return -1;
+	}
+	return 0;
+}
+
+/* ---- the two lock cycles ---------------------------------------------- */
+
+struct cycle_paths {
+	char lock[PATH_MAX];
+	char tmp[PATH_MAX];
+	char content[32];
+	size_t content_len;
+};
+
+static int cycle_paths_init(struct cycle_paths *p, const char *dir)
+{
+	char tmpname[128];
+
+	/* liblockfile's temporary name: ".lk", the pid in five digits, the host. */
+	snprintf(tmpname, sizeof(tmpname), ".lk%05d%s", (int)getpid(), g_host);
+	p->content_len = snprintf(p->content, sizeof(p->content), "%d\n", (int)getpid());
+	if (join_path(p->lock, dir, "bench.lock") || join_path(p->tmp, dir, tmpname))
+		return -1;
+	return 0;
+}
+
+static int cycle_excl(const struct cycle_paths *p, long n)
+{
+	for (long i = 0; i < n; i++) {
+		int fd = open(p->lock, O_CREAT | O_EXCL | O_WRONLY, 0644);
+
+		if (fd < 0) {
+			set_err("open(%s, O_CREAT|O_EXCL): %s", p->lock, strerror(errno));
+			return -1;
+		}
+		if (close(fd) != 0) {
+			set_err("close(%s): %s", p->lock, strerror(errno));
+			return -1;
+		}
+		if (unlink(p->lock) != 0) {
+			set_err("unlink(%s): %s", p->lock, strerror(errno));
+			return -1;
+		}
+		if (g_stop)
+			return -1;
+	}
+	return 0;
+}
+
+static int cycle_lockfile(const struct cycle_paths *p, long n)
+{
+	struct stat st_tmp, st_lock;
+
+	for (long i = 0; i < n; i++) {
+		int fd = open(p->tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+
+		if (fd < 0) {
+			set_err("open(%s, O_CREAT|O_EXCL): %s", p->tmp, strerror(errno));
+			return -1;
+		}
+		if (write(fd, p->content, p->content_len) != (ssize_t)p->content_len) {
+			set_err("write(%s): %s", p->tmp, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (close(fd) != 0) {
+			set_err("close(%s): %s", p->tmp, strerror(errno));
+			return -1;
+		}
+		if (link(p->tmp, p->lock) != 0) {
+			set_err("link(%s, %s): %s", p->tmp, p->lock, strerror(errno));
+			return -1;
+		}
+		if (lstat(p->tmp, &st_tmp) != 0 || lstat(p->lock, &st_lock) != 0) {
+			set_err("lstat after link: %s", strerror(errno));
+			return -1;
+		}
+		/* liblockfile trusts the link only when both names are one inode. */
+		if (st_tmp.st_ino != st_lock.st_ino) {
+			set_err("link(%s, %s): inodes differ (%ju vs %ju)", p->tmp, p->lock,
+			        (uintmax_t)st_tmp.st_ino, (uintmax_t)st_lock.st_ino);
+			return -1;
+		}
+		if (unlink(p->tmp) != 0) {
+			set_err("unlink(%s): %s", p->tmp, strerror(errno));
+			return -1;
+		}
+		if (unlink(p->lock) != 0) {
+			set_err("unlink(%s): %s", p->lock, strerror(errno));
+			return -1;
+		}
+		if (g_stop)
+			return -1;
+	}
+	return 0;
+}
+
+/* Time N cycles in DIR; *us is µs per cycle.  On failure the names the cycle
+ * uses are removed so later runs start clean. */
+static int time_cycle(int cyc, const char *dir, long n, double *us)
+{
+	struct cycle_paths p;
+	double t0;
+	int rc;
+
+	if (cycle_paths_init(&p, dir))
+		return -1;
+	t0 = mono();
+	rc = cyc == CYC_EXCL ? cycle_excl(&p, n) : cycle_lockfile(&p, n);
+	*us = (mono() - t0) * 1e6 / n;
+	if (rc) {
+		if (g_stop)
+			set_err("interrupted");
+		unlink(p.tmp);
+		unlink(p.lock);
+	}
+	return rc;
+}
+
+/* ---- daemons ----------------------------------------------------------- */
+
+static int spawn(const char *path, char *const argv[], char *const envp[], int out_fd,
+                 int err_fd, bool own_group, pid_t *pid)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t at;
+	sigset_t none, def;
+	int rc;
+
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&at);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	if (out_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+	if (err_fd >= 0)
+		posix_spawn_file_actions_adddup2(&fa, err_fd, 2);
+	/* Our SIGPIPE is ignored and that would be inherited; a daemon in its own
+	 * process group is not hit by the terminal's ^C, so we unmount it in
+	 * order instead of racing it. */
+	sigemptyset(&none);
+	sigemptyset(&def);
+	sigaddset(&def, SIGPIPE);
+	sigaddset(&def, SIGINT);
+	sigaddset(&def, SIGTERM);
+	sigaddset(&def, SIGHUP);
+	posix_spawnattr_setsigmask(&at, &none);
+	posix_spawnattr_setsigdefault(&at, &def);
+	posix_spawnattr_setpgroup(&at, 0);
+	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
+	                                (own_group ? POSIX_SPAWN_SETPGROUP : 0));
+	rc = posix_spawn(pid, path, &fa, &at, argv, envp);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&at);
+	if (rc) {
+		set_err("cannot run %s: %s", path, strerror(rc));
+		return -1;
+	}
+	return 0;
+}
+
+/* Run a command to completion; its exit status in *status. */
+static int run_wait(const char *path, char *const argv[], int out_fd, int *status)
+{
+	pid_t pid;
+
+	if (spawn(path, argv, environ, out_fd, -1, false, &pid))
+		return -1;
+	while (waitpid(pid, status, 0) < 0) {
+		if (errno != EINTR) {
+			set_err("waitpid: %s", strerror(errno));
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void print_log_tail(const struct daemon *d)
+{
+	char buf[4096];
+	ssize_t len;
+	off_t size;
+	int fd = open(d->log, O_RDONLY);
+
+	if (fd < 0)
+		return;
+	size = lseek(fd, 0, SEEK_END);
+	lseek(fd, size > (off_t)sizeof(buf) - 1 ? size - (off_t)sizeof(buf) + 1 : 0, SEEK_SET);
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (len > 0) {
+		buf[len] = '\0';
+		fprintf(stderr, "---- %s output (%s) ----\n%s%s----\n", d->label, d->bin, buf,
+		        buf[len - 1] == '\n' ? "" : "\n");
+	}
+}
+
+static bool is_mounted(const struct daemon *d)
+{
+	struct stat st;
+
+	if (stat(d->mnt, &st) != 0)
+		return errno == ENOTCONN || errno == ECONNABORTED; /* daemon gone */
+	return st.st_dev != d->parent_dev;
+}
+
+static int start_daemon(struct daemon *d)
+{
+	char *argv[6];
+	struct stat st;
+	int i = 0, logfd, rc;
+
+	if (stat(d->mnt, &st) != 0) {
+		set_err("stat(%s): %s", d->mnt, strerror(errno));
+		return -1;
+	}
+	d->parent_dev = st.st_dev;
+	logfd = open(d->log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (logfd < 0) {
+		set_err("%s: %s", d->log, strerror(errno));
+		return -1;
+	}
+	argv[i++] = (char *)d->bin;
+	argv[i++] = d->mnt;
+	argv[i++] = (char *)"-f";
+	if (d->opts && *d->opts) {
+		argv[i++] = (char *)"-o";
+		argv[i++] = d->opts;
+	}
+	argv[i] = NULL;
+	rc = spawn(d->bin, argv, environ, logfd, logfd, true, &d->pid);
+	close(logfd);
+	if (rc)
+		return -1;
+	d->spawned = true;
+	return 0;
+}
+
+/* Poll until the mount point is a different filesystem (and, where statfs
+ * answers, a FUSE one), the daemon dies, or the deadline passes. */
+static int wait_mounted(struct daemon *d)
+{
+	double deadline = mono() + MOUNT_TIMEOUT_S;
+
+	for (;;) {
+		struct statfs sf;
+		int status;
+
+		if (is_mounted(d)) {
+			if (statfs(d->mnt, &sf) == 0 && sf.f_type != FUSE_MAGIC) {
+				set_err("%s: something other than FUSE is mounted (f_type 0x%lx)",
+				        d->mnt, (long)sf.f_type);
+				return -1;
+			}
+			return 0;
+		}
+		if (waitpid(d->pid, &status, WNOHANG) == d->pid) {
+			d->pid = 0;
+			print_log_tail(d);
+			set_err("%s (%s) exited before mounting (%s %d)", d->label, d->bin,
+			        WIFEXITED(status) ? "status" : "signal",
+			        WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+			return -1;
+		}
+		if (g_stop) {
+			set_err("interrupted");
+			return -1;
+		}
+		if (mono() > deadline) {
+			print_log_tail(d);
+			set_err("%s not mounted on %s after %.0f s", d->label, d->mnt,
+			        MOUNT_TIMEOUT_S);
+			return -1;
+		}
+		pause_briefly();
+	}
+}
+
+/* Remove every name left on a mount (a flat directory), so lockfs releases
+ * its locks properly before it is told to stop. */
+static void unlink_all(const struct daemon *d)
+{
+	DIR *dir;
+	struct dirent *de;
+	char path[PATH_MAX];
+
+	if (!d->spawned || !is_mounted(d) || !(dir = opendir(d->mnt)))
+		return;
+	while ((de = readdir(dir))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (join_path(path, d->mnt, de->d_name) == 0)
+			unlink(path);
+	}
+	closedir(dir);
+}
+
+static void stop_daemon(struct daemon *d)
+{
+	if (d->pid > 0) {
+		double deadline = mono() + STOP_TIMEOUT_S;
+		int status;
+		pid_t r;
+
+		kill(d->pid, SIGTERM);
+		while ((r = waitpid(d->pid, &status, WNOHANG)) == 0 && mono() < deadline)
+			pause_briefly();
+		if (r == 0) {
+			fprintf(stderr, "lockbench: %s did not exit on SIGTERM; killing it\n",
+			        d->label);
+			kill(d->pid, SIGKILL);
+			waitpid(d->pid, &status, 0);
+		}
+		d->pid = 0;
+	}
+	if (d->spawned && is_mounted(d)) {
+		char *argv[] = { (char *)"fusermount3", (char *)"-u", d->mnt, NULL };
+		char *lazy[] = { (char *)"fusermount3", (char *)"-u", (char *)"-z", d->mnt, NULL };
+		int status;
+
+		if (run_wait("/usr/bin/fusermount3", argv, -1, &status) != 0 || status != 0)
+			run_wait("/usr/bin/fusermount3", lazy, -1, &status);
+	}
+}
+
+static long proc_status_kb(pid_t pid, const char *field)
+{
+	char path[64], line[256];
+	size_t flen = strlen(field);
+	long kb = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, field, flen) && line[flen] == ':') {
+			kb = strtol(line + flen + 1, NULL, 10);
+			break;
+		}
+	}
+	fclose(f);
+	return kb;
+}
+
+/* ---- many locks ---------------------------------------------------------- */
+
+static int make_locks(const char *dir, long n, double *secs)
+{
+	char path[PATH_MAX];
+	double t0 = mono();
+
+	for (long i = 0; i < n; i++) {
+		int fd;
+
+		snprintf(path, sizeof(path), "%s/lock-%05ld.lock", dir, i);
+		fd = open(path, O_CREAT | O_EXCL | O_WRONLY, 0644);
+		if (fd < 0) {
+			set_err("open(%s, O_CREAT|O_EXCL): %s", path, strerror(errno));
+			return -1;
+		}
+		close(fd);
+		if (g_stop) {
+			set_err("interrupted");
+			return -1;
+		}
+	}
+	*secs = mono() - t0;
+	return 0;
+}
+
+static int remove_locks(const char *dir, long n, double *secs)
+{
+	char path[PATH_MAX];
+	double t0 = mono();
+
+	for (long i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s/lock-%05ld.lock", dir, i);
+		if (unlink(path) != 0) {
+			set_err("unlink(%s): %s", path, strerror(errno));
+			return -1;
+		}
+	}
+	*secs = mono() - t0;
+	return 0;
+}
+
+/* Wall time of `ls -l DIR` with its output thrown away, as a user sees it. */
+static int time_ls(const char *dir, double *secs)
+{
+	char *argv[] = { (char *)"ls", (char *)"-l", (char *)dir, NULL };
+	char *envp[] = { (char *)"LC_ALL=C", (char *)"PATH=/usr/bin:/bin", NULL };
+	int devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+	double t0;
+	pid_t pid;
+	int status, rc;
+
+	if (devnull < 0) {
+		set_err("/dev/null: %s", strerror(errno));
+		return -1;
+	}
+	t0 = mono();
+	rc = spawn("/bin/ls", argv, envp, devnull, -1, false, &pid);
+	close(devnull);
+	if (rc)
+		return -1;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	*secs = mono() - t0;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		set_err("ls -l %s failed (status 0x%x)", dir, status);
+		return -1;
+	}
+	return 0;
+}
+
+static void run_big(struct daemon *d, long n, struct big_result *b)
+{
+	long rss;
+	int fs, k;
+
+	b->ran = true;
+	for (fs = 0; fs < NFS; fs++) {
+		fprintf(stderr, "lockbench: creating %ld locks on %s\n", n, d[fs].label);
+		if (make_locks(d[fs].mnt, n, &b->create_s[fs]))
+			goto fail;
+		b->rss_kb[fs] = proc_status_kb(d[fs].pid, "VmRSS");
+	}
+	for (k = 0; k < LS_RUNS; k++) {
+		for (int j = 0; j < NFS; j++) {
+			fs = k % 2 ? NFS - 1 - j : j;
+			if (time_ls(d[fs].mnt, &b->ls_s[fs][k]))
+				goto fail;
+		}
+	}
+	for (fs = 0; fs < NFS; fs++) {
+		/* Sampled again after ls: listing may have grown the daemon. */
+		rss = proc_status_kb(d[fs].pid, "VmRSS");
+		if (rss > b->rss_kb[fs])
+			b->rss_kb[fs] = rss;
+		b->hwm_kb[fs] = proc_status_kb(d[fs].pid, "VmHWM");
+		b->ls_med[fs] = median(b->ls_s[fs], LS_RUNS);
+	}
+	for (fs = 0; fs < NFS; fs++)
+		if (remove_locks(d[fs].mnt, n, &b->unlink_s[fs]))
+			goto fail;
+	return;
+fail:
+	b->failed = true;
+	snprintf(b->err, sizeof(b->err), "%s", g_err);
+}
+
+/* ---- the work directory ------------------------------------------------ */
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+/* FTW_MOUNT: never descend into a mount that failed to go away. */
+static void remove_tree(const char *path)
+{
+	nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+static const char *fs_name(long type)
+{
+	static char buf[32];
+
+	switch (type) {
+	case 0xEF53:
+		return "ext2/3/4";
+	case 0x01021994:
+		return "tmpfs";
+	case 0x794c7630:
+		return "overlayfs";
+	case 0x58465342:
+		return "xfs";
+	case (long)0x9123683E:
+		return "btrfs";
+	default:
+		snprintf(buf, sizeof(buf), "f_type 0x%lx", type);
+		return buf;
+	}
+}
+
+static void json_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void json_array(FILE *f, const double *v, int n)
+{
+	fputc('[', f);
+	for (int i = 0; i < n; i++)
+		fprintf(f, "%s%.3f", i ? "," : "", v[i]);
+	fputc(']', f);
+}
+
+/* ---- options ------------------------------------------------------------- */
+
+struct options {
+	long iterations, rounds, locks;
+	long slices; /* alternations per round */
+	long cpu;    /* -1: no pinning */
+	const char *lockfs, *noopfs, *lockfs_opts, *floor_opts;
+	bool json, stand_in;
+};
+
+static void usage(FILE *f, const char *prog)
+{
+	fprintf(f,
+	        "usage: %s [options]\n"
+	        "  --iterations N   cycles per run (default 20000)\n"
+	        "  --rounds R       interleaved rounds; medians are reported (default 5)\n"
+	        "  --slices S       floor/lockfs alternations within a round (default 10)\n"
+	        "  --locks N        locks held for the ls/RSS check, 0 to skip (default 10000)\n"
+	        "  --lockfs PATH    lockfs binary (default $LOCKFS_BIN, else ../src/lockfs\n"
+	        "                   next to this program)\n"
+	        "  --noopfs PATH    floor binary (default $NOOPFS_BIN, else ./noopfs next to\n"
+	        "                   this program)\n"
+	        "  --lockfs-opts O  extra lockfs -o options, after backend=local,state_dir=...\n"
+	        "  --floor-opts O   extra noopfs -o options (e.g. clone_fd,max_threads=16)\n"
+	        "  --stand-in       the --lockfs binary is a noopfs stand-in: give it the\n"
+	        "                   floor's options, with --lockfs-opts instead of\n"
+	        "                   --floor-opts (for checking the bench itself)\n"
+	        "  --cpu N          pin this program and both daemons to CPU N (steadier\n"
+	        "                   numbers where cross-CPU wake-ups are costly, e.g. VMs)\n"
+	        "  --json           also print one JSON object at the end\n",
+	        prog);
+}
+
+static long parse_long(const char *s, const char *name, long min)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || end == s || v < min) {
+		fprintf(stderr, "lockbench: %s: expected an integer >= %ld, got '%s'\n", name, min,
+		        s);
+		exit(2);
+	}
+	return v;
+}
+
+static void parse_options(int argc, char **argv, struct options *o)
+{
+	static const struct option longopts[] = {
+		{ "iterations", required_argument, NULL, 'i' },
+		{ "rounds", required_argument, NULL, 'r' },
+		{ "slices", required_argument, NULL, 's' },
+		{ "locks", required_argument, NULL, 'n' },
+		{ "lockfs", required_argument, NULL, 'L' },
+		{ "noopfs", required_argument, NULL, 'N' },
+		{ "lockfs-opts", required_argument, NULL, 'O' },
+		{ "floor-opts", required_argument, NULL, 'F' },
+		{ "stand-in", no_argument, NULL, 'S' },
+		{ "cpu", required_argument, NULL, 'c' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	*o = (struct options){
+		.iterations = 20000, .rounds = 5, .slices = 10, .locks = 10000, .cpu = -1,
+	};
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			o->iterations = parse_long(optarg, "--iterations", 1);
+			break;
+		case 'r':
+			o->rounds = parse_long(optarg, "--rounds", 1);
+			break;
+		case 's':
+			o->slices = parse_long(optarg, "--slices", 1);
+			break;
+		case 'n':
+			o->locks = parse_long(optarg, "--locks", 0);
+			break;
+		case 'L':
+			o->lockfs = optarg;
+			break;
+		case 'N':
+			o->noopfs = optarg;
+			break;
+		case 'O':
+			o->lockfs_opts = optarg;
+			break;
+		case 'F':
+			o->floor_opts = optarg;
+			break;
+		case 'S':
+			o->stand_in = true;
+			break;
+		case 'c':
+			o->cpu = parse_long(optarg, "--cpu", 0);
+			break;
+		case 'j':
+			o->json = true;
+			break;
+		case 'h':
+			usage(stdout, argv[0]);
+			exit(0);
+		default:
+			usage(stderr, argv[0]);
+			exit(2);
+		}
+	}
+	if (optind < argc) {
+		usage(stderr, argv[0]);
+		exit(2);
+	}
+	if (o->slices > o->iterations)
+		o->slices = o->iterations;
+}
+
+/* Defaults are found relative to this program, so build/bench/lockbench
+ * finds build/bench/noopfs and build/src/lockfs wherever the build dir is. */
+static char *beside_self(const char *rel)
+{
+	char self[PATH_MAX], *slash, *out;
+	ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (len <= 0)
+		return NULL;
+	self[len] = '\0';
+	slash = strrchr(self, '/');
+	if (!slash)
+		return NULL;
+	*slash = '\0';
+	if (asprintf(&out, "%s/%s", self, rel) < 0)
+		return NULL;
+	return out;
+}
+
+static const char *resolve_bin(const char *given, const char *env, const char *rel)
+{
+	const char *e = getenv(env);
+	char *p, *real;
+
+	if (given)
+		return given;
+	if (e && *e)
+		return e;
+	p = beside_self(rel);
+	if (p && (real = realpath(p, NULL))) {
+		free(p);
+		return real;
+	}
+	return p;
+}
+
+/* ---- report -------------------------------------------------------------- */
+
+static const char *verdict(bool ok)
+{
+	return ok ? "PASS" : "MISS";
+}
+
+static void report(const struct options *o, const struct daemon *d, struct cycle_result *cr,
+                   const double *ref_us, const char *ref_dir, const char *ref_fs,
+                   long rss_idle_kb, const struct big_result *b)
+{
+	int r = (int)o->rounds;
+	double ref_med = median(ref_us, r);
+	const char *lf = o->stand_in ? "lockfs*" : "lockfs";
+
+	printf("\nlockbench: %ld cycles per mount per round in %ld alternating slices, "
+	       "%ld rounds, median of rounds\n",
+	       o->iterations, o->slices, o->rounds);
+	if (o->cpu >= 0)
+		printf("  everything pinned to CPU %ld\n", o->cpu);
+	printf("  floor  : %s -o %s (noopfs)\n", d[FLOOR].bin,
+	       d[FLOOR].opts && *d[FLOOR].opts ? d[FLOOR].opts : "(none)");
+	printf("  %-7s: %s -o %s%s\n", lf, d[LOCKFS].bin,
+	       d[LOCKFS].opts && *d[LOCKFS].opts ? d[LOCKFS].opts : "(none)",
+	       o->stand_in ? "\n  * stand-in: a second noopfs, not lockfs" : "");
+
+	printf("\n%-28s %10s %10s %7s %-13s %8s %s\n", "cycle (µs per cycle)", "floor", lf,
+	       "ratio", " rounds", "target", "result");
+	for (int c = 0; c < NCYC; c++) {
+		if (cr[c].failed) {
+			printf("%-28s %s\n", cycle_name[c], "ERROR");
+			printf("    %s\n", cr[c].err);
+			continue;
+		}
+		printf("%-28s %10.1f %10.1f %6.2fx  %4.2f-%4.2f   %6s %4.2fx %s\n", cycle_name[c],
+		       cr[c].med[FLOOR], cr[c].med[LOCKFS], cr[c].ratio, cr[c].ratio_lo,
+		       cr[c].ratio_hi, "<=", TARGET_RATIO, verdict(cr[c].ratio <= TARGET_RATIO));
+	}
+	printf("\nreference, not a target: O_EXCL cycle on %s (%s): %.1f µs\n", ref_dir, ref_fs,
+	       ref_med);
+
+	if (b->ran) {
+		printf("\n%ld locks held:\n", o->locks);
+		if (b->failed) {
+			printf("  ERROR: %s\n", b->err);
+		} else {
+			double rss_b = b->rss_kb[LOCKFS] * 1024.0;
+
+			printf("  %-22s floor %7.3f s   %s %7.3f s\n", "create (O_EXCL)",
+			       b->create_s[FLOOR], lf, b->create_s[LOCKFS]);
+			printf("  %-22s floor %7.3f s   %s %7.3f s   target < %.1f s     %s\n",
+			       "ls -l (median of 3)", b->ls_med[FLOOR], lf, b->ls_med[LOCKFS],
+			       TARGET_LS_S, verdict(b->ls_med[LOCKFS] < TARGET_LS_S));
+			printf("  %-22s floor %7.1f MB  %s %7.1f MB  target < %.0f MB     %s\n",
+			       "daemon VmRSS", b->rss_kb[FLOOR] * 1024.0 / 1e6, lf, rss_b / 1e6,
+			       TARGET_RSS_BYTES / 1e6,
+			       verdict(b->rss_kb[LOCKFS] >= 0 && rss_b < TARGET_RSS_BYTES));
+			printf("  %-22s %s %.1f MB idle, VmHWM %.1f MB\n", "", lf,
+			       rss_idle_kb * 1024.0 / 1e6, b->hwm_kb[LOCKFS] * 1024.0 / 1e6);
+			printf("  %-22s floor %7.3f s   %s %7.3f s\n", "unlink", b->unlink_s[FLOOR],
+			       lf, b->unlink_s[LOCKFS]);
+		}
+	}
+	printf("(MB = 10^6 bytes; ratio = median %s / median floor, rounds = per-round range)\n",
+	       lf);
+
+	if (!o->json)
+		return;
+	printf("{\"iterations\":%ld,\"rounds\":%ld,\"slices\":%ld,\"locks\":%ld,\"cpu\":%ld,"
+	       "\"stand_in\":%s,",
+	       o->iterations, o->rounds, o->slices, o->locks, o->cpu,
+	       o->stand_in ? "true" : "false");
+	printf("\"floor_bin\":");
+	json_str(stdout, d[FLOOR].bin);
+	printf(",\"lockfs_bin\":");
+	json_str(stdout, d[LOCKFS].bin);
+	printf(",\"cycles\":{");
+	for (int c = 0; c < NCYC; c++) {
+		printf("%s\"%s\":{", c ? "," : "", cycle_key[c]);
+		if (cr[c].failed) {
+			printf("\"error\":");
+			json_str(stdout, cr[c].err);
+		} else {
+			printf("\"floor_us\":%.3f,\"lockfs_us\":%.3f,\"ratio\":%.4f,"
+			       "\"target\":%.2f,\"pass\":%s,\"floor_rounds_us\":",
+			       cr[c].med[FLOOR], cr[c].med[LOCKFS], cr[c].ratio, TARGET_RATIO,
+			       cr[c].ratio <= TARGET_RATIO ? "true" : "false");
+			json_array(stdout, cr[c].us[FLOOR], r);
+			printf(",\"lockfs_rounds_us\":");
+			json_array(stdout, cr[c].us[LOCKFS], r);
+		}
+		printf("}");
+	}
+	printf("},\"reference_o_excl\":{\"dir\":");
+	json_str(stdout, ref_dir);
+	printf(",\"fs\":");
+	json_str(stdout, ref_fs);
+	printf(",\"us\":%.3f,\"rounds_us\":", ref_med);
+	json_array(stdout, ref_us, r);
+	printf("},\"lockfs_rss_idle_kb\":%ld", rss_idle_kb);
+	if (b->ran && b->failed) {
+		printf(",\"held\":{\"error\":");
+		json_str(stdout, b->err);
+		printf("}");
+	} else if (b->ran) {
+		printf(",\"held\":{\"create_s\":{\"floor\":%.4f,\"lockfs\":%.4f},"
+		       "\"ls_s\":{\"floor\":%.4f,\"lockfs\":%.4f,\"floor_runs\":",
+		       b->create_s[FLOOR], b->create_s[LOCKFS], b->ls_med[FLOOR],
+		       b->ls_med[LOCKFS]);
+		json_array(stdout, b->ls_s[FLOOR], LS_RUNS);
+		printf(",\"lockfs_runs\":");
+		json_array(stdout, b->ls_s[LOCKFS], LS_RUNS);
+		printf(",\"target\":%.2f,\"pass\":%s},", TARGET_LS_S,
+		       b->ls_med[LOCKFS] < TARGET_LS_S ? "true" : "false");
+		printf("\"rss_kb\":{\"floor\":%ld,\"lockfs\":%ld,\"lockfs_hwm\":%ld,"
+		       "\"target_bytes\":%.0f,\"pass\":%s},",
+		       b->rss_kb[FLOOR], b->rss_kb[LOCKFS], b->hwm_kb[LOCKFS], TARGET_RSS_BYTES,
+		       b->rss_kb[LOCKFS] >= 0 && b->rss_kb[LOCKFS] * 1024.0 < TARGET_RSS_BYTES
+		               ? "true"
+		               : "false");
+		printf("\"unlink_s\":{\"floor\":%.4f,\"lockfs\":%.4f}}", b->unlink_s[FLOOR],
+		       b->unlink_s[LOCKFS]);
+	}
+	printf("}\n");
+}
+
+/* ---- main ---------------------------------------------------------------- */
+
+static void mark_failed(struct cycle_result *cr, const char *label)
+{
+	cr->failed = true;
+	snprintf(cr->err, sizeof(cr->err), "on %s: %s", label, g_err);
+}
+
+int main(int argc, char **argv)
+{
+	struct options o;
+	struct daemon d[NFS] = { { .label = "floor" }, { .label = "lockfs" } };
+	struct cycle_result cr[NCYC];
+	struct big_result big;
+	struct sigaction sa;
+	struct statfs sf;
+	struct utsname un;
+	char work[PATH_MAX], ref_dir[PATH_MAX], state[PATH_MAX];
+	const char *tmpdir = getenv("TMPDIR");
+	const char *ref_fs = "?", *base_opts;
+	double *ref_us = NULL;
+	long rss_idle_kb = -1;
+	int status = 1, fs, c;
+	bool any_failed = false;
+
+	parse_options(argc, argv, &o);
+	memset(cr, 0, sizeof(cr));
+	memset(&big, 0, sizeof(big));
+	if (gethostname(g_host, sizeof(g_host) - 1) != 0)
+		strcpy(g_host, "localhost");
+
+	d[FLOOR].bin = resolve_bin(o.noopfs, "NOOPFS_BIN", "noopfs");
+	d[LOCKFS].bin = resolve_bin(o.lockfs, "LOCKFS_BIN", "../src/lockfs");
+	for (fs = 0; fs < NFS; fs++) {
+		if (!d[fs].bin || access(d[fs].bin, X_OK) != 0) {
+			fprintf(stderr, "lockbench: no %s binary at %s%s\n", d[fs].label,
+			        d[fs].bin ? d[fs].bin : "(unknown)",
+			        fs == LOCKFS ? " (build it, or pass --lockfs or set LOCKFS_BIN)"
+			                     : "");
+			return 2;
+		}
+	}
+
+	if (o.cpu >= 0) {
+		/* Set before spawning: the daemons inherit it. */
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(o.cpu, &set);
+		if (o.cpu >= CPU_SETSIZE || sched_setaffinity(0, sizeof(set), &set) != 0) {
+			fprintf(stderr, "lockbench: cannot pin to CPU %ld: %s\n", o.cpu,
+			        strerror(errno));
+			return 2;
+		}
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	/* The floor and lockfs get the same FUSE options (lockfs defaults to
+	 * allow_other when root), so the kernel treats both mounts alike. */
+	base_opts = geteuid() == 0 ? "allow_other" : "";
+	if (asprintf(&d[FLOOR].opts, "%s%s%s", base_opts,
+	             *base_opts && o.floor_opts ? "," : "", o.floor_opts ? o.floor_opts : "") < 0 ||
+	    (o.stand_in &&
+	     asprintf(&d[LOCKFS].opts, "%s%s%s", base_opts, *base_opts && o.lockfs_opts ? "," : "",
+	              o.lockfs_opts ? o.lockfs_opts : "") < 0)) {
+		fprintf(stderr, "lockbench: out of memory\n");
+		return 2;
+	}
+	for (c = 0; c < NCYC; c++)
+		for (fs = 0; fs < NFS; fs++)
+			if (!(cr[c].us[fs] = calloc(o.rounds, sizeof(double))))
+				return 2;
+	if (!(ref_us = calloc(o.rounds, sizeof(double))))
+		return 2;
+
+	if (!tmpdir || !*tmpdir)
+		tmpdir = "/tmp";
+	snprintf(work, sizeof(work), "%s/lockbench.XXXXXX", tmpdir);
+	if (!mkdtemp(work)) {
+		fprintf(stderr, "lockbench: mkdtemp(%s): %s\n", work, strerror(errno));
+		return 2;
+	}
+	if (join_path(state, work, "state") || join_path(ref_dir, work, "ref") ||
+	    join_path(d[FLOOR].mnt, work, "floor") || join_path(d[LOCKFS].mnt, work, "lockfs") ||
+	    join_path(d[FLOOR].log, work, "floor.log") ||
+	    join_path(d[LOCKFS].log, work, "lockfs.log"))
+		goto out;
+	if (!o.stand_in && asprintf(&d[LOCKFS].opts, "backend=local,state_dir=%s%s%s", state,
+	                    o.lockfs_opts ? "," : "", o.lockfs_opts ? o.lockfs_opts : "") < 0) {
+		d[LOCKFS].opts = NULL;
+		set_err("out of memory");
+		goto out;
+	}
+	if (mkdir(state, 0700) || mkdir(ref_dir, 0755) || mkdir(d[FLOOR].mnt, 0755) ||
+	    mkdir(d[LOCKFS].mnt, 0755)) {
+		set_err("mkdir in %s: %s", work, strerror(errno));
+		goto out;
+	}
+	if (statfs(ref_dir, &sf) == 0)
+		ref_fs = fs_name((long)sf.f_type);
+
+	for (fs = 0; fs < NFS; fs++)
+		if (start_daemon(&d[fs]))
+			goto out;
+	for (fs = 0; fs < NFS; fs++)
+		if (wait_mounted(&d[fs]))
+			goto out;
+	rss_idle_kb = proc_status_kb(d[LOCKFS].pid, "VmRSS");
+	if (uname(&un) == 0)
+		fprintf(stderr, "lockbench: both mounted under %s (kernel %s)\n", work, un.release);
+
+	/* Warm-up: thread pools, page cache, allocator; not measured. */
+	for (c = 0; c < NCYC; c++) {
+		long n = o.iterations / 10 ? o.iterations / 10 : 1;
+		double us;
+
+		for (fs = 0; fs < NFS && !cr[c].failed; fs++)
+			if (time_cycle(c, d[fs].mnt, n, &us))
+				mark_failed(&cr[c], d[fs].label);
+		if (g_stop)
+			goto out;
+	}
+
+	for (int r = 0; r < o.rounds; r++) {
+		/* floor first in even rounds, lockfs first in odd ones, so neither
+		 * always runs in the other's wake. */
+		for (c = 0; c < NCYC; c++) {
+			double total[NFS] = { 0 };
+
+			/* A round is cut into slices that alternate between the
+			 * mounts (ABBA), so a burst of load lasting a second or two
+			 * lands on both instead of on one whole run. */
+			for (int s = 0; s < o.slices && !cr[c].failed; s++) {
+				long n = o.iterations / o.slices + (s < o.iterations % o.slices);
+
+				for (int j = 0; j < NFS && !cr[c].failed; j++) {
+					double us;
+
+					fs = (r + s) % 2 ? NFS - 1 - j : j;
+					if (time_cycle(c, d[fs].mnt, n, &us))
+						mark_failed(&cr[c], d[fs].label);
+					total[fs] += us * n;
+				}
+				if (g_stop)
+					goto out;
+			}
+			for (fs = 0; fs < NFS; fs++)
+				cr[c].us[fs][r] = total[fs] / o.iterations;
+		}
+		if (time_cycle(CYC_EXCL, ref_dir, o.iterations, &ref_us[r]))
+			goto out;
+		fprintf(stderr, "lockbench: round %d/%ld:", r + 1, o.rounds);
+		for (c = 0; c < NCYC; c++)
+			if (!cr[c].failed)
+				fprintf(stderr, " %s floor %.1f lockfs %.1f µs;", cycle_key[c],
+				        cr[c].us[FLOOR][r], cr[c].us[LOCKFS][r]);
+		fprintf(stderr, " %s %.1f µs\n", ref_fs, ref_us[r]);
+	}
+	for (c = 0; c < NCYC; c++) {
+		double *ratios = calloc(o.rounds, sizeof(double));
+
+		if (cr[c].failed) {
+			any_failed = true;
+			free(ratios);
+			continue;
+		}
+		for (fs = 0; fs < NFS; fs++)
+			cr[c].med[fs] = median(cr[c].us[fs], o.rounds);
+		cr[c].ratio = cr[c].med[LOCKFS] / cr[c].med[FLOOR];
+		for (int r = 0; r < o.rounds; r++)
+			ratios[r] = cr[c].us[LOCKFS][r] / cr[c].us[FLOOR][r];
+		qsort(ratios, o.rounds, sizeof(double), cmp_double);
+		cr[c].ratio_lo = ratios[0];
+		cr[c].ratio_hi = ratios[o.rounds - 1];
+		free(ratios);
+	}
+
+	if (o.locks > 0) {
+		run_big(d, o.locks, &big);
+		if (g_stop)
+			goto out;
+		any_failed |= big.failed;
+	}
+
+	report(&o, d, cr, ref_us, tmpdir, ref_fs, rss_idle_kb, &big);
+	status = any_failed ? 1 : 0;
+out:
+	fflush(stdout);
+	if (status && g_err[0] && !any_failed)
+		fprintf(stderr, "lockbench: %s\n", g_err);
+	if (g_stop)
+		status = 130;
+	for (fs = 0; fs < NFS; fs++)
+		unlink_all(&d[fs]);
+	for (fs = 0; fs < NFS; fs++)
+		stop_daemon(&d[fs]);
+	for (fs = 0; fs < NFS; fs++) {
+		if (d[fs].spawned && is_mounted(&d[fs])) {
+			fprintf(stderr, "lockbench: %s still mounted; leaving %s in place\n",
+			        d[fs].mnt, work);
+			return status ? status : 1;
+		}
+	}
+	remove_tree(work);
+	return status;
+}
