@@ -16,6 +16,8 @@
  *   noopfs MOUNTPOINT [-f] [-s] [-d] [-o allow_other,clone_fd=0,max_threads=N]
  *
  * -s runs fuse_session_loop (one thread) instead of fuse_session_loop_mt.
+ * -o attr_timeout=S lets the kernel cache attributes, only to mirror a lockfs
+ * build that does; names (entries, negative or not) are never cached.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,6 +25,7 @@
 #include <glib.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,6 +54,8 @@ struct node {
 /* One lock for everything: a lock cycle touches the table on almost every
  * request, and a single uncontended mutex is the cheapest correct choice. */
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
+static double attr_timeout; /* 0 unless -o attr_timeout=S */
+static double entry_timeout; /* 0 unless -o entry_timeout=S */
 static GHashTable *names; /* name (owned) -> struct node *, root entries only */
 static struct node root;
 static ino_t next_ino = 2;
@@ -97,8 +102,8 @@ static void fill_entry(struct node *n, struct fuse_entry_param *e)
 {
 	memset(e, 0, sizeof(*e));
 	e->ino = nodeid_of(n);
-	e->attr_timeout = 0.0;
-	e->entry_timeout = 0.0;
+	e->attr_timeout = attr_timeout;
+	e->entry_timeout = entry_timeout;
 	fill_stat(n, &e->attr);
 	n->nlookup++;
 }
@@ -185,7 +190,7 @@ static void nfs_getattr(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	pthread_mutex_lock(&mutex);
 	fill_stat(node_of(ino), &st);
 	pthread_mutex_unlock(&mutex);
-	fuse_reply_attr(req, &st, 0.0);
+	fuse_reply_attr(req, &st, attr_timeout);
 }
 
 /* Caller holds the mutex.  Shrinking clears the tail so growing again reads
@@ -242,7 +247,7 @@ static void nfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	if (err)
 		fuse_reply_err(req, err);
 	else
-		fuse_reply_attr(req, &st, 0.0);
+		fuse_reply_attr(req, &st, attr_timeout);
 }
 
 static struct node *new_node(fuse_req_t req, mode_t mode, struct timespec t)
@@ -504,6 +509,50 @@ static void nfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	g_free(buf);
 }
 
+/* With names cached (-o entry_timeout), lockfs answers readdirplus with
+ * entries; so does the floor, under the same rule: a name that still leads
+ * to a node goes with its attributes. */
+static void nfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                            struct fuse_file_info *fi)
+{
+	struct snapshot *s = (struct snapshot *)(uintptr_t)fi->fh;
+	char *buf = g_malloc(size);
+	size_t pos = 0;
+
+	(void)ino;
+	pthread_mutex_lock(&mutex);
+	for (size_t i = off < 0 ? 0 : (size_t)off; i < s->count + 2; i++) {
+		struct fuse_entry_param e;
+		struct node *n = NULL;
+		const char *name;
+		size_t len;
+
+		memset(&e, 0, sizeof(e));
+		if (i < 2) {
+			name = i == 0 ? "." : "..";
+			e.attr.st_ino = 1;
+			e.attr.st_mode = S_IFDIR;
+		} else {
+			name = s->d[i - 2].name;
+			e.attr.st_ino = s->d[i - 2].st_ino;
+			e.attr.st_mode = s->d[i - 2].mode;
+			n = entry_timeout > 0 ? g_hash_table_lookup(names, name) : NULL;
+			if (n)
+				fill_entry(n, &e);
+		}
+		len = fuse_add_direntry_plus(req, buf + pos, size - pos, name, &e, (off_t)i + 1);
+		if (len > size - pos) {
+			if (n)
+				n->nlookup--;
+			break;
+		}
+		pos += len;
+	}
+	pthread_mutex_unlock(&mutex);
+	fuse_reply_buf(req, buf, pos);
+	g_free(buf);
+}
+
 static void nfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	struct snapshot *s = (struct snapshot *)(uintptr_t)fi->fh;
@@ -554,6 +603,7 @@ static const struct fuse_lowlevel_ops ops = {
 	.unlink = nfs_unlink,
 	.opendir = nfs_opendir,
 	.readdir = nfs_readdir,
+	.readdirplus = nfs_readdirplus,
 	.releasedir = nfs_releasedir,
 	.access = nfs_access,
 	.statfs = nfs_statfs,
@@ -562,18 +612,26 @@ static const struct fuse_lowlevel_ops ops = {
 static void usage(const char *prog)
 {
 	printf("usage: %s MOUNTPOINT [-f] [-s] [-d] [-o allow_other,...]\n"
-	       "  -f               stay in the foreground\n"
-	       "  -s               single-threaded loop (default: fuse_session_loop_mt)\n"
-	       "  -o clone_fd=0    one shared /dev/fuse fd (default: one cloned fd per worker)\n"
-	       "  -o max_threads=N worker limit of the multi-threaded loop (libfuse's 10)\n",
+	       "  -f                 stay in the foreground\n"
+	       "  -s                 single-threaded loop (default: fuse_session_loop_mt)\n"
+	       "  -o clone_fd=0      one shared /dev/fuse fd (default: a cloned fd per worker)\n"
+	       "  -o max_threads=N   worker limit of the multi-threaded loop (libfuse's 10)\n"
+	       "  -o attr_timeout=S  attribute cache time in seconds (default 0)\n"
+	       "  -o entry_timeout=S name cache time in seconds (default 0)\n",
 	       prog);
 }
 
-/* clone_fd is on unless "-o clone_fd=0"; libfuse's own "-o clone_fd" flag
- * cannot express off, so this value is parsed here before libfuse sees it. */
-static unsigned clone_fd = 1;
+/* Options libfuse does not know, parsed before it sees the rest.  clone_fd is
+ * on unless "-o clone_fd=0": libfuse's own "-o clone_fd" cannot say off. */
+struct conf {
+	unsigned clone_fd;
+	double attr_timeout;
+	double entry_timeout;
+};
 static const struct fuse_opt noopfs_opts[] = {
-	{ "clone_fd=%u", 0, 0 },
+	{ "clone_fd=%u", offsetof(struct conf, clone_fd), 0 },
+	{ "attr_timeout=%lf", offsetof(struct conf, attr_timeout), 0 },
+	{ "entry_timeout=%lf", offsetof(struct conf, entry_timeout), 0 },
 	FUSE_OPT_END,
 };
 
@@ -583,11 +641,14 @@ int main(int argc, char **argv)
 	struct fuse_cmdline_opts opts;
 	struct fuse_session *se;
 	struct timespec t = now();
+	struct conf conf = { .clone_fd = 1, .attr_timeout = 0.0 };
 	int ret = 1;
 
-	if (fuse_opt_parse(&args, &clone_fd, noopfs_opts, NULL) != 0 ||
+	if (fuse_opt_parse(&args, &conf, noopfs_opts, NULL) != 0 ||
 	    fuse_parse_cmdline(&args, &opts) != 0)
 		return 1;
+	attr_timeout = conf.attr_timeout;
+	entry_timeout = conf.entry_timeout;
 	if (opts.show_help) {
 		usage(argv[0]);
 		fuse_cmdline_help();
@@ -634,7 +695,7 @@ int main(int argc, char **argv)
 	} else {
 		struct fuse_loop_config *cfg = fuse_loop_cfg_create();
 
-		fuse_loop_cfg_set_clone_fd(cfg, clone_fd || opts.clone_fd);
+		fuse_loop_cfg_set_clone_fd(cfg, conf.clone_fd || opts.clone_fd);
 		fuse_loop_cfg_set_max_threads(cfg, opts.max_threads);
 		if (opts.max_idle_threads != UINT_MAX) /* -1: not given */
 			fuse_loop_cfg_set_idle_threads(cfg, opts.max_idle_threads);

@@ -106,6 +106,7 @@ typedef struct {
 	 * locks; otherwise every change goes through the kernel, or through
 	 * lockfs, which invalidates what it changed (fs_inval). */
 	double attr_timeout;
+	double entry_timeout; /* the same, for names */
 	GAsyncQueue *inval; /* node ids whose kernel attributes are stale */
 	GThread *inval_thread;
 	/* Keys whose lock a thread is changing at the backend (fs_locks.c). */
@@ -209,6 +210,9 @@ void leases_stop(lfs *fs);
 /* ---- fs_inval.c: telling the kernel what lockfs changed by itself ---- */
 void inval_start(lfs *fs);
 void inval_node(lfs *fs, lfs_node *n); /* queue; never blocks */
+void inval_entry(lfs *fs, lfs_node *dir, const char *name); /* queue */
+/* At once: only without fs->mu and outside requests on that directory. */
+void inval_entry_now(lfs *fs, fuse_ino_t parent, const char *name);
 void inval_stop(lfs *fs);
 
 /* ---- fs_ops.c ---- */

@@ -27,10 +27,19 @@ typedef struct {
 	size_t snap_len;
 } lfs_handle;
 
+/* A directory listing, made at opendir so that offsets stay meaningful
+ * while names come and go.  Memory nodes are pinned (opens) until
+ * releasedir so readdirplus can hand them to the kernel. */
 typedef struct {
-	GPtrArray *names;
-	GArray *inos;
-	GArray *types;
+	char *name;
+	uint64_t ino;
+	mode_t mode; /* type bits */
+	lfs_node *node;
+} lfs_dirent;
+
+typedef struct {
+	GArray *ents; /* lfs_dirent */
+	lfs_node *dir; /* pinned too */
 } lfs_dirlist;
 
 #define LOCK(fs) pthread_mutex_lock(&(fs)->mu)
@@ -59,6 +68,7 @@ static int make_entry(lfs *fs, lfs_node *n, struct fuse_entry_param *e)
 	e->ino = node_id(fs, n);
 	e->generation = 1;
 	e->attr_timeout = n->kind == NODE_CONTROL ? 0 : fs->attr_timeout;
+	e->entry_timeout = n->kind == NODE_CONTROL ? 0 : fs->entry_timeout;
 	n->nlookup++;
 	return 0;
 }
@@ -963,12 +973,32 @@ static void lfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_
 	fuse_reply_err(req, r);
 }
 
-static void list_add(lfs_dirlist *l, const char *name, uint64_t ino, mode_t mode)
+static void list_add(lfs_dirlist *l, const char *name, uint64_t ino, mode_t mode, lfs_node *n)
 {
-	g_ptr_array_add(l->names, g_strdup(name));
-	g_array_append_val(l->inos, ino);
-	unsigned type = mode >> 12;
-	g_array_append_val(l->types, type);
+	lfs_dirent e = {g_strdup(name), ino, mode & S_IFMT, n};
+	if (n)
+		n->opens++;
+	g_array_append_val(l->ents, e);
+}
+
+static void dirlist_free(lfs *fs, lfs_dirlist *l)
+{
+	LOCK(fs);
+	for (guint i = 0; i < l->ents->len; i++) {
+		lfs_dirent *e = &g_array_index(l->ents, lfs_dirent, i);
+		if (e->node) {
+			e->node->opens--;
+			node_maybe_free(fs, e->node);
+		}
+		g_free(e->name);
+	}
+	if (l->dir) {
+		l->dir->opens--;
+		node_maybe_free(fs, l->dir);
+	}
+	UNLOCK(fs);
+	g_array_free(l->ents, TRUE);
+	g_free(l);
 }
 
 static void list_disk(lfs *fs, lfs_node *dir, lfs_dirlist *l)
@@ -990,7 +1020,7 @@ static void list_disk(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 			continue;
 		if (dir == fs->root && !strcmp(de->d_name, ".lockfs"))
 			continue;
-		list_add(l, de->d_name, de->d_ino, (mode_t)DTTOIF(de->d_type));
+		list_add(l, de->d_name, de->d_ino, (mode_t)DTTOIF(de->d_type), NULL);
 	}
 	closedir(dp);
 }
@@ -1011,7 +1041,7 @@ static void list_remote(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 		    dentry_find(dir, name))
 			continue;
 		mode_t mode = info->holder.mode ? info->holder.mode : S_IFREG;
-		list_add(l, name, 0, mode);
+		list_add(l, name, 0, mode, NULL);
 	}
 }
 
@@ -1019,24 +1049,24 @@ static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 {
 	lfs *fs = F(req);
 	lfs_dirlist *l = g_new0(lfs_dirlist, 1);
-	l->names = g_ptr_array_new_with_free_func(g_free);
-	l->inos = g_array_new(FALSE, FALSE, sizeof(uint64_t));
-	l->types = g_array_new(FALSE, FALSE, sizeof(unsigned));
+	l->ents = g_array_new(FALSE, FALSE, sizeof(lfs_dirent));
 	LOCK(fs);
 	lfs_node *dir = node_of(fs, ino);
 	int r = 0;
 	if (!S_ISDIR(dir->mode)) {
 		r = -ENOTDIR;
 	} else {
-		list_add(l, ".", dir->st_ino, S_IFDIR);
-		list_add(l, "..", dir->parent ? dir->parent->st_ino : dir->st_ino, S_IFDIR);
+		l->dir = dir;
+		dir->opens++;
+		list_add(l, ".", dir->st_ino, S_IFDIR, NULL);
+		list_add(l, "..", dir->parent ? dir->parent->st_ino : dir->st_ino, S_IFDIR, NULL);
 		if (dir->kind == NODE_CONTROL) {
 			GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
 			GArray *types = g_array_new(FALSE, FALSE, sizeof(unsigned));
 			control_readdir_names(fs, dir, names, types);
 			for (guint i = 0; i < names->len; i++)
 				list_add(l, names->pdata[i], 0,
-				         g_array_index(types, unsigned, i) << 12);
+				         g_array_index(types, unsigned, i) << 12, NULL);
 			g_ptr_array_free(names, TRUE);
 			g_array_free(types, TRUE);
 		} else {
@@ -1048,7 +1078,8 @@ static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 				g_hash_table_iter_init(&it, dir->children);
 				while (g_hash_table_iter_next(&it, &k, &v)) {
 					lfs_dentry *d = v;
-					list_add(l, d->name, d->node->st_ino, d->node->mode);
+					list_add(l, d->name, d->node->st_ino, d->node->mode,
+					         d->node);
 				}
 			}
 			if (fs->shared)
@@ -1057,10 +1088,7 @@ static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	}
 	UNLOCK(fs);
 	if (r) {
-		g_ptr_array_free(l->names, TRUE);
-		g_array_free(l->inos, TRUE);
-		g_array_free(l->types, TRUE);
-		g_free(l);
+		dirlist_free(fs, l);
 		fuse_reply_err(req, -r);
 		return;
 	}
@@ -1075,12 +1103,10 @@ static void lfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	lfs_dirlist *l = (lfs_dirlist *)(uintptr_t)fi->fh;
 	char *buf = g_malloc(size);
 	size_t used = 0;
-	for (guint i = off; i < l->names->len; i++) {
-		struct stat st = {0};
-		st.st_ino = g_array_index(l->inos, uint64_t, i);
-		st.st_mode = g_array_index(l->types, unsigned, i) << 12;
-		size_t need = fuse_add_direntry(req, buf + used, size - used, l->names->pdata[i],
-		                                &st, i + 1);
+	for (guint i = off; i < l->ents->len; i++) {
+		const lfs_dirent *e = &g_array_index(l->ents, lfs_dirent, i);
+		struct stat st = {.st_ino = e->ino, .st_mode = e->mode};
+		size_t need = fuse_add_direntry(req, buf + used, size - used, e->name, &st, i + 1);
 		if (need > size - used)
 			break;
 		used += need;
@@ -1089,14 +1115,46 @@ static void lfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	g_free(buf);
 }
 
+/* Names with their attributes, so `ls -l` needs no LOOKUP per name where the
+ * kernel may cache them (the local backend).  Names without a node here
+ * (disk files, other hosts' locks) go as plain entries (node id 0). */
+static void lfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+                            struct fuse_file_info *fi)
+{
+	(void)ino;
+	lfs *fs = F(req);
+	lfs_dirlist *l = (lfs_dirlist *)(uintptr_t)fi->fh;
+	char *buf = g_malloc(size);
+	size_t used = 0;
+	LOCK(fs);
+	for (guint i = off; i < l->ents->len; i++) {
+		lfs_dirent *e = &g_array_index(l->ents, lfs_dirent, i);
+		struct fuse_entry_param ep = {.attr = {.st_ino = e->ino, .st_mode = e->mode}};
+		/* Only a name that still leads to its node goes with attributes. */
+		lfs_dentry *d = e->node ? dentry_find(l->dir, e->name) : NULL;
+		bool live = d && d->node == e->node && fs->entry_timeout > 0;
+		if (live && make_entry(fs, e->node, &ep) != 0)
+			live = false;
+		size_t need = fuse_add_direntry_plus(req, buf + used, size - used, e->name, &ep,
+		                                     i + 1);
+		if (need > size - used) {
+			if (live) {
+				e->node->nlookup--;
+				node_maybe_free(fs, e->node);
+			}
+			break;
+		}
+		used += need;
+	}
+	UNLOCK(fs);
+	fuse_reply_buf(req, buf, used);
+	g_free(buf);
+}
+
 static void lfs_releasedir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	lfs_dirlist *l = (lfs_dirlist *)(uintptr_t)fi->fh;
-	g_ptr_array_free(l->names, TRUE);
-	g_array_free(l->inos, TRUE);
-	g_array_free(l->types, TRUE);
-	g_free(l);
+	dirlist_free(F(req), (lfs_dirlist *)(uintptr_t)fi->fh);
 	fuse_reply_err(req, 0);
 }
 
@@ -1178,7 +1236,8 @@ static bool may_delete(lfs *fs, fuse_req_t req, lfs_node *dir, uid_t owner)
  * a break (logged, notified) even when the caller shares the holder's uid.
  * FENCE, when given, must still be the holder's: the lock did not change
  * hands since the caller looked. */
-static int break_for(lfs *fs, fuse_req_t req, lfs_dentry *d, const char *fence)
+static int break_for(lfs *fs, fuse_req_t req, lfs_dentry *d, const char *fence,
+                     fuse_ino_t *parent, char **name)
 {
 	struct lfs_caller c = caller_of(req);
 	if (!d || !d->lease)
@@ -1190,6 +1249,8 @@ static int break_for(lfs *fs, fuse_req_t req, lfs_dentry *d, const char *fence)
 	lfs_node *n = d->node;
 	if (S_ISDIR(n->mode) && n->children && g_hash_table_size(n->children))
 		return -ENOTEMPTY;
+	*parent = node_id(fs, d->dir);
+	*name = g_strdup(d->name);
 	return locks_break(fs, d, &c, fence);
 }
 
@@ -1205,9 +1266,13 @@ static void lfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 		return;
 	}
 	g_autofree char *fence = size ? g_strndup(value, size) : NULL;
+	g_autofree char *bname = NULL;
+	fuse_ino_t parent = 0;
 	LOCK(fs);
 	lfs_node *n = node_of(fs, ino);
-	int r = break_for(fs, req, node_lock_dentry(fs, n), fence);
+	int r = break_for(fs, req, node_lock_dentry(fs, n), fence, &parent, &bname);
+	if (!r) /* the caller holds the file's inode lock: tell the kernel later */
+		inval_entry(fs, node_of(fs, parent), bname);
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
 }
@@ -1215,10 +1280,19 @@ static void lfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 /* A write to .lockfs/break: "KEY [FENCE]\n", KEY escaped as in status. */
 static int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size)
 {
-	char *key, *fence;
+	char *key, *fence, *bname = NULL;
+	fuse_ino_t parent = 0;
 	if (!control_parse_break(buf, size, &key, &fence))
 		return -EINVAL;
-	int r = break_for(fs, req, g_hash_table_lookup(fs->held, key), fence);
+	int r = break_for(fs, req, g_hash_table_lookup(fs->held, key), fence, &parent, &bname);
+	if (!r) {
+		/* Before the writer hears back, so it never sees the old name:
+		 * the writer holds no lock of that directory. */
+		UNLOCK(fs);
+		inval_entry_now(fs, parent, bname);
+		LOCK(fs);
+	}
+	g_free(bname);
 	g_free(key);
 	g_free(fence);
 	return r;
@@ -1246,6 +1320,7 @@ static void lfs_init(void *userdata, struct fuse_conn_info *conn)
 	/* Content and attributes change behind the kernel's back (other
 	 * holders, expiry): never cache writes. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+
 }
 
 const struct fuse_lowlevel_ops lfs_ops = {
@@ -1272,6 +1347,7 @@ const struct fuse_lowlevel_ops lfs_ops = {
 	.fsync = lfs_fsync,
 	.opendir = lfs_opendir,
 	.readdir = lfs_readdir,
+	.readdirplus = lfs_readdirplus,
 	.releasedir = lfs_releasedir,
 	.statfs = lfs_statfs,
 	.getxattr = lfs_getxattr,
@@ -1300,6 +1376,7 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	fs->next_ino = passthrough ? (1ull << 62) : 2;
 	fs->stale_after_us = set->stale_after_ms * 1000;
 	fs->attr_timeout = (be->flags & LOCKFS_BACKEND_SHARED) ? 0 : 1.0;
+	fs->entry_timeout = fs->attr_timeout;
 	fs->heartbeat_min_us = set->heartbeat_min_ms * 1000;
 	/* A rate limit must never let a heartbeated lock look stale. */
 	if (fs->stale_after_us && fs->heartbeat_min_us > fs->stale_after_us / 4)
