@@ -202,6 +202,7 @@ void remote_info_free(gpointer p);
 void remote_info_copy(lockfs_lock_info *dst, const lockfs_lock_info *src);
 /* Under fs->mu: a read-only node showing INFO (copied). */
 lfs_node *remote_node_new(lfs *fs, const lockfs_lock_info *info);
+uint64_t remote_ino(const char *key);
 
 /* ---- fs_leases.c: renewing the leases of shared backends ---- */
 void leases_start(lfs *fs);

@@ -127,6 +127,15 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	d->renewed_mono = sent;
 	node->lost = false;
 	g_hash_table_insert(fs->held, lease->key, d);
+	if (fs->shared && node->kind == NODE_MEM && S_ISREG(node->mode) && node->size) {
+		/* Linked from a temp file the tool already wrote (a pid): other
+		 * hosts read the same bytes. */
+		size_t len = MIN(node->size, (size_t)LOCKFS_CONTENT_MAX);
+		g_autofree char *content = g_malloc(len + 1);
+		memcpy(content, node->data, len);
+		content[len] = '\0';
+		UNLOCKED(fs, fs->be->heartbeat(fs->be, lease, now, content, len));
+	}
 	locks_unclaim(fs, key);
 	lockfs_log(G_LOG_LEVEL_DEBUG, key, "took %s for pid %d uid %u, fence %s", key, who->pid,
 	           who->uid, lease->fence);

@@ -1041,7 +1041,7 @@ static void list_remote(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 		    dentry_find(dir, name))
 			continue;
 		mode_t mode = info->holder.mode ? info->holder.mode : S_IFREG;
-		list_add(l, name, 0, mode, NULL);
+		list_add(l, name, remote_ino(info->key), mode, NULL);
 	}
 }
 

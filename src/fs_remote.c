@@ -115,10 +115,21 @@ GPtrArray *remote_list(lfs *fs, const char *prefix)
 	return out;
 }
 
+uint64_t remote_ino(const char *key)
+{
+	/* FNV-1a: a stable number per key, so readdir and stat agree; the top
+	 * bit keeps it clear of memory and disk inode numbers. */
+	uint64_t h = 0xcbf29ce484222325ull;
+	for (const unsigned char *p = (const unsigned char *)key; *p; p++)
+		h = (h ^ *p) * 0x100000001b3ull;
+	return h | (1ull << 63);
+}
+
 lfs_node *remote_node_new(lfs *fs, const lockfs_lock_info *info)
 {
 	mode_t mode = info->holder.mode ? info->holder.mode : (S_IFREG | 0644);
 	lfs_node *n = node_new(fs, NODE_MEM, mode, info->holder.uid, info->holder.gid);
+	n->st_ino = remote_ino(info->key);
 	n->remote = g_new0(lockfs_lock_info, 1);
 	remote_info_copy(n->remote, info);
 	n->nlink = S_ISDIR(mode) ? 2 : 1;
