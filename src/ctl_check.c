@@ -2,6 +2,7 @@
  * configuration valid, the backend reachable, the clock sane, and is any lock
  * held past its stale limit?  Exit 0 ok, 1 warnings, 2 errors. */
 #include "ctl.h"
+#include "fence_store.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -59,20 +60,6 @@ static bool fence_file_parses(const char *text)
 	errno = 0;
 	g_ascii_strtoull(p, &end, 10);
 	return !errno && (*end == '\n' || *end == '\0');
-}
-
-/* The name src/backends/local.c gives the state of the mount at MOUNT. */
-static char *local_state_name(const char *mount)
-{
-	GString *s = g_string_new("local");
-	for (const unsigned char *p = (const unsigned char *)mount; *p; p++) {
-		if (g_ascii_isalnum(*p) || *p == '.' || *p == '_' || *p == '-')
-			g_string_append_c(s, *p);
-		else
-			g_string_append_printf(s, "%%%02X", *p);
-	}
-	g_string_append(s, ".fence");
-	return g_string_free(s, FALSE);
 }
 
 /* Can a file be made in DIR?  A real create: access() would not see a
@@ -229,7 +216,7 @@ static void check_mount(tally *t, const lockfs_settings *s, const char *mount, b
 	       t->warnings - before == 1 ? "" : "s");
 	/* Only a given configuration is meant to be the mount's own. */
 	if (configured && !strcmp(s->backend, "local")) {
-		g_autofree char *name = local_state_name(mount);
+		g_autofree char *name = lockfs_local_state_name(mount);
 		g_autofree char *state = g_build_filename(s->state_dir, name, NULL);
 		if (!g_file_test(state, G_FILE_TEST_EXISTS))
 			printf("mount %s: its fence state is not in %s (it was mounted with "

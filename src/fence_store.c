@@ -164,3 +164,16 @@ void lockfs_fence_store_close(lockfs_fence_store *fs)
 	g_free(fs->path);
 	g_free(fs);
 }
+
+char *lockfs_local_state_name(const char *mount_id)
+{
+	GString *s = g_string_new("local");
+	for (const unsigned char *p = (const unsigned char *)mount_id; *p; p++) {
+		if (g_ascii_isalnum(*p) || *p == '.' || *p == '_' || *p == '-')
+			g_string_append_c(s, *p);
+		else
+			g_string_append_printf(s, "%%%02X", *p);
+	}
+	g_string_append(s, ".fence");
+	return g_string_free(s, FALSE);
+}

@@ -23,4 +23,9 @@ int lockfs_fence_store_next(lockfs_fence_store *fs, uint64_t *out);
 
 void lockfs_fence_store_close(lockfs_fence_store *fs);
 
+/* The state file name of the local backend's mount MOUNT_ID (its mount
+ * point): "local" + the path with bytes outside [A-Za-z0-9._-] as %XX +
+ * ".fence".  lockfsctl check finds a mount's state by the same name. */
+char *lockfs_local_state_name(const char *mount_id);
+
 #endif

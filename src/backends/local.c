@@ -214,25 +214,11 @@ static void local_destroy(lockfs_backend *be)
 	g_free(lb);
 }
 
-/* A file name for MOUNT_ID: bytes outside [A-Za-z0-9._-] become %XX. */
-static char *state_name(const char *mount_id)
-{
-	GString *s = g_string_new("local");
-	for (const unsigned char *p = (const unsigned char *)mount_id; *p; p++) {
-		if (g_ascii_isalnum(*p) || *p == '.' || *p == '_' || *p == '-')
-			g_string_append_c(s, *p);
-		else
-			g_string_append_printf(s, "%%%02X", *p);
-	}
-	g_string_append(s, ".fence");
-	return g_string_free(s, FALSE);
-}
-
 lockfs_backend *lockfs_local_backend_new(const lockfs_config *cfg, const char *mount_id,
                                          GError **error)
 {
 	const lockfs_settings *s = lockfs_config_settings(cfg);
-	g_autofree char *name = state_name(mount_id ? mount_id : "");
+	g_autofree char *name = lockfs_local_state_name(mount_id ? mount_id : "");
 	g_autofree char *path = g_build_filename(s->state_dir, name, NULL);
 	lockfs_fence_store *fences = lockfs_fence_store_open(path, FENCE_BLOCK, error);
 	if (!fences)

@@ -6,8 +6,7 @@
 set -u
 . "$(dirname "$0")/../lib/mount.sh"
 
-CTL=${LOCKFSCTL_BIN:-$REPO_TOP/build/src/lockfsctl}
-[[ -x $CTL ]] || BAIL_OUT "lockfsctl not found or not executable: $CTL (build it, or set LOCKFSCTL_BIN)"
+lockfsctl_or_bail
 
 lockfs_start_or_bail
 L=$MNT

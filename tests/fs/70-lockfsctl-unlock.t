@@ -7,8 +7,7 @@
 set -u
 . "$(dirname "$0")/../lib/mount.sh"
 
-CTL=${LOCKFSCTL_BIN:-$REPO_TOP/build/src/lockfsctl}
-[[ -x $CTL ]] || BAIL_OUT "lockfsctl not found or not executable: $CTL (build it, or set LOCKFSCTL_BIN)"
+lockfsctl_or_bail
 
 # with_pty ANSWER CMD...: run CMD on a new pseudo-terminal, type ANSWER and
 # Enter once it asks "[y/N]"; sets RC and OUT (everything it wrote).

@@ -5,8 +5,7 @@
 set -u
 . "$(dirname "$0")/../lib/mount.sh"
 
-CTL=${LOCKFSCTL_BIN:-$REPO_TOP/build/src/lockfsctl}
-[[ -x $CTL ]] || BAIL_OUT "lockfsctl not found or not executable: $CTL"
+lockfsctl_or_bail
 
 events=$TESTDIR/events
 notifier=$TESTDIR/notify.sh

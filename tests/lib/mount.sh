@@ -452,3 +452,9 @@ _mount_make_testdir
 at_exit _mount_cleanup
 _mount_watchdog
 cd "$TESTDIR" || BAIL_OUT "cannot cd to $TESTDIR"
+
+# lockfsctl_or_bail: CTL, the lockfsctl under test.
+lockfsctl_or_bail() {
+    CTL=${LOCKFSCTL_BIN:-$REPO_TOP/build/src/lockfsctl}
+    [[ -x $CTL ]] || BAIL_OUT "lockfsctl not found or not executable: $CTL (build it, or set LOCKFSCTL_BIN)"
+}
