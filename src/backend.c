@@ -59,6 +59,13 @@ int lockfs_fence_cmp(const char *a, const char *b)
 void lockfs_backends_register_config(void)
 {
 	/* The local backend has no keys of its own: state_dir is general. */
+	static const char *const tinystore[] = {"dir",     "endpoint", "token_file", "ca_file",
+	                                        "verify", "lock_name", NULL};
+	lockfs_config_register_group("tinystore", tinystore);
+	static const char *const ldap[] = {"uri",     "bind_dn", "password_file", "sasl_mech",
+	                                   "starttls", "ca_file", "verify",        "base",
+	                                   "dynamic",  NULL};
+	lockfs_config_register_group("ldap", ldap);
 }
 
 lockfs_backend *lockfs_backend_new(const lockfs_config *cfg, const char *mount_id, GError **error)
@@ -66,7 +73,13 @@ lockfs_backend *lockfs_backend_new(const lockfs_config *cfg, const char *mount_i
 	const lockfs_settings *s = lockfs_config_settings(cfg);
 	if (strcmp(s->backend, "local") == 0)
 		return lockfs_local_backend_new(cfg, mount_id, error);
+	if (strcmp(s->backend, "tinystore") == 0)
+		return lockfs_tinystore_backend_new(cfg, mount_id, error);
+	if (strcmp(s->backend, "ldap") == 0)
+		return lockfs_ldap_backend_new(cfg, mount_id, error);
 	g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE,
-	            "backend '%s' is not built into this lockfs; use backend=local", s->backend);
+	            "backend '%s' is not built into this lockfs; use backend=local, ldap or "
+	            "tinystore",
+	            s->backend);
 	return NULL;
 }

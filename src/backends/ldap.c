@@ -1,0 +1,650 @@
+/* The LDAP backend: a lock is an entry cn=KEY under the configured base, made by
+ * a plain LDAP add (atomic at the server), with its holder's notes as
+ * description values.  The lease is a dynamic entry (RFC 2589) refreshed by
+ * renew where the server offers them, and the holder's own renewal note judged
+ * by the stale rules everywhere.  Fences come from one counter entry that is
+ * never deleted.  See docs/backends.md. */
+#include "holder.h"
+#include "ldap_int.h"
+#include "log.h"
+
+#include <errno.h>
+#include <lockfs/backends.h>
+#include <string.h>
+#include <unistd.h>
+
+#define SKEW_LOG_EVERY_US (60 * G_USEC_PER_SEC)
+
+typedef struct {
+	GMutex mu; /* one write at a time on this lease */
+	char *dn;
+	char *fence_value; /* "fence=N": the note that says the entry is still ours */
+	lockfs_holder holder;
+	GBytes *content;
+} ll_lease;
+
+/* The DN of KEY, or NULL with -EINVAL in *err. */
+static char *lock_dn(ll_backend *be, const char *key, int *err)
+{
+	char *dn = NULL;
+	if (key && *key) {
+		g_autofree char *cn = ll_key_encode(key);
+		dn = ll_dn(cn, be->cfg.base);
+	}
+	if (!dn)
+		*err = -EINVAL;
+	return dn;
+}
+
+/* The errno for a failed operation; unexpected answers are logged with the
+ * server's reason, since the filesystem only says EIO. */
+static int failed(ll_op *op, const char *what, const char *key)
+{
+	int e = ll_errno(op->rc);
+	if (e == -EIO && op->rc >= 0) {
+		g_autofree char *why = ll_error_text(op);
+		lockfs_log(G_LOG_LEVEL_WARNING, key, "ldap: cannot %s %s: %s", what, key, why);
+	}
+	return e == -EEXIST || e == -ENOENT ? -EIO : e;
+}
+
+static void mine_set(ll_backend *be, const char *key, const char *fence)
+{
+	g_mutex_lock(&be->mine_mu);
+	g_hash_table_replace(be->mine, g_strdup(key), g_strdup(fence));
+	g_mutex_unlock(&be->mine_mu);
+}
+
+static void mine_drop(ll_backend *be, const char *key, const char *fence)
+{
+	g_mutex_lock(&be->mine_mu);
+	const char *f = g_hash_table_lookup(be->mine, key);
+	if (f && strcmp(f, fence) == 0)
+		g_hash_table_remove(be->mine, key);
+	g_mutex_unlock(&be->mine_mu);
+}
+
+static void fill_info(ll_backend *be, const ll_lock *l, lockfs_lock_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	int64_t now = ll_now_us(be);
+	out->key = g_strdup(l->key);
+	lockfs_holder_copy(&out->holder, &l->holder);
+	g_strlcpy(out->fence, l->fence, sizeof(out->fence));
+	out->lease_left_ms = ll_lease_left_ms(l, now, be->cfg.ttl_us);
+	ll_verdict v = ll_judge(l, now, be->cfg.ttl_us, be->cfg.stale_after_us);
+	out->state = v == LL_STALE || v == LL_EXPIRED ? LOCKFS_STATE_STALE : LOCKFS_STATE_HELD;
+	g_mutex_lock(&be->mine_mu);
+	const char *f = g_hash_table_lookup(be->mine, l->key);
+	out->mine = f && *l->fence && strcmp(f, l->fence) == 0;
+	g_mutex_unlock(&be->mine_mu);
+}
+
+static void log_skew(ll_backend *be, const ll_lock *l)
+{
+	int64_t now = lockfs_mono_us();
+	g_mutex_lock(&be->log_mu);
+	bool quiet = be->skew_logged_mono_us && now - be->skew_logged_mono_us < SKEW_LOG_EVERY_US;
+	if (!quiet)
+		be->skew_logged_mono_us = now;
+	g_mutex_unlock(&be->log_mu);
+	if (quiet)
+		return;
+	g_autofree char *started = ll_time_format(l->holder.acquired_us);
+	g_autofree char *hb = ll_time_format(l->holder.heartbeat_us);
+	g_autofree char *here = ll_time_format(ll_now_us(be));
+	lockfs_log(G_LOG_LEVEL_CRITICAL, l->key,
+	           "ldap: clock skew on %s: held by %s pid %" G_GINT64_FORMAT
+	           " with notes started=%s heartbeat=%s, or the server's timestamps, more than "
+	           "5 minutes ahead of this host (%s); the lock is left alone: fix the clocks "
+	           "(NTP), or break it with lockfsctl unlock once you know its holder is gone",
+	           l->key, l->holder.host ? l->holder.host : "?", l->holder.pid, started, hb, here);
+}
+
+/* An assertion that the entry is still the one judged: its fence note and,
+ * for a stale judgement, the notes the judgement rested on. */
+static char *identity_filter(const ll_lock *l, bool judged)
+{
+	GString *f = g_string_new("(&");
+	const char *vals[] = { l->fence_value, judged ? l->heartbeat_value : NULL,
+		               judged ? l->renewed_value : NULL };
+	for (size_t i = 0; i < G_N_ELEMENTS(vals); i++) {
+		if (!vals[i])
+			continue;
+		g_autofree char *eq = ll_filter_eq("description", vals[i]);
+		g_string_append(f, eq);
+	}
+	g_string_append_c(f, ')');
+	return g_string_free(f, FALSE);
+}
+
+static bool same_entry(const ll_lock *a, const ll_lock *b, bool judged)
+{
+	if (g_strcmp0(a->fence_value, b->fence_value) != 0)
+		return false;
+	return !judged || (g_strcmp0(a->heartbeat_value, b->heartbeat_value) == 0 &&
+	                   g_strcmp0(a->renewed_value, b->renewed_value) == 0);
+}
+
+/* The seed's break: rename the lock to a unique stale name (atomic, so one
+ * contender wins), check that what was renamed is what was judged (by the
+ * assertion control where offered, else by reading it back, renaming it back
+ * when it proved fresh), then delete it.  0 when we broke it, -ENOENT when
+ * someone else did or it changed, -EIO. */
+static int break_entry(ll_op *op, const ll_lock *l, bool judged)
+{
+	ll_backend *be = op->be;
+	guint seq = (guint)g_atomic_int_add(&be->stale_seq, 1);
+	g_autofree char *stale_cn = ll_stale_cn(l->key, be->cfg.host, ll_now_us(be), seq);
+	g_autofree char *stale_dn = ll_dn(stale_cn, be->cfg.base);
+	g_autofree char *filter = (be->caps & LL_CAP_ASSERT) ? identity_filter(l, judged) : NULL;
+	int rc = ll_rename(op, l->dn, stale_cn, filter);
+	if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_ASSERTION_FAILED || rc == LDAP_ALREADY_EXISTS)
+		return -ENOENT;
+	if (rc != LDAP_SUCCESS)
+		return failed(op, "break", l->key);
+	if (!filter) {
+		ll_lock now;
+		rc = ll_read_lock(op, stale_dn, &now);
+		bool same = rc == LDAP_SUCCESS && same_entry(l, &now, judged);
+		ll_lock_clear(&now);
+		if (rc != LDAP_SUCCESS && rc != LDAP_NO_SUCH_OBJECT)
+			return failed(op, "break", l->key);
+		if (!same) {
+			g_autofree char *cn = ll_key_encode(l->key);
+			if (rc == LDAP_SUCCESS &&
+			    ll_rename(op, stale_dn, cn, NULL) != LDAP_SUCCESS) {
+				g_autofree char *why = ll_error_text(op);
+				lockfs_log(
+				        G_LOG_LEVEL_WARNING, l->key,
+				        "ldap: %s changed while being broken and cannot be renamed "
+				        "back (%s); deleting %s",
+				        l->key, why, stale_dn);
+				ll_delete(op, stale_dn, NULL);
+			}
+			return -ENOENT;
+		}
+	}
+	if (ll_delete(op, stale_dn, NULL) != LDAP_SUCCESS) {
+		g_autofree char *why = ll_error_text(op);
+		lockfs_log(G_LOG_LEVEL_WARNING, l->key,
+		           "ldap: broke %s but cannot delete %s (%s); it is not a lock, delete it "
+		           "by hand",
+		           l->key, stale_dn, why);
+	}
+	return 0;
+}
+
+/* Delete the entry we just added, when taking it could not be completed. */
+static void undo_add(ll_op *op, const char *dn, const char *note)
+{
+	g_autofree char *filter = ll_filter_eq("description", note);
+	if (op->be->caps & LL_CAP_ASSERT)
+		ll_delete(op, dn, filter);
+	else if (ll_compare(op, dn, "description", note) == LDAP_COMPARE_TRUE)
+		ll_delete(op, dn, NULL);
+}
+
+/* Our add succeeded: make it dynamic, then take the fence.  The fence comes
+ * after the add, while the entry is ours, so every holder's fence is larger
+ * than the previous holder's (one taken before the add could be overtaken by
+ * a later holder).  Until then the entry's fence note is a unique token. */
+static int finish_acquire(ll_op *op, const char *key, const char *dn, const char *token,
+                          lockfs_holder *h, lockfs_lease **out)
+{
+	ll_backend *be = op->be;
+	if (be->caps & LL_CAP_DDS) {
+		int granted = 0;
+		if (ll_refresh(op, dn, ll_ttl_seconds(be), &granted) != LDAP_SUCCESS) {
+			int e = failed(op, "make dynamic", key);
+			undo_add(op, dn, token);
+			return e;
+		}
+		if (granted && granted < ll_ttl_seconds(be))
+			lockfs_log(
+			        G_LOG_LEVEL_WARNING, key,
+			        "ldap: the server grants dynamic entries %d s only, less than ttl "
+			        "(%d s); lower ttl or raise the server's maximum",
+			        granted, ll_ttl_seconds(be));
+	}
+	uint64_t fence = 0;
+	if (ll_next_fence(op, &fence) != LDAP_SUCCESS) {
+		int e = failed(op, "take a fence for", key);
+		undo_add(op, dn, token);
+		return e;
+	}
+	g_autofree char *fence_value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, fence);
+	int64_t mono = lockfs_mono_us(), now = ll_now_us(be);
+	g_autoptr(GPtrArray) desc = ll_notes_build(key, h, fence_value, now, NULL);
+	int rc = ll_replace_notes(op, dn, token, desc);
+	if (rc != LDAP_SUCCESS) {
+		if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_NO_SUCH_ATTRIBUTE) {
+			lockfs_log(G_LOG_LEVEL_WARNING, key,
+			           "ldap: %s was taken from us while being taken; answered EIO",
+			           key);
+			return -EIO;
+		}
+		int e = failed(op, "record the fence of", key);
+		undo_add(op, dn, token);
+		return e;
+	}
+	ll_lease *p = g_new0(ll_lease, 1);
+	g_mutex_init(&p->mu);
+	p->dn = g_strdup(dn);
+	p->fence_value = g_strdup(fence_value);
+	lockfs_holder_copy(&p->holder, h);
+	lockfs_lease *lease = g_new0(lockfs_lease, 1);
+	lease->key = g_strdup(key);
+	g_strlcpy(lease->fence, fence_value + 6, sizeof(lease->fence));
+	lease->renewed_mono_us = mono;
+	lease->priv = p;
+	mine_set(be, key, lease->fence);
+	*out = lease;
+	return 0;
+}
+
+static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *who,
+                      lockfs_lease **out, lockfs_acquire_result *res)
+{
+	ll_backend *be = (ll_backend *)b;
+	lockfs_acquire_result none;
+	if (!res)
+		res = &none;
+	memset(res, 0, sizeof(*res));
+	int r = 0;
+	g_autofree char *dn = lock_dn(be, key, &r);
+	if (!dn)
+		return r;
+	g_autofree char *cn = ll_key_encode(key);
+	ll_op op;
+	if (ll_op_begin(be, &op) != 0)
+		return -EIO;
+	/* Notes carry this backend's clock, the one its judgements use. */
+	lockfs_holder h;
+	lockfs_holder_copy(&h, who);
+	h.acquired_us = h.heartbeat_us = ll_now_us(be);
+	g_autofree char *token = g_strdup_printf("fence=pending-%08x%08x-%d", g_random_int(),
+	                                         g_random_int(), (int)getpid());
+	const char *plain[] = { "top", "organizationalRole", NULL };
+	const char *dynamic[] = { "top", "organizationalRole", "dynamicObject", NULL };
+	r = -EEXIST;
+	/* Add; if a stale lock is in the way, break it and add once more. */
+	for (int round = 0; round < 3; round++) {
+		g_autoptr(GPtrArray) desc = ll_notes_build(key, &h, token, h.acquired_us, NULL);
+		int rc = ll_add(&op, dn, (be->caps & LL_CAP_DDS) ? dynamic : plain, "cn", cn, desc);
+		if (rc == LDAP_SUCCESS) {
+			r = finish_acquire(&op, key, dn, token, &h, out);
+			break;
+		}
+		if (rc != LDAP_ALREADY_EXISTS) {
+			r = failed(&op, "take", key);
+			break;
+		}
+		ll_lock cur;
+		rc = ll_read_lock(&op, dn, &cur);
+		if (rc == LDAP_NO_SUCH_OBJECT)
+			continue; /* released meanwhile */
+		if (rc != LDAP_SUCCESS) {
+			r = failed(&op, "look up", key);
+			break;
+		}
+		ll_verdict v = cur.key && strcmp(cur.key, key) == 0
+		                       ? ll_judge(&cur, ll_now_us(be), be->cfg.ttl_us,
+		                                  be->cfg.stale_after_us)
+		                       : LL_HELD; /* not a lock of ours: never break it */
+		if (v == LL_SKEW)
+			log_skew(be, &cur);
+		if (v == LL_HELD || v == LL_SKEW || res->broke) {
+			ll_lock_clear(&cur);
+			break;
+		}
+		int e = break_entry(&op, &cur, true);
+		if (e == 0) {
+			res->broke = true;
+			fill_info(be, &cur, &res->previous);
+			res->previous.state = LOCKFS_STATE_STALE;
+		}
+		ll_lock_clear(&cur);
+		if (e != 0) {
+			r = e == -ENOENT ? -EEXIST : e;
+			break;
+		}
+	}
+	ll_op_end(&op);
+	lockfs_holder_clear(&h);
+	if (r != 0 && res->broke) {
+		/* The filesystem reports breaks of successful acquisitions only. */
+		lockfs_log(G_LOG_LEVEL_WARNING, key,
+		           "ldap: broke stale lock %s of %s pid %" G_GINT64_FORMAT
+		           " (fence %s), but another contender took it first",
+		           key, res->previous.holder.host ? res->previous.holder.host : "?",
+		           res->previous.holder.pid, res->previous.fence);
+		lockfs_lock_info_clear(&res->previous);
+		res->broke = false;
+	}
+	return r;
+}
+
+/* Rewrite the lease's notes (renewed= now), only while the entry is still
+ * ours.  Called with the lease's mutex held. */
+static int write_notes(ll_op *op, const char *key, ll_lease *p, int64_t now)
+{
+	g_autoptr(GPtrArray) desc =
+	        ll_notes_build(key, &p->holder, p->fence_value, now, p->content);
+	int rc = ll_replace_notes(op, p->dn, p->fence_value, desc);
+	if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_NO_SUCH_ATTRIBUTE)
+		return -ESTALE;
+	return rc == LDAP_SUCCESS ? 0 : -EIO;
+}
+
+/* A call on LEASE: a connection, and the lease's writes one at a time. */
+static int lease_begin(ll_backend *be, ll_lease *p, ll_op *op)
+{
+	if (ll_op_begin(be, op) != 0)
+		return -EIO;
+	g_mutex_lock(&p->mu);
+	return 0;
+}
+
+static void lease_end(ll_lease *p, ll_op *op)
+{
+	g_mutex_unlock(&p->mu);
+	ll_op_end(op);
+}
+
+static int ll_heartbeat(lockfs_backend *b, lockfs_lease *lease, int64_t now_us, const void *content,
+                        size_t len)
+{
+	ll_backend *be = (ll_backend *)b;
+	ll_lease *p = lease->priv;
+	ll_op op;
+	if (lease_begin(be, p, &op) != 0)
+		return -EIO;
+	p->holder.heartbeat_us = now_us + be->clock_offset_us;
+	if (content) {
+		if (p->content)
+			g_bytes_unref(p->content);
+		p->content = g_bytes_new(content, MIN(len, (size_t)LOCKFS_CONTENT_MAX));
+	}
+	int r = write_notes(&op, lease->key, p, ll_now_us(be));
+	if (r == -EIO)
+		failed(&op, "record a heartbeat of", lease->key);
+	lease_end(p, &op);
+	return r;
+}
+
+static int ll_renew(lockfs_backend *b, lockfs_lease *lease)
+{
+	ll_backend *be = (ll_backend *)b;
+	ll_lease *p = lease->priv;
+	ll_op op;
+	if (lease_begin(be, p, &op) != 0)
+		return -EIO;
+	int64_t mono = lockfs_mono_us();
+	int r = write_notes(&op, lease->key, p, ll_now_us(be));
+	if (r == 0 && (be->caps & LL_CAP_DDS)) {
+		int rc = ll_refresh(&op, p->dn, ll_ttl_seconds(be), NULL);
+		r = rc == LDAP_SUCCESS ? 0 : rc == LDAP_NO_SUCH_OBJECT ? -ESTALE : -EIO;
+	}
+	if (r == 0)
+		lease->renewed_mono_us = mono;
+	else if (r == -EIO)
+		failed(&op, "renew", lease->key);
+	lease_end(p, &op);
+	return r;
+}
+
+static int ll_release(lockfs_backend *b, lockfs_lease *lease)
+{
+	ll_backend *be = (ll_backend *)b;
+	ll_lease *p = lease->priv;
+	ll_op op;
+	if (lease_begin(be, p, &op) != 0)
+		return -EIO;
+	int rc;
+	if (be->caps & LL_CAP_ASSERT) {
+		g_autofree char *filter = ll_filter_eq("description", p->fence_value);
+		rc = ll_delete(&op, p->dn, filter);
+	} else {
+		/* Without assertions: compare, then delete.  Only a break of our lock
+		 * and a new grant within that one round trip could make the delete
+		 * hit the next holder's lock. */
+		rc = ll_compare(&op, p->dn, "description", p->fence_value);
+		if (rc == LDAP_COMPARE_TRUE)
+			rc = ll_delete(&op, p->dn, NULL);
+		else if (rc == LDAP_COMPARE_FALSE)
+			rc = LDAP_ASSERTION_FAILED;
+	}
+	int r = rc == LDAP_SUCCESS ? 0
+	        : rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_ASSERTION_FAILED
+	                ? -ENOENT
+	                : failed(&op, "release", lease->key);
+	lease_end(p, &op);
+	if (r != -EIO)
+		mine_drop(be, lease->key, lease->fence);
+	return r;
+}
+
+/* Read KEY's lock and hand it to FN within one call: FN's result, or -ENOENT
+ * (no such lock), -EINVAL or -EIO. */
+static int with_lock(ll_backend *be, const char *key,
+                     int (*fn)(ll_op *op, const ll_lock *l, void *user), void *user)
+{
+	int r = 0;
+	g_autofree char *dn = lock_dn(be, key, &r);
+	if (!dn)
+		return r;
+	ll_op op;
+	if (ll_op_begin(be, &op) != 0)
+		return -EIO;
+	ll_lock cur;
+	int rc = ll_read_lock(&op, dn, &cur);
+	if (rc == LDAP_NO_SUCH_OBJECT || (rc == LDAP_SUCCESS && (!cur.key || strcmp(cur.key, key))))
+		r = -ENOENT;
+	else if (rc != LDAP_SUCCESS)
+		r = failed(&op, "look up", key);
+	else
+		r = fn(&op, &cur, user);
+	ll_lock_clear(&cur);
+	ll_op_end(&op);
+	return r;
+}
+
+struct breaking {
+	const char *fence;
+	lockfs_lock_info *broken;
+};
+
+static int break_found(ll_op *op, const ll_lock *l, void *user)
+{
+	struct breaking *b = user;
+	if (b->fence && strcmp(l->fence, b->fence) != 0)
+		return -ENOENT;
+	int r = break_entry(op, l, false);
+	if (r == 0) {
+		if (b->broken)
+			fill_info(op->be, l, b->broken);
+		mine_drop(op->be, l->key, l->fence);
+	}
+	return r;
+}
+
+static int ll_break(lockfs_backend *b, const char *key, const char *fence,
+                    const lockfs_holder *breaker, lockfs_lock_info *broken)
+{
+	(void)breaker; /* the filesystem logs and notifies who broke it */
+	struct breaking br = { fence, broken };
+	return with_lock((ll_backend *)b, key, break_found, &br);
+}
+
+static int inspect_found(ll_op *op, const ll_lock *l, void *user)
+{
+	fill_info(op->be, l, user);
+	return 0;
+}
+
+static int ll_inspect(lockfs_backend *b, const char *key, lockfs_lock_info *out)
+{
+	return with_lock((ll_backend *)b, key, inspect_found, out);
+}
+
+struct collect {
+	ll_backend *be;
+	const char *prefix;
+	GPtrArray *infos;
+};
+
+static void collect_one(ll_lock *l, void *user)
+{
+	struct collect *c = user;
+	if (!g_str_has_prefix(l->key, c->prefix))
+		return;
+	lockfs_lock_info *info = g_new(lockfs_lock_info, 1);
+	fill_info(c->be, l, info);
+	g_ptr_array_add(c->infos, info);
+}
+
+/* Keys with PREFIX have cn values starting with the prefix itself (plain keys)
+ * or with its escaped form (escaped keys); the server's caseless match may
+ * return more, which collect_one() drops. */
+static char *list_filter(const char *prefix)
+{
+	if (!*prefix)
+		return g_strdup("(objectClass=organizationalRole)");
+	GString *f = g_string_new("(&(objectClass=organizationalRole)(|");
+	g_autofree char *esc = ll_key_escape(prefix);
+	const char *forms[] = { g_utf8_validate(prefix, -1, NULL) ? prefix : NULL, esc };
+	for (size_t i = 0; i < G_N_ELEMENTS(forms); i++) {
+		if (!forms[i])
+			continue;
+		/* Hashed names keep only the start of the name. */
+		size_t len = ll_cn_prefix_len(forms[i], LL_CN_HASH_PREFIX);
+		struct berval in = { .bv_len = len, .bv_val = (char *)forms[i] }, out = { 0 };
+		if (ldap_bv2escaped_filter_value(&in, &out) != 0)
+			continue;
+		g_string_append_printf(f, "(cn=%s*)", out.bv_val);
+		ber_memfree(out.bv_val);
+	}
+	g_string_append(f, "))");
+	return g_string_free(f, FALSE);
+}
+
+static int ll_list(lockfs_backend *b, const char *prefix, lockfs_list_cb cb, void *user)
+{
+	ll_backend *be = (ll_backend *)b;
+	ll_op op;
+	if (ll_op_begin(be, &op) != 0)
+		return -EIO;
+	g_autofree char *filter = list_filter(prefix ? prefix : "");
+	struct collect c = { be, prefix ? prefix : "", g_ptr_array_new() };
+	int rc = ll_search_locks(&op, filter, collect_one, &c);
+	int r = rc == LDAP_SUCCESS ? 0 : failed(&op, "list locks under", be->cfg.base);
+	ll_op_end(&op);
+	/* Call back without a connection held: callbacks may call us. */
+	for (guint i = 0; i < c.infos->len; i++) {
+		lockfs_lock_info *info = c.infos->pdata[i];
+		if (r == 0)
+			cb(info, user);
+		lockfs_lock_info_clear(info);
+		g_free(info);
+	}
+	g_ptr_array_free(c.infos, TRUE);
+	return r;
+}
+
+static void ll_lease_free(lockfs_backend *b, lockfs_lease *lease)
+{
+	if (!lease)
+		return;
+	ll_backend *be = (ll_backend *)b;
+	ll_lease *p = lease->priv;
+	mine_drop(be, lease->key, lease->fence);
+	if (p) {
+		g_mutex_clear(&p->mu);
+		g_free(p->dn);
+		g_free(p->fence_value);
+		lockfs_holder_clear(&p->holder);
+		if (p->content)
+			g_bytes_unref(p->content);
+		g_free(p);
+	}
+	g_free(lease->key);
+	g_free(lease);
+}
+
+static void ll_destroy(lockfs_backend *b)
+{
+	ll_backend *be = (ll_backend *)b;
+	if (be->idle) {
+		ll_unbind_all(be->idle);
+		g_ptr_array_free(be->idle, TRUE);
+	}
+	if (be->mine)
+		g_hash_table_destroy(be->mine);
+	ll_config_clear(&be->cfg);
+	g_free(be->fence_dn);
+	g_free(be->fence_attr);
+	g_free(be->last_error);
+	g_mutex_clear(&be->pool_mu);
+	g_mutex_clear(&be->mine_mu);
+	g_mutex_clear(&be->log_mu);
+	g_free(be);
+}
+
+lockfs_backend *lockfs_ldap_backend_new(const lockfs_config *cfg, const char *mount_id,
+                                        GError **error)
+{
+	(void)mount_id; /* the directory is the durable state */
+	ll_backend *be = g_new0(ll_backend, 1);
+	be->base = (lockfs_backend){
+		.version = LOCKFS_BACKEND_VERSION,
+		.name = "ldap",
+		.flags = LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES,
+		.acquire = ll_acquire,
+		.heartbeat = ll_heartbeat,
+		.renew = ll_renew,
+		.release = ll_release,
+		.break_lock = ll_break,
+		.inspect = ll_inspect,
+		.list = ll_list,
+		.lease_free = ll_lease_free,
+		.destroy = ll_destroy,
+	};
+	g_mutex_init(&be->pool_mu);
+	g_mutex_init(&be->mine_mu);
+	g_mutex_init(&be->log_mu);
+	be->idle = g_ptr_array_new();
+	be->mine = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	if (!ll_config_load(&be->cfg, cfg, error)) {
+		ll_destroy(&be->base);
+		return NULL;
+	}
+	be->fence_dn = g_strconcat("ou=fence,", be->cfg.base, NULL);
+	if (!be->cfg.verify && (be->cfg.starttls || be->cfg.scheme == LL_URI_LDAPS))
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "ldap: verify = false: the certificate of %s is not checked, so anyone "
+		           "on the network path can pose as the server",
+		           be->cfg.uri);
+	if (!ll_setup(be, error)) {
+		ll_destroy(&be->base);
+		return NULL;
+	}
+	return &be->base;
+}
+
+/* ---- tests ---- */
+
+void lockfs_ldap_test_set_clock_offset(lockfs_backend *be, int64_t offset_us)
+{
+	((ll_backend *)be)->clock_offset_us = offset_us;
+}
+
+void lockfs_ldap_test_disable_caps(lockfs_backend *be, unsigned caps)
+{
+	((ll_backend *)be)->caps &= ~caps;
+}
+
+unsigned lockfs_ldap_test_caps(lockfs_backend *be)
+{
+	return ((ll_backend *)be)->caps;
+}

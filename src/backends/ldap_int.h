@@ -1,0 +1,208 @@
+/* Internals of the LDAP backend, shared by src/backends/ldap*.c and its tests.
+ *
+ *   ldap_names.c  lock keys as cn values, DNs, holder notes, the stale rules
+ *   ldap_conn.c   configuration, connections (TLS, bind, timeouts, backoff),
+ *                 what the server offers, the base and the fence counter
+ *   ldap.c        the backend functions
+ *
+ * Layout under BASE:
+ *   cn=<key>,BASE          a lock: organizationalRole (+ dynamicObject with dds),
+ *                          holder notes as description values "name=value"
+ *   ou=fence,BASE          the fence counter, never deleted (an ou RDN cannot
+ *                          collide with a lock's cn)
+ */
+#ifndef LOCKFS_LDAP_INT_H
+#define LOCKFS_LDAP_INT_H
+
+#include <glib.h>
+#include <ldap.h>
+#include <lockfs/backend.h>
+#include <lockfs/config.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What the server offers (found at start). */
+enum {
+	LL_CAP_ASSERT = 1u << 0,    /* RFC 4528 assertion control */
+	LL_CAP_INCREMENT = 1u << 1, /* RFC 4525 Modify-Increment and RFC 4527 post-read */
+	LL_CAP_DDS = 1u << 2,       /* RFC 2589 dynamic entries, refresh allowed to us */
+	LL_CAP_PAGED = 1u << 3,     /* RFC 2696 paged results */
+};
+
+/* A note more than this far in the local future means the clocks disagree. */
+#define LL_SKEW_US (5 * 60 * G_USEC_PER_SEC)
+
+typedef enum {
+	LL_URI_LDAP,
+	LL_URI_LDAPS,
+	LL_URI_LDAPI
+} ll_scheme;
+
+typedef struct {
+	char *uri;
+	ll_scheme scheme;
+	char *bind_dn;  /* NULL: anonymous or EXTERNAL */
+	char *password; /* from password_file */
+	bool external;  /* SASL EXTERNAL */
+	bool starttls;
+	char *ca_file;
+	bool verify;
+	char *base;  /* as configured, validated */
+	int dynamic; /* -1 auto, 0 no, 1 yes */
+	char *host;  /* this mount's identity */
+	int64_t timeout_us, ttl_us, stale_after_us;
+} ll_config;
+
+typedef struct {
+	lockfs_backend base;
+	ll_config cfg;
+	unsigned caps;
+	char *fence_dn;
+	char *fence_attr; /* "description" (values "fence=N") or an integer attribute */
+	bool fence_in_desc;
+
+	GMutex pool_mu;  /* guards the fields below it */
+	GPtrArray *idle; /* LDAP * ready for use */
+	int64_t retry_mono_us, backoff_us;
+	char *last_error;
+
+	GMutex mine_mu;
+	GHashTable *mine; /* key → fence of the leases this instance holds */
+
+	GMutex log_mu;
+	int64_t skew_logged_mono_us;
+
+	gint stale_seq;
+	int64_t clock_offset_us; /* tests only: this instance's clock runs this far off */
+} ll_backend;
+
+/* One backend call's use of a connection, bounded by one deadline. */
+typedef struct {
+	ll_backend *be;
+	LDAP *ld;
+	int64_t deadline_mono_us;
+	bool broken; /* the connection must not be reused */
+	int rc;      /* last LDAP result */
+	char *diag;  /* the server's diagnostic message of the last failure */
+	sigset_t old_mask;
+	bool pipe_pending; /* SIGPIPE was pending before the call */
+} ll_op;
+
+/* A lock entry as read from the directory. */
+typedef struct {
+	char *dn;
+	char *key; /* NULL: the entry is not a lock */
+	lockfs_holder holder;
+	char fence[LOCKFS_FENCE_MAX]; /* "" while pending */
+	char *fence_value;            /* the "fence=..." note as stored, for assertions */
+	char *heartbeat_value, *renewed_value;
+	char *note_key; /* from key64=, for hashed names */
+	int64_t renewed_us;
+	int64_t create_us, modify_us, expire_us; /* server's; 0 when absent */
+	GBytes *content;
+} ll_lock;
+
+typedef enum {
+	LL_HELD,
+	LL_STALE,   /* the holder's heartbeat is older than stale_after (by both clocks) */
+	LL_EXPIRED, /* the lease was not renewed for ttl (by both clocks) */
+	LL_SKEW,    /* a note or timestamp is in the local future: cannot judge */
+} ll_verdict;
+
+/* ---- ldap_names.c ---- */
+
+/* A key as a cn value: the key itself when the directory's matching rules (case,
+ * spaces, Unicode normalisation) cannot confuse it with another key, else every
+ * byte outside [a-z0-9] and ASCII punctuation as %xx.  Injective under those
+ * rules; ll_key_decode() is its inverse and refuses anything else (hashed
+ * names included: their key is in the entry's key64= note). */
+char *ll_key_encode(const char *key);
+char *ll_key_decode(const char *cn);
+/* Longer cn values are a start of the name and a hash of the key, which is
+ * then kept in a note "key64=" (see ll_key_encode()). */
+#define LL_CN_MAX 64
+#define LL_CN_HASH_PREFIX 24
+#define LL_CN_HASH_HEX 32
+bool ll_cn_hashed(const char *cn);
+size_t ll_cn_prefix_len(const char *enc, size_t max);
+/* Every byte of S outside [a-z0-9] and ASCII punctuation as %xx. */
+char *ll_key_escape(const char *s);
+char *ll_dn(const char *cn, const char *base);
+/* The cn value of DN's first RDN, or NULL. */
+char *ll_dn_cn(const char *dn);
+/* Unique names for a lock being broken and for the dds probe; never a lock's. */
+char *ll_stale_cn(const char *key, const char *host, int64_t now_us, guint seq);
+char *ll_probe_cn(const char *host);
+
+char *ll_time_format(int64_t us);
+bool ll_time_parse(const char *s, int64_t *us);
+bool ll_gentime_parse(const char *s, int64_t *us);
+
+/* The description values of a lock. */
+GPtrArray *ll_notes_build(const char *key, const lockfs_holder *h, const char *fence_value,
+                          int64_t renewed_us, GBytes *content);
+/* Fill L's holder and notes from description values. */
+void ll_notes_parse(ll_lock *l, char **values, size_t n);
+
+void ll_lock_clear(ll_lock *l);
+ll_verdict ll_judge(const ll_lock *l, int64_t now_us, int64_t ttl_us, int64_t stale_after_us);
+int64_t ll_lease_left_ms(const ll_lock *l, int64_t now_us, int64_t ttl_us);
+
+/* ---- ldap_conn.c ---- */
+
+/* Errors of the server or the network at start (code 0). */
+#define LL_ERROR (ll_error_quark())
+GQuark ll_error_quark(void);
+
+bool ll_config_load(ll_config *c, const lockfs_config *cfg, GError **error);
+void ll_config_clear(ll_config *c);
+
+/* Start a call: a connection (pooled or new) and the deadline now + timeout;
+ * end it with ll_op_end().  -EIO when no connection can be had (the reason is
+ * logged once per outage); there is then nothing to end. */
+int ll_op_begin(ll_backend *be, ll_op *op);
+void ll_op_end(ll_op *op);
+/* Close every connection of CONNS (and empty it). */
+void ll_unbind_all(GPtrArray *conns);
+int64_t ll_now_us(ll_backend *be);
+/* The TTL asked for dynamic entries: whole seconds, one more than ttl rounded
+ * up, since servers count expiry from the start of the current second. */
+int ll_ttl_seconds(ll_backend *be);
+
+/* Each returns the LDAP result code (also in op->rc), bounded by the deadline. */
+int ll_add(ll_op *op, const char *dn, const char *const *classes, const char *rdn_attr,
+           const char *rdn_value, GPtrArray *desc);
+int ll_delete(ll_op *op, const char *dn, const char *assert_filter);
+int ll_rename(ll_op *op, const char *dn, const char *new_cn, const char *assert_filter);
+int ll_compare(ll_op *op, const char *dn, const char *attr, const char *value);
+int ll_refresh(ll_op *op, const char *dn, int ttl_s, int *granted_s);
+/* Replace the description values, only while GUARD ("fence=N") is one of them:
+ * the delete of GUARD fails the whole modify otherwise. */
+int ll_replace_notes(ll_op *op, const char *dn, const char *guard, GPtrArray *desc);
+/* Swap one value of ATTR for another in one modify (compare-and-swap). */
+int ll_swap_value(ll_op *op, const char *dn, const char *attr, const char *old_value,
+                  const char *new_value);
+/* Read one lock entry (LDAP_NO_SUCH_OBJECT when absent). */
+int ll_read_lock(ll_op *op, const char *dn, ll_lock *out);
+/* Every lock entry one level under the base matching FILTER; CB owns nothing. */
+int ll_search_locks(ll_op *op, const char *filter, void (*cb)(ll_lock *l, void *user), void *user);
+/* A filter "(attr=value)" with VALUE escaped. */
+char *ll_filter_eq(const char *attr, const char *value);
+
+/* Set-up at start: what the server offers, the base, dds, the fence counter. */
+bool ll_setup(ll_backend *be, GError **error);
+/* The next fence (strictly increasing across hosts). */
+int ll_next_fence(ll_op *op, uint64_t *out);
+
+/* Text of an LDAP failure for logs ("Invalid credentials (49): ..."). */
+char *ll_error_text(const ll_op *op);
+/* Map an LDAP result of an operation to the backend's errno convention. */
+int ll_errno(int rc);
+
+/* ---- tests ---- */
+void lockfs_ldap_test_set_clock_offset(lockfs_backend *be, int64_t offset_us);
+void lockfs_ldap_test_disable_caps(lockfs_backend *be, unsigned caps);
+unsigned lockfs_ldap_test_caps(lockfs_backend *be);
+
+#endif

@@ -1,0 +1,1297 @@
+/* The LDAP backend through the backend interface, against real slapd instances
+ * that tests/lib/slapd.sh starts on loopback (one with the dds overlay, one
+ * without, and one to stop and restart).  Without slapd every test skips and
+ * says why. */
+#include "backends/ldap_int.h"
+#include "holder.h"
+
+#include <errno.h>
+#include <glib/gstdio.h>
+#include <lockfs/backends.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#ifndef SLAPD_SH
+#define SLAPD_SH "tests/lib/slapd.sh"
+#endif
+
+#define SEC ((int64_t)G_USEC_PER_SEC)
+
+typedef struct {
+	char *dir;
+	GHashTable *env;
+} slapd;
+
+static const char *slapd_sh;
+static char *skip_why;
+static slapd *srv_dds, *srv_plain, *srv_out;
+
+/* ---- slapd instances ---- */
+
+static const char *E(slapd *s, const char *key)
+{
+	const char *v = g_hash_table_lookup(s->env, key);
+	g_assert_nonnull(v);
+	return v;
+}
+
+/* slapd.sh VERB DIR [ARG]; a started instance stops when this process is gone. */
+static bool slapd_cmd(slapd *s, const char *verb, const char *arg, char **why)
+{
+	g_autofree char *pid = g_strdup_printf("%d", (int)getpid());
+	const char *argv[] = { slapd_sh, verb, s->dir, NULL, NULL, NULL, NULL };
+	int n = 3;
+	if (arg)
+		argv[n++] = arg;
+	if (strcmp(verb, "start") == 0) {
+		argv[n++] = "--watch";
+		argv[n++] = pid;
+	}
+	g_autofree char *out = NULL, *err = NULL;
+	int status = 0;
+	GError *e = NULL;
+	if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
+	                  &status, &e)) {
+		*why = g_strdup(e->message);
+		g_error_free(e);
+		return false;
+	}
+	if (!g_spawn_check_wait_status(status, NULL)) {
+		*why = g_strstrip(g_strdup(err && *err ? err : "slapd.sh failed"));
+		return false;
+	}
+	char **lines = g_strsplit(out, "\n", -1);
+	for (char **l = lines; *l; l++) {
+		char *eq = strchr(*l, '=');
+		if (eq)
+			g_hash_table_replace(s->env, g_strndup(*l, eq - *l), g_strdup(eq + 1));
+	}
+	g_strfreev(lines);
+	return true;
+}
+
+static slapd *slapd_start(bool dds)
+{
+	slapd *s = g_new0(slapd, 1);
+	s->dir = g_dir_make_tmp("lockfs-slapd-XXXXXX", NULL);
+	s->env = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	char *why = NULL;
+	if (!s->dir || !slapd_cmd(s, "start", dds ? NULL : "--no-dds", &why)) {
+		skip_why = g_strdup_printf("slapd did not start: %s", why ? why : "no temp dir");
+		g_free(why);
+		return s;
+	}
+	return s;
+}
+
+static void slapd_free(slapd *s)
+{
+	if (!s)
+		return;
+	char *why = NULL;
+	if (s->dir) {
+		slapd_cmd(s, "stop", NULL, &why);
+		const char *argv[] = { "rm", "-rf", s->dir, NULL };
+		if (!g_getenv("LOCKFS_TEST_KEEP"))
+			g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+			             NULL, NULL, NULL, NULL);
+	}
+	g_free(why);
+	g_free(s->dir);
+	g_hash_table_destroy(s->env);
+	g_free(s);
+}
+
+static bool need_slapd(void)
+{
+	if (skip_why) {
+		g_test_skip(skip_why);
+		return false;
+	}
+	return true;
+}
+
+/* ---- the directory, as its manager ---- */
+
+static LDAP *root_conn(slapd *s)
+{
+	LDAP *ld = NULL;
+	g_assert_cmpint(ldap_initialize(&ld, E(s, "SLAPD_URI")), ==, LDAP_SUCCESS);
+	int v3 = LDAP_VERSION3;
+	ldap_set_option(ld, LDAP_OPT_PROTOCOL_VERSION, &v3);
+	const char *pw = E(s, "SLAPD_ROOTPW");
+	struct berval cred = { .bv_len = strlen(pw), .bv_val = (char *)pw };
+	g_assert_cmpint(ldap_sasl_bind_s(ld, E(s, "SLAPD_ROOTDN"), LDAP_SASL_SIMPLE, &cred, NULL,
+	                                 NULL, NULL),
+	                ==, LDAP_SUCCESS);
+	return ld;
+}
+
+/* Values of ATTR of DN (NULL when DN does not exist). */
+static GPtrArray *raw_values(slapd *s, const char *dn, const char *attr)
+{
+	LDAP *ld = root_conn(s);
+	char *attrs[] = { (char *)attr, NULL };
+	LDAPMessage *res = NULL;
+	int rc = ldap_search_ext_s(ld, dn, LDAP_SCOPE_BASE, "(objectClass=*)", attrs, 0, NULL, NULL,
+	                           NULL, 0, &res);
+	GPtrArray *out = NULL;
+	if (rc == LDAP_SUCCESS) {
+		out = g_ptr_array_new_with_free_func(g_free);
+		LDAPMessage *e = ldap_first_entry(ld, res);
+		struct berval **v = e ? ldap_get_values_len(ld, e, attr) : NULL;
+		for (int i = 0; v && v[i]; i++)
+			g_ptr_array_add(out, g_strndup(v[i]->bv_val, v[i]->bv_len));
+		ldap_value_free_len(v);
+	} else {
+		g_assert_cmpint(rc, ==, LDAP_NO_SUCH_OBJECT);
+	}
+	ldap_msgfree(res);
+	ldap_unbind_ext(ld, NULL, NULL);
+	return out;
+}
+
+static bool raw_exists(slapd *s, const char *dn)
+{
+	GPtrArray *v = raw_values(s, dn, "objectClass");
+	if (v)
+		g_ptr_array_unref(v);
+	return v != NULL;
+}
+
+static int raw_count(slapd *s, const char *base, const char *filter)
+{
+	LDAP *ld = root_conn(s);
+	char *attrs[] = { LDAP_NO_ATTRS, NULL };
+	LDAPMessage *res = NULL;
+	int rc = ldap_search_ext_s(ld, base, LDAP_SCOPE_ONELEVEL, filter, attrs, 0, NULL, NULL,
+	                           NULL, 0, &res);
+	int n = rc == LDAP_SUCCESS ? ldap_count_entries(ld, res) : -1;
+	ldap_msgfree(res);
+	ldap_unbind_ext(ld, NULL, NULL);
+	return n;
+}
+
+static void raw_delete(slapd *s, const char *dn)
+{
+	LDAP *ld = root_conn(s);
+	g_assert_cmpint(ldap_delete_ext_s(ld, dn, NULL, NULL), ==, LDAP_SUCCESS);
+	ldap_unbind_ext(ld, NULL, NULL);
+}
+
+static char *lock_dn(const char *key, const char *base)
+{
+	g_autofree char *cn = ll_key_encode(key);
+	return ll_dn(cn, base);
+}
+
+static char *base_of(slapd *s, const char *name)
+{
+	return g_strdup_printf("ou=%s,%s", name, E(s, "SLAPD_SUFFIX"));
+}
+
+/* ---- log capture ---- */
+
+static GMutex log_mu;
+static GString *log_text;
+
+static GLogWriterOutput capture(GLogLevelFlags level, const GLogField *fields, gsize n,
+                                gpointer user)
+{
+	(void)level;
+	(void)user;
+	for (gsize i = 0; i < n; i++) {
+		if (strcmp(fields[i].key, "MESSAGE") != 0)
+			continue;
+		g_mutex_lock(&log_mu);
+		g_string_append_printf(log_text, "%s\n", (const char *)fields[i].value);
+		g_mutex_unlock(&log_mu);
+		if (g_test_verbose())
+			g_test_message("log: %s", (const char *)fields[i].value);
+	}
+	return G_LOG_WRITER_HANDLED;
+}
+
+static bool log_has(const char *text)
+{
+	g_mutex_lock(&log_mu);
+	bool has = strstr(log_text->str, text) != NULL;
+	g_mutex_unlock(&log_mu);
+	return has;
+}
+
+static void log_reset(void)
+{
+	g_mutex_lock(&log_mu);
+	g_string_truncate(log_text, 0);
+	g_mutex_unlock(&log_mu);
+}
+
+/* ---- backends ---- */
+
+typedef enum {
+	AUTH_SIMPLE,
+	AUTH_EXTERNAL
+} auth_kind;
+
+/* A backend on S for HOST under BASE, with OPTS ("key=value", NULL-ended) after
+ * the defaults: simple bind with the password file, StartTLS with the test CA,
+ * ttl 4s, network_timeout 2s, stale_after 0. */
+static lockfs_backend *backend_opts(slapd *s, auth_kind auth, const char *host, const char *base,
+                                    const char *const *opts, GError **error)
+{
+	g_autoptr(GPtrArray) o = g_ptr_array_new_with_free_func(g_free);
+	g_ptr_array_add(o, g_strdup("backend=ldap"));
+	g_ptr_array_add(o, g_strdup_printf("host=%s", host));
+	g_ptr_array_add(o, g_strdup("ttl=4s"));
+	g_ptr_array_add(o, g_strdup("network_timeout=2s"));
+	g_ptr_array_add(o, g_strdup("stale_after=0"));
+	g_ptr_array_add(o, g_strdup("heartbeat_min_interval=1s"));
+	g_ptr_array_add(o, g_strdup_printf("ldap_base=%s", base));
+	if (auth == AUTH_SIMPLE) {
+		g_ptr_array_add(o, g_strdup_printf("ldap_uri=%s", E(s, "SLAPD_URI")));
+		g_ptr_array_add(o, g_strdup_printf("ldap_ca_file=%s", E(s, "SLAPD_CA")));
+		g_ptr_array_add(o, g_strdup_printf("ldap_bind_dn=%s", E(s, "SLAPD_USERDN")));
+		g_ptr_array_add(
+		        o, g_strdup_printf("ldap_password_file=%s", E(s, "SLAPD_USERPW_FILE")));
+	} else {
+		g_ptr_array_add(o, g_strdup_printf("ldap_uri=%s", E(s, "SLAPD_LDAPI")));
+		g_ptr_array_add(o, g_strdup("ldap_sasl_mech=EXTERNAL"));
+	}
+	for (const char *const *p = opts; p && *p; p++)
+		g_ptr_array_add(o, g_strdup(*p));
+
+	lockfs_config *cfg = lockfs_config_new();
+	lockfs_backend *be = NULL;
+	bool ok = true;
+	for (guint i = 0; i < o->len && ok; i++) {
+		bool fuse = false;
+		ok = lockfs_config_set_option(cfg, o->pdata[i], &fuse, error);
+	}
+	if (ok && lockfs_config_finish(cfg, error))
+		be = lockfs_ldap_backend_new(cfg, "test", error);
+	lockfs_config_free(cfg);
+	return be;
+}
+
+static lockfs_backend *backend(slapd *s, const char *host, const char *base,
+                               const char *const *opts)
+{
+	GError *e = NULL;
+	lockfs_backend *be = backend_opts(s, AUTH_SIMPLE, host, base, opts, &e);
+	g_assert_no_error(e);
+	g_assert_nonnull(be);
+	return be;
+}
+
+/* The error message of a backend that must not start. */
+static char *backend_error(slapd *s, auth_kind auth, const char *base, const char *const *opts)
+{
+	GError *e = NULL;
+	lockfs_backend *be = backend_opts(s, auth, "hosta", base, opts, &e);
+	g_assert_null(be);
+	g_assert_nonnull(e);
+	g_test_message("refused: %s", e->message);
+	g_assert_null(strchr(e->message, '\n'));
+	char *msg = g_strdup(e->message);
+	g_error_free(e);
+	return msg;
+}
+
+static lockfs_holder holder(const char *host, int64_t pid)
+{
+	int64_t now = lockfs_now_us();
+	return (lockfs_holder){
+		.host = g_strdup(host),
+		.pid = pid,
+		.uid = 1000,
+		.gid = 1000,
+		.user = g_strdup("tester"),
+		.command = g_strdup("test_ldap_backend --hold"),
+		.acquired_us = now,
+		.heartbeat_us = now,
+		.mode = 0100644,
+	};
+}
+
+static int take(lockfs_backend *be, const char *key, const char *host, lockfs_lease **lease,
+                lockfs_acquire_result *res)
+{
+	lockfs_holder h = holder(host, 4242);
+	lockfs_acquire_result mine;
+	int r = be->acquire(be, key, &h, lease, res ? res : &mine);
+	if (!res && r == 0 && mine.broke)
+		lockfs_lock_info_clear(&mine.previous);
+	lockfs_holder_clear(&h);
+	return r;
+}
+
+static lockfs_lease *take_ok(lockfs_backend *be, const char *key, const char *host)
+{
+	lockfs_lease *lease = NULL;
+	g_assert_cmpint(take(be, key, host, &lease, NULL), ==, 0);
+	g_assert_nonnull(lease);
+	return lease;
+}
+
+static void release_ok(lockfs_backend *be, lockfs_lease *lease)
+{
+	g_assert_cmpint(be->release(be, lease), ==, 0);
+	be->lease_free(be, lease);
+}
+
+struct listing {
+	GPtrArray *keys;
+};
+
+static void list_cb(const lockfs_lock_info *info, void *user)
+{
+	struct listing *l = user;
+	g_ptr_array_add(l->keys, g_strdup(info->key));
+}
+
+static GPtrArray *list_keys(lockfs_backend *be, const char *prefix)
+{
+	struct listing l = { g_ptr_array_new_with_free_func(g_free) };
+	g_assert_cmpint(be->list(be, prefix, list_cb, &l), ==, 0);
+	return l.keys;
+}
+
+static bool has_key(GPtrArray *keys, const char *key)
+{
+	for (guint i = 0; i < keys->len; i++)
+		if (strcmp(keys->pdata[i], key) == 0)
+			return true;
+	return false;
+}
+
+static int64_t mono(void)
+{
+	return lockfs_mono_us();
+}
+
+/* ---- tests ---- */
+
+static void test_config_refused(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_dds, "cfg");
+	/* A password file others can read. */
+	g_autofree char *pw = g_build_filename(E(srv_dds, "SLAPD_DIR"), "open.pw", NULL);
+	g_autofree char *secret = NULL;
+	g_assert_true(g_file_get_contents(E(srv_dds, "SLAPD_USERPW_FILE"), &secret, NULL, NULL));
+	g_assert_true(g_file_set_contents(pw, secret, -1, NULL));
+	g_assert_cmpint(g_chmod(pw, 0644), ==, 0);
+	g_autofree char *pwopt = g_strdup_printf("ldap_password_file=%s", pw);
+	const char *open_pw[] = { pwopt, NULL };
+	g_autofree char *m = backend_error(srv_dds, AUTH_SIMPLE, base, open_pw);
+	g_assert_nonnull(strstr(m, "password_file"));
+	g_assert_nonnull(strstr(m, "readable by group or others"));
+	g_assert_nonnull(strstr(m, "chmod 600"));
+	g_assert_cmpint(g_chmod(pw, 0600), ==, 0);
+	lockfs_backend *be = backend(srv_dds, "hosta", base, open_pw);
+	be->destroy(be);
+
+	static const struct {
+		const char *opt, *want;
+	} bad[] = {
+		{ "ldap_uri=ldap://a ldap://b", "single provider" },
+		{ "ldap_uri=http://x", "is not an LDAP URI" },
+		{ "ldap_uri=", "not set" },
+		{ "ldap_sasl_mech=PLAIN", "use EXTERNAL" },
+		{ "ldap_sasl_mech=EXTERNAL", "EXTERNAL needs an ldapi:// uri" },
+		{ "ldap_base=not a dn", "is not a DN" },
+		{ "ldap_dynamic=maybe", "not auto, yes or no" },
+		{ "ldap_ca_file=/nonexistent/ca.pem", "cannot read /nonexistent/ca.pem" },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		const char *opts[] = { bad[i].opt, NULL };
+		g_autofree char *msg = backend_error(srv_dds, AUTH_SIMPLE, base, opts);
+		g_assert_nonnull(strstr(msg, bad[i].want));
+		g_assert_nonnull(strstr(msg, "mount option"));
+	}
+	const char *tls_ldapi[] = { "ldap_starttls=true", NULL };
+	g_autofree char *msg = backend_error(srv_dds, AUTH_EXTERNAL, base, tls_ldapi);
+	g_assert_nonnull(strstr(msg, "ldapi:// is a local socket"));
+
+	/* A wrong password. */
+	g_autofree char *wrong = g_build_filename(E(srv_dds, "SLAPD_DIR"), "wrong.pw", NULL);
+	g_assert_true(g_file_set_contents(wrong, "not-the-password\n", -1, NULL));
+	g_assert_cmpint(g_chmod(wrong, 0600), ==, 0);
+	g_autofree char *wopt = g_strdup_printf("ldap_password_file=%s", wrong);
+	const char *wrong_pw[] = { wopt, NULL };
+	g_autofree char *wm = backend_error(srv_dds, AUTH_SIMPLE, base, wrong_pw);
+	g_assert_nonnull(strstr(wm, "Invalid credentials"));
+	g_assert_nonnull(strstr(wm, "check bind_dn and password_file"));
+}
+
+static void test_basic(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_dds, "basic");
+	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
+	lockfs_backend *b = backend(srv_dds, "hostb", base, NULL);
+	g_assert_cmpstr(a->name, ==, "ldap");
+	g_assert_cmpuint(a->flags, ==, LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES);
+	g_assert_cmpuint(lockfs_ldap_test_caps(a) & LL_CAP_DDS, !=, 0);
+
+	lockfs_acquire_result res;
+	lockfs_lease *la = NULL;
+	g_assert_cmpint(take(a, "x.lock", "hosta", &la, &res), ==, 0);
+	g_assert_false(res.broke);
+	g_assert_cmpstr(la->key, ==, "x.lock");
+	g_assert_cmpuint(strspn(la->fence, "0123456789"), ==, strlen(la->fence));
+	g_assert_cmpint(take(b, "x.lock", "hostb", NULL, NULL), ==, -EEXIST);
+	g_assert_cmpint(take(a, "x.lock", "hosta", NULL, NULL), ==, -EEXIST);
+
+	lockfs_lock_info info;
+	g_assert_cmpint(b->inspect(b, "x.lock", &info), ==, 0);
+	g_assert_cmpstr(info.key, ==, "x.lock");
+	g_assert_cmpstr(info.holder.host, ==, "hosta");
+	g_assert_cmpint(info.holder.pid, ==, 4242);
+	g_assert_cmpuint(info.holder.uid, ==, 1000);
+	g_assert_cmpstr(info.holder.user, ==, "tester");
+	g_assert_cmpstr(info.holder.command, ==, "test_ldap_backend --hold");
+	g_assert_cmpuint(info.holder.mode, ==, 0100644);
+	g_assert_cmpstr(info.fence, ==, la->fence);
+	g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
+	g_assert_false(info.mine);
+	g_assert_cmpint(info.lease_left_ms, >, 0);
+	g_assert_cmpint(info.lease_left_ms, <=, 4000);
+	g_assert_cmpint(llabs(info.holder.acquired_us - lockfs_now_us()), <, 10 * SEC);
+	lockfs_lock_info_clear(&info);
+	g_assert_cmpint(a->inspect(a, "x.lock", &info), ==, 0);
+	g_assert_true(info.mine);
+	lockfs_lock_info_clear(&info);
+	g_assert_cmpint(b->inspect(b, "y.lock", &info), ==, -ENOENT);
+
+	/* Heartbeats keep the content for other hosts. */
+	g_assert_cmpint(a->heartbeat(a, la, lockfs_now_us(), "1234\n", 5), ==, 0);
+	g_autofree char *dn = lock_dn("x.lock", base);
+	g_autoptr(GPtrArray) desc = raw_values(srv_dds, dn, "description");
+	g_autofree char *b64 = g_base64_encode((const guchar *)"1234\n", 5);
+	g_autofree char *note = g_strconcat("content=", b64, NULL);
+	g_autofree char *fnote = g_strconcat("fence=", la->fence, NULL);
+	bool found = false, fence_found = false;
+	for (guint i = 0; i < desc->len; i++) {
+		found |= strcmp(desc->pdata[i], note) == 0;
+		fence_found |= strcmp(desc->pdata[i], fnote) == 0;
+	}
+	g_assert_true(found);
+	g_assert_true(fence_found);
+	g_autoptr(GPtrArray) classes = raw_values(srv_dds, dn, "objectClass");
+	g_assert_cmpuint(classes->len, ==, 3); /* top, organizationalRole, dynamicObject */
+	g_assert_cmpint(a->renew(a, la), ==, 0);
+
+	g_autoptr(GPtrArray) keys = list_keys(b, "");
+	g_assert_cmpuint(keys->len, ==, 1);
+	g_assert_cmpstr(keys->pdata[0], ==, "x.lock");
+
+	char fence1[LOCKFS_FENCE_MAX];
+	g_strlcpy(fence1, la->fence, sizeof(fence1));
+	g_assert_cmpint(a->release(a, la), ==, 0);
+	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
+	a->lease_free(a, la);
+	g_assert_cmpint(b->inspect(b, "x.lock", &info), ==, -ENOENT);
+	lockfs_lease *lb = take_ok(b, "x.lock", "hostb");
+	g_assert_cmpint(lockfs_fence_cmp(lb->fence, fence1), >, 0);
+	release_ok(b, lb);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+static void test_fence_durable(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_dds, "fences");
+	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
+	lockfs_lease *l = take_ok(a, "f.lock", "hosta");
+	g_autofree char *f1 = g_strdup(l->fence);
+	release_ok(a, l);
+	a->destroy(a);
+
+	/* A new instance (a restart, or another host) goes on from the directory. */
+	lockfs_backend *b = backend(srv_dds, "hostb", base, NULL);
+	l = take_ok(b, "f.lock", "hostb");
+	g_autofree char *f2 = g_strdup(l->fence);
+	g_assert_cmpint(lockfs_fence_cmp(f2, f1), >, 0);
+
+	/* The lock entry deleted by hand: its holder learns it, the fence goes on. */
+	g_autofree char *dn = lock_dn("f.lock", base);
+	raw_delete(srv_dds, dn);
+	g_assert_cmpint(b->renew(b, l), ==, -ESTALE);
+	g_assert_cmpint(b->heartbeat(b, l, lockfs_now_us(), NULL, 0), ==, -ESTALE);
+	g_assert_cmpint(b->release(b, l), ==, -ENOENT);
+	b->lease_free(b, l);
+	l = take_ok(b, "f.lock", "hostb");
+	g_autofree char *f3 = g_strdup(l->fence);
+	g_assert_cmpint(lockfs_fence_cmp(f3, f2), >, 0);
+	release_ok(b, l);
+
+	/* Compare-and-swap where increment is not used. */
+	lockfs_ldap_test_disable_caps(b, LL_CAP_INCREMENT);
+	l = take_ok(b, "f.lock", "hostb");
+	g_assert_cmpint(lockfs_fence_cmp(l->fence, f3), >, 0);
+	release_ok(b, l);
+	b->destroy(b);
+	g_autofree char *counter = g_strconcat("ou=fence,", base, NULL);
+	g_assert_true(raw_exists(srv_dds, counter));
+
+	/* A counter kept in a description value ("fence=N"), as on servers without
+	 * Modify-Increment: made by hand here, then used by compare-and-swap. */
+	g_autofree char *base2 = base_of(srv_dds, "fences2");
+	lockfs_backend *c = backend(srv_dds, "hostc", base2, NULL);
+	c->destroy(c);
+	g_autofree char *counter2 = g_strconcat("ou=fence,", base2, NULL);
+	raw_delete(srv_dds, counter2);
+	LDAP *ld = root_conn(srv_dds);
+	char *oc[] = { "organizationalUnit", NULL }, *ou[] = { "fence", NULL },
+	     *d[] = { "fence=41", NULL };
+	LDAPMod m1 = { .mod_op = LDAP_MOD_ADD, .mod_type = "objectClass", .mod_values = oc };
+	LDAPMod m2 = { .mod_op = LDAP_MOD_ADD, .mod_type = "ou", .mod_values = ou };
+	LDAPMod m3 = { .mod_op = LDAP_MOD_ADD, .mod_type = "description", .mod_values = d };
+	LDAPMod *mods[] = { &m1, &m2, &m3, NULL };
+	g_assert_cmpint(ldap_add_ext_s(ld, counter2, mods, NULL, NULL), ==, LDAP_SUCCESS);
+	ldap_unbind_ext(ld, NULL, NULL);
+	c = backend(srv_dds, "hostc", base2, NULL);
+	l = take_ok(c, "g.lock", "hostc");
+	g_assert_cmpstr(l->fence, ==, "42");
+	release_ok(c, l);
+	l = take_ok(c, "g.lock", "hostc");
+	g_assert_cmpstr(l->fence, ==, "43");
+	release_ok(c, l);
+	c->destroy(c);
+}
+
+static void release_after_break(slapd *s, const char *name, unsigned no_caps)
+{
+	g_autofree char *base = base_of(s, name);
+	lockfs_backend *a = backend(s, "hosta", base, NULL);
+	lockfs_backend *b = backend(s, "hostb", base, NULL);
+	lockfs_ldap_test_disable_caps(a, no_caps);
+	lockfs_ldap_test_disable_caps(b, no_caps);
+	lockfs_lease *la = take_ok(a, "r.lock", "hosta");
+
+	lockfs_holder breaker = holder("hostb", 7);
+	lockfs_lock_info info;
+	g_assert_cmpint(b->break_lock(b, "r.lock", "999999", &breaker, &info), ==, -ENOENT);
+	g_assert_cmpint(b->break_lock(b, "r.lock", la->fence, &breaker, &info), ==, 0);
+	g_assert_cmpstr(info.holder.host, ==, "hosta");
+	g_assert_cmpstr(info.fence, ==, la->fence);
+	lockfs_lock_info_clear(&info);
+	g_assert_cmpint(b->break_lock(b, "r.lock", NULL, &breaker, &info), ==, -ENOENT);
+	lockfs_holder_clear(&breaker);
+
+	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
+	lockfs_lease *lb = take_ok(b, "r.lock", "hostb");
+	/* The late release must not take the next holder's lock. */
+	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
+	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
+	g_assert_cmpint(a->heartbeat(a, la, lockfs_now_us(), "x", 1), ==, -ESTALE);
+	g_assert_cmpint(b->inspect(b, "r.lock", &info), ==, 0);
+	g_assert_cmpstr(info.fence, ==, lb->fence);
+	g_assert_true(info.mine);
+	lockfs_lock_info_clear(&info);
+	a->lease_free(a, la);
+	release_ok(b, lb);
+	g_assert_cmpint(raw_count(s, base, "(cn=*)"), ==, 0);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+static void test_release_after_break(void)
+{
+	if (!need_slapd())
+		return;
+	release_after_break(srv_dds, "rab", 0);
+	release_after_break(srv_plain, "rab-noassert", LL_CAP_ASSERT);
+}
+
+/* ---- races ---- */
+
+typedef struct {
+	lockfs_backend *be;
+	const char *key, *host;
+	gint *go;
+	int r;
+	lockfs_lease *lease;
+	lockfs_acquire_result res;
+} racer;
+
+static gpointer race_run(gpointer p)
+{
+	racer *r = p;
+	while (!g_atomic_int_get(r->go))
+		g_thread_yield();
+	r->r = take(r->be, r->key, r->host, &r->lease, &r->res);
+	return NULL;
+}
+
+/* B and C take KEY at the same moment: exactly one wins, and the lock of
+ * EXPECT_HOST was broken once — by the winner, or by the loser, which then
+ * found the winner's fresh lock in its place and says so in the log. */
+static void race(lockfs_backend *b, lockfs_backend *c, const char *key, const char *expect_host)
+{
+	gint go = 0;
+	racer rb = { .be = b, .key = key, .host = "hostb", .go = &go };
+	racer rc = { .be = c, .key = key, .host = "hostc", .go = &go };
+	log_reset();
+	GThread *tb = g_thread_new("b", race_run, &rb), *tc = g_thread_new("c", race_run, &rc);
+	g_atomic_int_set(&go, 1);
+	g_thread_join(tb);
+	g_thread_join(tc);
+	g_test_message("%s: b %d%s, c %d%s", key, rb.r, rb.res.broke ? " (broke it)" : "", rc.r,
+	               rc.res.broke ? " (broke it)" : "");
+	g_assert_true((rb.r == 0 && rc.r == -EEXIST) || (rb.r == -EEXIST && rc.r == 0));
+	racer *w = rb.r == 0 ? &rb : &rc;
+	g_autofree char *lost = g_strdup_printf("broke stale lock %s of %s", key, expect_host);
+	if (w->res.broke) {
+		g_assert_false(log_has(lost));
+		g_assert_cmpstr(w->res.previous.holder.host, ==, expect_host);
+		g_assert_cmpint(w->res.previous.state, ==, LOCKFS_STATE_STALE);
+		lockfs_lock_info_clear(&w->res.previous);
+	} else {
+		g_assert_true(log_has(lost));
+	}
+	release_ok(w->be, w->lease);
+}
+
+static void test_race_expired(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_plain, "race");
+	const char *opts[] = { "ttl=2s", "network_timeout=1s", NULL };
+	lockfs_backend *a = backend(srv_plain, "hosta", base, opts);
+	g_assert_cmpuint(lockfs_ldap_test_caps(a) & LL_CAP_DDS, ==, 0);
+	const char *keys[] = { "r0.lock", "r1.lock", "r2.lock", "r3.lock", "r4.lock", "r5.lock" };
+	for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
+		lockfs_lease *l = take_ok(a, keys[i], "hosta");
+		a->lease_free(a, l); /* hosta dies holding them */
+	}
+	a->destroy(a);
+	lockfs_backend *b = backend(srv_plain, "hostb", base, opts);
+	lockfs_backend *c = backend(srv_plain, "hostc", base, opts);
+	lockfs_backend *b2 = backend(srv_plain, "hostb", base, opts);
+	lockfs_backend *c2 = backend(srv_plain, "hostc", base, opts);
+	/* Without assertions: the seed's check of the renamed entry. */
+	lockfs_ldap_test_disable_caps(b2, LL_CAP_ASSERT);
+	lockfs_ldap_test_disable_caps(c2, LL_CAP_ASSERT);
+	g_assert_cmpint(take(b, keys[0], "hostb", NULL, NULL), ==, -EEXIST);
+	g_usleep(3300 * 1000); /* ttl, and a second of the server's timestamps */
+	for (size_t i = 0; i < G_N_ELEMENTS(keys); i++) {
+		if (i % 2)
+			race(b2, c2, keys[i], "hosta");
+		else
+			race(b, c, keys[i], "hosta");
+	}
+	g_assert_cmpint(raw_count(srv_plain, base, "(cn=*)"), ==, 0);
+	b->destroy(b);
+	c->destroy(c);
+	b2->destroy(b2);
+	c2->destroy(c2);
+}
+
+typedef struct {
+	lockfs_backend *be;
+	lockfs_lease *lease;
+	gint stop;
+	bool heartbeat;
+	int last;
+} renewer;
+
+static gpointer renew_run(gpointer p)
+{
+	renewer *r = p;
+	while (!g_atomic_int_get(&r->stop)) {
+		r->last = r->be->renew(r->be, r->lease);
+		if (r->last == 0 && r->heartbeat)
+			r->last = r->be->heartbeat(r->be, r->lease, lockfs_now_us(), NULL, 0);
+		if (r->last)
+			break;
+		g_usleep(400 * 1000);
+	}
+	return NULL;
+}
+
+static void test_race_stale(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_dds, "stale");
+	const char *opts[] = { "ttl=2s", "network_timeout=1s", "stale_after=3s", NULL };
+	lockfs_backend *a = backend(srv_dds, "hosta", base, opts);
+	lockfs_backend *b = backend(srv_dds, "hostb", base, opts);
+	lockfs_backend *c = backend(srv_dds, "hostc", base, opts);
+	/* hosta renews both leases; its holder touches only the second lock. */
+	renewer r1 = { .be = a, .lease = take_ok(a, "idle.lock", "hosta") };
+	renewer r2 = { .be = a, .lease = take_ok(a, "busy.lock", "hosta"), .heartbeat = true };
+	GThread *t1 = g_thread_new("r1", renew_run, &r1), *t2 = g_thread_new("r2", renew_run, &r2);
+	g_assert_cmpint(take(b, "idle.lock", "hostb", NULL, NULL), ==, -EEXIST);
+	g_usleep(2500 * 1000);
+	g_assert_cmpint(take(b, "idle.lock", "hostb", NULL, NULL), ==, -EEXIST);
+	lockfs_lock_info info;
+	g_assert_cmpint(b->inspect(b, "idle.lock", &info), ==, 0);
+	g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
+	lockfs_lock_info_clear(&info);
+	g_usleep(2000 * 1000); /* stale_after, and a second of the server's timestamps */
+	g_assert_cmpint(b->inspect(b, "idle.lock", &info), ==, 0);
+	g_assert_cmpint(info.state, ==, LOCKFS_STATE_STALE);
+	lockfs_lock_info_clear(&info);
+	race(b, c, "idle.lock", "hosta");
+	g_assert_cmpint(take(b, "busy.lock", "hostb", NULL, NULL), ==, -EEXIST);
+	g_atomic_int_set(&r2.stop, 1);
+	g_thread_join(t2);
+	g_assert_cmpint(r2.last, ==, 0);
+	/* The broken lease is lost to its renewer. */
+	g_thread_join(t1);
+	g_assert_cmpint(r1.last, ==, -ESTALE);
+	g_assert_cmpint(a->release(a, r1.lease), ==, -ENOENT);
+	a->lease_free(a, r1.lease);
+	release_ok(a, r2.lease);
+	a->destroy(a);
+	b->destroy(b);
+	c->destroy(c);
+}
+
+/* ---- leases ---- */
+
+/* Poll DN until it is gone; its time on the monotonic clock (0: not gone by
+ * LIMIT).  Fails when it is gone before NOT_BEFORE. */
+static int64_t wait_gone(slapd *s, const char *dn, int64_t not_before, int64_t limit)
+{
+	while (mono() < limit) {
+		int64_t t = mono();
+		if (!raw_exists(s, dn)) {
+			g_assert_cmpint(t, >=, not_before);
+			return t;
+		}
+		g_usleep(100 * 1000);
+	}
+	return 0;
+}
+
+static void test_dds_expiry(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_dds, "dds");
+	const char *opts[] = { "ttl=3s", "network_timeout=1s", NULL };
+	lockfs_backend *a = backend(srv_dds, "hosta", base, opts);
+	g_assert_cmpuint(lockfs_ldap_test_caps(a) & LL_CAP_DDS, !=, 0);
+	/* Not renewed: the server deletes it after ttl, not before. */
+	int64_t t0 = mono();
+	lockfs_lease *l = take_ok(a, "gone.lock", "hosta");
+	g_autofree char *dn = lock_dn("gone.lock", base);
+	int64_t gone = wait_gone(srv_dds, dn, t0 + 3 * SEC, t0 + 8 * SEC);
+	g_assert_cmpint(gone, !=, 0);
+	g_test_message("not renewed: gone after %.1f s", (gone - t0) / 1e6);
+	g_assert_cmpint(a->renew(a, l), ==, -ESTALE);
+	a->lease_free(a, l);
+
+	/* Renewed every ttl/3 it stays; then left alone it goes. */
+	renewer r = { .be = a, .lease = take_ok(a, "kept.lock", "hosta") };
+	g_autofree char *dn2 = lock_dn("kept.lock", base);
+	GThread *t = g_thread_new("renew", renew_run, &r);
+	g_usleep(7 * SEC);
+	g_assert_true(raw_exists(srv_dds, dn2));
+	g_atomic_int_set(&r.stop, 1);
+	g_thread_join(t);
+	g_assert_cmpint(r.last, ==, 0);
+	int64_t last = r.lease->renewed_mono_us;
+	gone = wait_gone(srv_dds, dn2, last + 3 * SEC, last + 8 * SEC);
+	g_assert_cmpint(gone, !=, 0);
+	g_test_message("renewed, then left: gone %.1f s after the last renewal",
+	               (gone - last) / 1e6);
+	a->lease_free(a, r.lease);
+	a->destroy(a);
+}
+
+static void test_nodds_lease(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_plain, "lease");
+	const char *opts[] = { "ttl=2s", "network_timeout=1s", NULL };
+	lockfs_backend *a = backend(srv_plain, "hosta", base, opts);
+	lockfs_backend *b = backend(srv_plain, "hostb", base, opts);
+	renewer r = { .be = a, .lease = take_ok(a, "l.lock", "hosta") };
+	GThread *t = g_thread_new("renew", renew_run, &r);
+	for (int i = 0; i < 10; i++) {
+		g_assert_cmpint(take(b, "l.lock", "hostb", NULL, NULL), ==, -EEXIST);
+		g_usleep(400 * 1000);
+	}
+	g_atomic_int_set(&r.stop, 1);
+	g_thread_join(t);
+	g_assert_cmpint(r.last, ==, 0);
+	int64_t last = r.lease->renewed_mono_us;
+	/* Not renewed any more: broken by the next contender after ttl (by this
+	 * host's clock and by the server's, whose timestamps have whole seconds). */
+	lockfs_acquire_result res;
+	lockfs_lease *lb = NULL;
+	int rc;
+	while ((rc = take(b, "l.lock", "hostb", &lb, &res)) == -EEXIST && mono() < last + 6 * SEC)
+		g_usleep(100 * 1000);
+	int64_t got = mono();
+	g_assert_cmpint(rc, ==, 0);
+	g_test_message("taken %.1f s after the last renewal", (got - last) / 1e6);
+	g_assert_cmpint(got, >=, last + 2 * SEC);
+	g_assert_true(res.broke);
+	g_assert_cmpstr(res.previous.holder.host, ==, "hosta");
+	lockfs_lock_info_clear(&res.previous);
+	g_assert_cmpint(a->renew(a, r.lease), ==, -ESTALE);
+	g_assert_cmpint(a->release(a, r.lease), ==, -ENOENT);
+	a->lease_free(a, r.lease);
+	release_ok(b, lb);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+static void test_clock_skew(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_plain, "skew");
+	const char *opts[] = { "ttl=2s", "network_timeout=1s", "stale_after=300s", NULL };
+	lockfs_backend *ahead = backend(srv_plain, "ahead", base, opts);
+	lockfs_backend *behind = backend(srv_plain, "behind", base, opts);
+	lockfs_backend *b = backend(srv_plain, "hostb", base, opts);
+	lockfs_ldap_test_set_clock_offset(ahead, 10 * 60 * SEC);
+	lockfs_ldap_test_set_clock_offset(behind, -10 * 60 * SEC);
+	lockfs_lease *l1 = take_ok(ahead, "ahead.lock", "ahead");
+	lockfs_lease *l2 = take_ok(behind, "behind.lock", "behind");
+	log_reset();
+	/* A holder whose clock runs 10 minutes ahead: its notes are in our future;
+	 * the lock is never judged, however old, and the error is logged. */
+	g_assert_cmpint(take(b, "ahead.lock", "hostb", NULL, NULL), ==, -EEXIST);
+	g_assert_true(log_has("clock skew on ahead.lock"));
+	/* A holder whose clock runs 10 minutes behind: its notes look old, but the
+	 * server's timestamps are fresh, so it is held. */
+	g_assert_cmpint(take(b, "behind.lock", "hostb", NULL, NULL), ==, -EEXIST);
+	g_usleep(3500 * 1000); /* neither renews: both leases run out */
+	g_assert_cmpint(take(b, "ahead.lock", "hostb", NULL, NULL), ==, -EEXIST);
+	lockfs_lock_info info;
+	g_assert_cmpint(b->inspect(b, "ahead.lock", &info), ==, 0);
+	g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
+	lockfs_lock_info_clear(&info);
+	lockfs_acquire_result res;
+	lockfs_lease *lb = NULL;
+	g_assert_cmpint(take(b, "behind.lock", "hostb", &lb, &res), ==, 0);
+	g_assert_true(res.broke);
+	lockfs_lock_info_clear(&res.previous);
+	release_ok(b, lb);
+	release_ok(ahead, l1);
+	g_assert_cmpint(behind->release(behind, l2), ==, -ENOENT);
+	behind->lease_free(behind, l2);
+	ahead->destroy(ahead);
+	behind->destroy(behind);
+	b->destroy(b);
+}
+
+/* ---- names ---- */
+
+static void test_names(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_dds, "names");
+	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
+	lockfs_backend *b = backend(srv_dds, "hostb", base, NULL);
+	g_autofree char *ns = g_strnfill(250, 'n');
+	g_autofree char *long_ascii = g_strconcat(ns, ".lock", NULL);
+	GString *long_utf8 = g_string_new(NULL);
+	for (int i = 0; i < 125; i++)
+		g_string_append(long_utf8, "\xc3\xa9");
+	g_string_append(long_utf8, ".lock");
+	g_assert_cmpuint(strlen(long_ascii), ==, 255);
+	g_assert_cmpuint(long_utf8->len, ==, 255);
+	/* All held at once: names the directory's caseless, space-folding,
+	 * normalising match would confuse must stay distinct locks. */
+	const char *names[] = {
+		"a,b+c\"d\\e<f>g;h=i#j.lock",
+		"#lead.lock",
+		" lead-space.lock",
+		"trail-space.lock ",
+		"  two  spaces  .lock",
+		"a b.lock",
+		"a  b.lock",
+		"Case.lock",
+		"case.lock",
+		"CASE.lock",
+		"\xc3\xa9.lock",     /* é, composed */
+		"e\xcc\x81.lock",    /* é, decomposed */
+		"\xc3\x89.lock",     /* É */
+		"\xef\xac\x81.lock", /* the ligature fi */
+		"fi.lock",
+		"%41.lock",
+		"A.lock",
+		"a.lock",
+		"x%stale%y-1-2-3.lock",
+		"dir/sub/x.lock",
+		"dir/y.lock",
+		"dir2/z.lock",
+		"tab\there.lock",
+		"new\nline.lock",
+		"ctl\001\002\033\177.lock",
+		"\xff\xfe not utf-8.lock",
+		"\xc3\xbc"
+		"n\xc3\xaf"
+		"c\xc3\xb8"
+		"d\xc3\xa9-\xe9\x94\x81.lock", /* ünïcødé-锁 */
+		"*(wild)*.lock",
+		long_ascii,
+		long_utf8->str,
+	};
+	lockfs_lease *leases[G_N_ELEMENTS(names)];
+	for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+		g_test_message("name %zu", i);
+		leases[i] = take_ok(a, names[i], "hosta");
+	}
+	for (size_t i = 0; i < G_N_ELEMENTS(names); i++) {
+		g_assert_cmpint(take(b, names[i], "hostb", NULL, NULL), ==, -EEXIST);
+		lockfs_lock_info info;
+		g_assert_cmpint(b->inspect(b, names[i], &info), ==, 0);
+		g_assert_cmpstr(info.key, ==, names[i]);
+		g_assert_cmpstr(info.fence, ==, leases[i]->fence);
+		lockfs_lock_info_clear(&info);
+	}
+	g_autoptr(GPtrArray) all = list_keys(b, "");
+	g_assert_cmpuint(all->len, ==, G_N_ELEMENTS(names));
+	for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
+		g_assert_true(has_key(all, names[i]));
+	g_autoptr(GPtrArray) dir = list_keys(b, "dir/");
+	g_assert_cmpuint(dir->len, ==, 2);
+	g_assert_true(has_key(dir, "dir/sub/x.lock"));
+	g_assert_true(has_key(dir, "dir/y.lock"));
+	g_autoptr(GPtrArray) cases = list_keys(b, "C");
+	g_assert_cmpuint(cases->len, ==, 2);
+	g_autoptr(GPtrArray) spaced = list_keys(b, " ");
+	g_assert_cmpuint(spaced->len, ==, 2);
+	g_autoptr(GPtrArray) longs = list_keys(b, ns);
+	g_assert_cmpuint(longs->len, ==, 1);
+	g_autoptr(GPtrArray) pct = list_keys(b, "%");
+	g_assert_cmpuint(pct->len, ==, 1);
+	for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
+		release_ok(a, leases[i]);
+	g_assert_cmpint(raw_count(srv_dds, base, "(cn=*)"), ==, 0);
+	lockfs_lease *l = NULL;
+	g_assert_cmpint(take(a, "", "hosta", &l, NULL), ==, -EINVAL);
+	g_string_free(long_utf8, TRUE);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+/* ---- authentication and TLS ---- */
+
+static void test_ldapi_external(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_dds, "ldapi");
+	GError *e = NULL;
+	lockfs_backend *a = backend_opts(srv_dds, AUTH_EXTERNAL, "hosta", base, NULL, &e);
+	g_assert_no_error(e);
+	lockfs_lease *l = take_ok(a, "e.lock", "hosta");
+	g_autofree char *dn = lock_dn("e.lock", base);
+	g_autoptr(GPtrArray) creator = raw_values(srv_dds, dn, "creatorsName");
+	g_assert_cmpuint(creator->len, ==, 1);
+	g_assert_cmpstr(creator->pdata[0], ==, E(srv_dds, "SLAPD_USERDN"));
+	release_ok(a, l);
+	a->destroy(a);
+}
+
+static void test_tls(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_dds, "tls");
+	g_autofree char *wrong = g_strdup_printf("ldap_ca_file=%s", E(srv_dds, "SLAPD_WRONG_CA"));
+	const char *wrong_ca[] = { wrong, NULL };
+	g_autofree char *m = backend_error(srv_dds, AUTH_SIMPLE, base, wrong_ca);
+	g_assert_nonnull(strstr(m, "StartTLS failed"));
+	g_assert_nonnull(strstr(m, "ca_file"));
+
+	/* Verification off takes any certificate (and says so). */
+	log_reset();
+	const char *noverify[] = { wrong, "ldap_verify=false", NULL };
+	lockfs_backend *a = backend(srv_dds, "hosta", base, noverify);
+	g_assert_true(log_has("verify = false"));
+	release_ok(a, take_ok(a, "t.lock", "hosta"));
+	a->destroy(a);
+
+	/* ldap:// with StartTLS refused: the server then sees clear text. */
+	const char *plain[] = { "ldap_starttls=false", NULL };
+	a = backend(srv_dds, "hosta", base, plain);
+	release_ok(a, take_ok(a, "t.lock", "hosta"));
+	a->destroy(a);
+}
+
+static void test_dynamic_key(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_plain, "dyn");
+	const char *yes[] = { "ldap_dynamic=yes", NULL };
+	g_autofree char *m = backend_error(srv_plain, AUTH_SIMPLE, base, yes);
+	g_assert_nonnull(strstr(m, "offers no dynamic entries"));
+	g_autofree char *base2 = base_of(srv_dds, "dyn");
+	const char *no[] = { "ldap_dynamic=no", NULL };
+	lockfs_backend *a = backend(srv_dds, "hosta", base2, no);
+	g_assert_cmpuint(lockfs_ldap_test_caps(a) & LL_CAP_DDS, ==, 0);
+	lockfs_lease *l = take_ok(a, "s.lock", "hosta");
+	g_autofree char *dn = lock_dn("s.lock", base2);
+	g_autoptr(GPtrArray) classes = raw_values(srv_dds, dn, "objectClass");
+	g_assert_cmpuint(classes->len, ==, 2);
+	release_ok(a, l);
+	a->destroy(a);
+}
+
+static void test_base_creation(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = g_strdup_printf("ou=deep,ou=new,%s", E(srv_dds, "SLAPD_SUFFIX"));
+	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
+	g_assert_true(raw_exists(srv_dds, base));
+	g_autoptr(GPtrArray) oc = raw_values(srv_dds, base, "objectClass");
+	g_assert_true(has_key(oc, "organizationalUnit"));
+	release_ok(a, take_ok(a, "b.lock", "hosta"));
+	a->destroy(a);
+	/* In mount options, where commas separate options, ';' separates RDNs. */
+	const char *semi[] = { "ldap_base=ou=semi;ou=new;dc=lockfs;dc=test", NULL };
+	a = backend(srv_dds, "hosta", "ou=ignored,dc=lockfs,dc=test", semi);
+	g_autofree char *semi_dn = g_strdup_printf("ou=semi,ou=new,%s", E(srv_dds, "SLAPD_SUFFIX"));
+	g_assert_true(raw_exists(srv_dds, semi_dn));
+	a->destroy(a);
+	const char *elsewhere = "ou=locks,dc=elsewhere,dc=test";
+	g_autofree char *m = backend_error(srv_dds, AUTH_SIMPLE, elsewhere, NULL);
+	g_assert_nonnull(strstr(m, "not under a naming context"));
+}
+
+/* ---- outages ---- */
+
+static int64_t elapsed_ms(int64_t since)
+{
+	return (mono() - since) / 1000;
+}
+
+static void wait_renew(lockfs_backend *a, lockfs_lease *l)
+{
+	int64_t t = mono();
+	int r;
+	while ((r = a->renew(a, l)) != 0 && elapsed_ms(t) < 10000)
+		g_usleep(200 * 1000);
+	g_test_message("renewed again after %" G_GINT64_FORMAT " ms", elapsed_ms(t));
+	g_assert_cmpint(r, ==, 0);
+}
+
+static void test_outage(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_out, "out");
+	const char *opts[] = { "ttl=20s", "network_timeout=1s", NULL };
+	lockfs_backend *a = backend(srv_out, "hosta", base, opts);
+	lockfs_lease *l = take_ok(a, "o.lock", "hosta");
+	char *why = NULL;
+
+	/* Stopped: every call answers EIO within the network timeout. */
+	g_assert_true(slapd_cmd(srv_out, "stop", NULL, &why));
+	int64_t t = mono();
+	g_assert_cmpint(a->renew(a, l), ==, -EIO);
+	g_assert_cmpint(elapsed_ms(t), <, 1500);
+	t = mono();
+	g_assert_cmpint(take(a, "p.lock", "hosta", NULL, NULL), ==, -EIO);
+	g_assert_cmpint(elapsed_ms(t), <, 1500);
+	lockfs_lock_info info;
+	g_assert_cmpint(a->inspect(a, "o.lock", &info), ==, -EIO);
+	g_assert_cmpint(a->release(a, l), ==, -EIO);
+	GError *e = NULL;
+	g_assert_null(backend_opts(srv_out, AUTH_SIMPLE, "hostb", base, opts, &e));
+	g_assert_nonnull(e);
+	g_assert_nonnull(strstr(e->message, "cannot use"));
+	g_clear_error(&e);
+
+	/* Back: the same lease renews, new locks are granted. */
+	g_assert_true(slapd_cmd(srv_out, "restart", NULL, &why));
+	wait_renew(a, l);
+	release_ok(a, take_ok(a, "p.lock", "hosta"));
+
+	/* Hung (stopped by SIGSTOP: connections open but never answered). */
+	int pid = atoi(E(srv_out, "SLAPD_PID"));
+	g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+	t = mono();
+	g_assert_cmpint(a->renew(a, l), ==, -EIO);
+	g_test_message("hung renew answered after %" G_GINT64_FORMAT " ms", elapsed_ms(t));
+	g_assert_cmpint(elapsed_ms(t), <, 1500);
+	t = mono();
+	g_assert_cmpint(take(a, "q.lock", "hosta", NULL, NULL), ==, -EIO);
+	g_test_message("hung acquire answered after %" G_GINT64_FORMAT " ms", elapsed_ms(t));
+	g_assert_cmpint(elapsed_ms(t), <, 1500);
+	g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+	wait_renew(a, l);
+	release_ok(a, l);
+	a->destroy(a);
+	g_free(why);
+}
+
+/* ---- names without a server ---- */
+
+static void test_key_encoding(void)
+{
+	static const struct {
+		const char *key, *cn;
+	} cases[] = {
+		{ "x.lock", "x.lock" },
+		{ "a b.lock", "a b.lock" },
+		{ "dir/x.lock", "dir/x.lock" },
+		{ "a,b+c\"d\\e<f>g;h=i#j", "a,b+c\"d\\e<f>g;h=i#j" },
+		{ "\xc3\xa9.lock", "\xc3\xa9.lock" },
+		{ "X.lock", "%58.lock" },
+		{ " x", "%20x" },
+		{ "a  b", "a%20%20b" },
+		{ "%", "%25" },
+		{ "e\xcc\x81", "e%cc%81" },
+		{ "\xff", "%ff" },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		g_autofree char *cn = ll_key_encode(cases[i].key);
+		g_assert_cmpstr(cn, ==, cases[i].cn);
+		g_autofree char *key = ll_key_decode(cn);
+		g_assert_cmpstr(key, ==, cases[i].key);
+	}
+	/* Only what the encoder writes decodes: probes, stale names, others. */
+	const char *not_locks[] = { "%stale%x", "%probe%x", "Abc", "%4A", "%61", "a%2", "%00" };
+	for (size_t i = 0; i < G_N_ELEMENTS(not_locks); i++)
+		g_assert_null(ll_key_decode(not_locks[i]));
+	/* Long names: a readable start and a hash; the key is in a note. */
+	g_autofree char *lng = g_strnfill(300, 'x');
+	g_autofree char *hashed = ll_key_encode(lng);
+	g_assert_cmpuint(strlen(hashed), <=, LL_CN_MAX);
+	g_assert_true(g_str_has_prefix(hashed, "xxxxxxxxxxxxxxxxxxxxxxxx%h"));
+	g_assert_true(ll_cn_hashed(hashed));
+	g_assert_null(ll_key_decode(hashed));
+	lng[299] = 'y';
+	g_autofree char *hashed2 = ll_key_encode(lng);
+	g_assert_cmpstr(hashed, !=, hashed2);
+	g_autofree char *upper = g_strnfill(30, 'X');
+	g_autofree char *hashed3 = ll_key_encode(upper); /* 90 bytes escaped: no %5 left cut */
+	g_assert_true(g_str_has_prefix(hashed3, "%58%58%58%58%58%58%58%58%h"));
+	g_assert_false(ll_cn_hashed("x%h0123456789abcdef0123456789abcdeg"));
+	lockfs_holder h = { .host = "h" };
+	g_autoptr(GPtrArray) notes = ll_notes_build(lng, &h, "fence=1", 0, NULL);
+	ll_lock l = { 0 };
+	ll_notes_parse(&l, (char **)notes->pdata, notes->len);
+	g_assert_cmpstr(l.note_key, ==, lng);
+	ll_lock_clear(&l);
+	g_autofree char *stale = ll_stale_cn("x.lock", "Host", 1700000000 * SEC, 3);
+	g_assert_true(g_str_has_prefix(stale, "x.lock%stale%%48ost-1700000000-"));
+	g_assert_cmpuint(strlen(stale), <=, LL_CN_MAX);
+	g_assert_null(ll_key_decode(stale));
+	g_autofree char *dn = ll_dn("#a,b ", "ou=x");
+	g_assert_cmpstr(dn, ==, "cn=\\23a\\2Cb\\20,ou=x");
+	g_autofree char *back = ll_dn_cn(dn);
+	g_assert_cmpstr(back, ==, "#a,b ");
+}
+
+static void test_judge(void)
+{
+	int64_t now = 1700000000 * SEC, ttl = 30 * SEC, stale = 300 * SEC;
+	ll_lock l = { 0 };
+	l.holder.acquired_us = l.create_us = now - 50 * SEC;
+	l.holder.heartbeat_us = l.renewed_us = l.modify_us = now - 10 * SEC;
+	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_HELD);
+	/* Lease: both clocks must say it ran out. */
+	l.renewed_us = l.holder.heartbeat_us = now - 40 * SEC;
+	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_HELD);
+	l.modify_us = now - 40 * SEC;
+	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_EXPIRED);
+	/* Heartbeat: by the holder's note and by the server's clock. */
+	l.renewed_us = now - 5 * SEC;
+	l.modify_us = now - 5 * SEC;
+	l.holder.heartbeat_us = now - 400 * SEC;
+	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_STALE);
+	l.holder.heartbeat_us = now - 400 * SEC;
+	l.renewed_us = now - 350 * SEC; /* holder's clock 345 s behind */
+	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_HELD);
+	/* The future beyond 5 minutes: skew. */
+	l.holder.heartbeat_us = now + 6 * 60 * SEC;
+	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_SKEW);
+	l.holder.heartbeat_us = now;
+	l.modify_us = now + 6 * 60 * SEC;
+	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_SKEW);
+
+	int64_t t;
+	g_assert_true(ll_gentime_parse("20231114221320Z", &t));
+	g_assert_cmpint(t, ==, 1700000000 * SEC);
+	g_assert_true(ll_gentime_parse("20231114221320.5Z", &t));
+	g_assert_cmpint(t, ==, 1700000000 * SEC + SEC / 2);
+	g_autofree char *s = ll_time_format(1700000000 * SEC + 123456);
+	g_assert_cmpstr(s, ==, "2023-11-14T22:13:20.123456Z");
+	g_assert_true(ll_time_parse(s, &t));
+	g_assert_cmpint(t, ==, 1700000000 * SEC + 123456);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	g_log_set_always_fatal(G_LOG_FATAL_MASK);
+	lockfs_backends_register_config();
+	log_text = g_string_new(NULL);
+	g_log_set_writer_func(capture, NULL, NULL);
+	slapd_sh = g_getenv("LOCKFS_SLAPD_SH") ? g_getenv("LOCKFS_SLAPD_SH") : SLAPD_SH;
+
+	g_test_add_func("/ldap/names/encoding", test_key_encoding);
+	g_test_add_func("/ldap/judge", test_judge);
+	g_test_add_func("/ldap/config/refused", test_config_refused);
+	g_test_add_func("/ldap/basic", test_basic);
+	g_test_add_func("/ldap/fence/durable", test_fence_durable);
+	g_test_add_func("/ldap/release-after-break", test_release_after_break);
+	g_test_add_func("/ldap/race/expired-lease", test_race_expired);
+	g_test_add_func("/ldap/race/stale-heartbeat", test_race_stale);
+	g_test_add_func("/ldap/dds/expiry", test_dds_expiry);
+	g_test_add_func("/ldap/nodds/lease", test_nodds_lease);
+	g_test_add_func("/ldap/clock-skew", test_clock_skew);
+	g_test_add_func("/ldap/names/hostile", test_names);
+	g_test_add_func("/ldap/auth/ldapi-external", test_ldapi_external);
+	g_test_add_func("/ldap/tls", test_tls);
+	g_test_add_func("/ldap/config/dynamic", test_dynamic_key);
+	g_test_add_func("/ldap/base-creation", test_base_creation);
+	g_test_add_func("/ldap/outage", test_outage);
+
+	/* Servers only for what will run (-l lists, -p picks). */
+	bool listing = false;
+	for (int i = 1; i < argc; i++)
+		listing |= strcmp(argv[i], "-l") == 0;
+	char *why = NULL;
+	const char *check[] = { slapd_sh, "check", NULL };
+	g_autofree char *out = NULL;
+	int status = 0;
+	if (!listing) {
+		if (!g_spawn_sync(NULL, (char **)check, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL,
+		                  NULL, &out, NULL, &status, NULL) ||
+		    !g_spawn_check_wait_status(status, NULL)) {
+			skip_why = g_strdup_printf("no slapd to test against: %s",
+			                           out && *out ? g_strstrip(out) : slapd_sh);
+		} else {
+			srv_dds = slapd_start(true);
+			if (!skip_why)
+				srv_plain = slapd_start(false);
+			if (!skip_why)
+				srv_out = slapd_start(true);
+		}
+	}
+	g_free(why);
+	int rc = g_test_run();
+	slapd_free(srv_dds);
+	slapd_free(srv_plain);
+	slapd_free(srv_out);
+	g_free(skip_why);
+	g_string_free(log_text, TRUE);
+	return rc;
+}

@@ -1,0 +1,1305 @@
+/* The tinystore backend against a real tinystore 0.5.1 server, through the
+ * backend interface: grants, fences, leases that are renewed or expire,
+ * holder records, breaking, a server restart, the tinystore CLI holding the
+ * same keys, TCP and TLS endpoints, and a fake server that answers garbage.
+ *
+ * The server: tests/lib/tinystore.sh starts one (unix + tcp) and one with
+ * TLS on temp stores, with the binary it finds (LOCKFS_TINYSTORE_BIN, the
+ * pinned build, or PATH).  LOCKFS_TINYSTORE_DIR instead names the store of a
+ * server already running; the tests that must control the server then
+ * skip.  Without a server every test that needs one skips, saying why. */
+#include "backends/tinystore_conn.h"
+#include "holder.h"
+#include "log.h"
+
+#include <errno.h>
+#include <lockfs/backends.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *tmpdir;
+static char *script;      /* tests/lib/tinystore.sh */
+static char *skip_reason; /* no server: why */
+static char *own_skip;    /* no server of our own (restart, tcp): why */
+static char *tls_skip;
+static char *store, *srv_dir, *bin;
+static char *endpoint, *token_file, *read_token_file;
+static char *tls_dir, *tls_endpoint, *tls_token_file, *ca_file;
+static int key_serial;
+
+#define NEED(reason)                         \
+	do {                                 \
+		if (reason) {                \
+			g_test_skip(reason); \
+			return;              \
+		}                            \
+	} while (0)
+
+/* ---- the server ---- */
+
+/* Run the script with ARGV; its KEY=VALUE lines into VARS.  Exit status, or
+ * -1 when it could not run; its stderr in *ERR. */
+static int run_script(const char *const *args, GHashTable *vars, char **err)
+{
+	GPtrArray *argv = g_ptr_array_new();
+	g_ptr_array_add(argv, (char *)"bash");
+	g_ptr_array_add(argv, script);
+	for (const char *const *a = args; *a; a++)
+		g_ptr_array_add(argv, (char *)*a);
+	g_ptr_array_add(argv, NULL);
+	g_autofree char *out = NULL;
+	int status = -1;
+	GError *e = NULL;
+	bool ran = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+	                        &out, err, &status, &e);
+	g_ptr_array_free(argv, TRUE);
+	if (!ran) {
+		*err = g_strdup(e->message);
+		g_error_free(e);
+		return -1;
+	}
+	g_strchomp(*err);
+	if (vars) {
+		g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+		for (char **l = lines; *l; l++) {
+			char *eq = strchr(*l, '=');
+			if (eq)
+				g_hash_table_insert(vars, g_strndup(*l, (gsize)(eq - *l)),
+				                    g_strdup(eq + 1));
+		}
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static char *var(GHashTable *vars, const char *name)
+{
+	return g_strdup(g_hash_table_lookup(vars, name));
+}
+
+static void start_servers(void)
+{
+	const char *outside = g_getenv("LOCKFS_TINYSTORE_DIR");
+	if (outside && *outside) {
+		store = g_strdup(outside);
+		own_skip =
+		        g_strdup("LOCKFS_TINYSTORE_DIR names a server these tests do not control");
+		tls_skip = g_strdup(own_skip);
+		const char *b = g_getenv("LOCKFS_TINYSTORE_BIN");
+		if (b && *b)
+			bin = g_strdup(b);
+		else if (g_file_test("/var/cache/lockfs/tinystore-0.5.1/bin/tinystore",
+		                     G_FILE_TEST_IS_EXECUTABLE))
+			bin = g_strdup("/var/cache/lockfs/tinystore-0.5.1/bin/tinystore");
+		return;
+	}
+	GHashTable *vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	g_autofree char *err = NULL;
+	srv_dir = g_build_filename(tmpdir, "srv", NULL);
+	const char *start[] = { "start", srv_dir, "tcp", NULL };
+	int rc = run_script(start, vars, &err);
+	if (rc != 0) {
+		skip_reason = g_strdup_printf("no tinystore server: %s",
+		                              err && *err ? err : "tinystore.sh start failed");
+		own_skip = g_strdup(skip_reason);
+		tls_skip = g_strdup(skip_reason);
+		g_clear_pointer(&srv_dir, g_free);
+		g_hash_table_destroy(vars);
+		return;
+	}
+	store = var(vars, "TINYSTORE_STORE");
+	bin = var(vars, "TINYSTORE_BIN");
+	endpoint = var(vars, "TINYSTORE_ENDPOINT");
+	token_file = var(vars, "TINYSTORE_TOKEN_FILE");
+	read_token_file = var(vars, "TINYSTORE_READ_TOKEN_FILE");
+	g_hash_table_remove_all(vars);
+
+	g_clear_pointer(&err, g_free);
+	tls_dir = g_build_filename(tmpdir, "tls", NULL);
+	const char *start_tls[] = { "start", tls_dir, "tls", NULL };
+	if (run_script(start_tls, vars, &err) != 0) {
+		tls_skip = g_strdup_printf("no TLS server: %s", err);
+		g_clear_pointer(&tls_dir, g_free);
+	} else if (!g_tls_backend_supports_tls(g_tls_backend_get_default())) {
+		tls_skip = g_strdup("GIO has no TLS backend (install glib-networking)");
+	} else {
+		tls_endpoint = var(vars, "TINYSTORE_ENDPOINT");
+		tls_token_file = var(vars, "TINYSTORE_TOKEN_FILE");
+		ca_file = var(vars, "TINYSTORE_CA_FILE");
+	}
+	g_hash_table_destroy(vars);
+}
+
+static void stop_servers(void)
+{
+	const char *dirs[] = { srv_dir, tls_dir };
+	for (size_t i = 0; i < G_N_ELEMENTS(dirs); i++) {
+		if (!dirs[i])
+			continue;
+		g_autofree char *err = NULL;
+		const char *stop[] = { "stop", dirs[i], NULL };
+		run_script(stop, NULL, &err);
+	}
+}
+
+/* ---- backends and holders ---- */
+
+/* A backend from mount options OPTS (NULL-terminated), or NULL with *ERR. */
+static lockfs_backend *backend_opts(const char *const *opts, GError **err)
+{
+	lockfs_config *cfg = lockfs_config_new();
+	bool for_fuse;
+	lockfs_backend *be = NULL;
+	bool ok = true;
+	for (const char *const *o = opts; ok && *o; o++)
+		ok = lockfs_config_set_option(cfg, *o, &for_fuse, err);
+	if (ok && lockfs_config_finish(cfg, err))
+		be = lockfs_tinystore_backend_new(cfg, "/test/mount", err);
+	lockfs_config_free(cfg);
+	return be;
+}
+
+/* A backend on the test store with TTL and TIMEOUT. */
+static lockfs_backend *local_be(const char *ttl, const char *timeout)
+{
+	g_autofree char *dir = g_strdup_printf("tinystore_dir=%s", store);
+	g_autofree char *t = g_strdup_printf("ttl=%s", ttl);
+	g_autofree char *n = g_strdup_printf("network_timeout=%s", timeout);
+	const char *opts[] = { "backend=tinystore", dir, t, n, NULL };
+	GError *err = NULL;
+	lockfs_backend *be = backend_opts(opts, &err);
+	g_assert_no_error(err);
+	g_assert_nonnull(be);
+	g_assert_cmpuint(be->flags, ==, LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES);
+	return be;
+}
+
+static lockfs_backend *default_be(void)
+{
+	return local_be("5s", "2s");
+}
+
+static lockfs_holder holder(const char *host, int64_t pid)
+{
+	lockfs_holder h = { 0 };
+	h.host = (char *)host;
+	h.pid = pid;
+	h.uid = 1000;
+	h.gid = 100;
+	h.user = (char *)"tester";
+	h.command = (char *)"test_tinystore_backend";
+	h.acquired_us = h.heartbeat_us = lockfs_now_us();
+	h.mode = 0100644;
+	return h;
+}
+
+/* A key no other test uses. */
+static char *new_key(const char *name)
+{
+	return g_strdup_printf("t%d-%d/%s", (int)getpid(), g_atomic_int_add(&key_serial, 1), name);
+}
+
+static lockfs_lease *take(lockfs_backend *be, const char *key, const char *host)
+{
+	lockfs_holder h = holder(host, 4242);
+	lockfs_lease *lease = NULL;
+	lockfs_acquire_result res;
+	g_assert_cmpint(be->acquire(be, key, &h, &lease, &res), ==, 0);
+	g_assert_nonnull(lease);
+	g_assert_false(res.broke);
+	g_assert_cmpstr(lease->key, ==, key);
+	g_assert_cmpuint(strlen(lease->fence), >, 0);
+	g_assert_cmpuint(strspn(lease->fence, "0123456789"), ==, strlen(lease->fence));
+	return lease;
+}
+
+static int try_take(lockfs_backend *be, const char *key, const char *host)
+{
+	lockfs_holder h = holder(host, 77);
+	lockfs_lease *lease = NULL;
+	int r = be->acquire(be, key, &h, &lease, NULL);
+	if (r == 0) {
+		g_assert_cmpint(be->release(be, lease), ==, 0);
+		be->lease_free(be, lease);
+	} else {
+		g_assert_null(lease);
+	}
+	return r;
+}
+
+static void give(lockfs_backend *be, lockfs_lease *lease)
+{
+	g_assert_cmpint(be->release(be, lease), ==, 0);
+	be->lease_free(be, lease);
+}
+
+static void sleep_until(int64_t mono_us)
+{
+	int64_t now = lockfs_mono_us();
+	if (mono_us > now)
+		g_usleep((gulong)(mono_us - now));
+}
+
+/* The holder record of KEY as it is stored (-ENOENT, or 0 and *OUT). */
+static int raw_record(const char *key, ts_record *out)
+{
+	ts_target t = { .dir = (char *)store, .client = (char *)"test" };
+	GError *e = NULL;
+	ts_conn *c = ts_conn_open(&t, lockfs_mono_us() + 2000000, &e);
+	g_assert_no_error(e);
+	ts_enc enc;
+	ts_msg m;
+	ts_failure f;
+	ts_enc_init(&enc);
+	ts_enc_bucket_open(&enc, "lockfs-holders");
+	g_assert_cmpint(ts_conn_call(c, TS_KV_OPEN, enc.buf.data, enc.buf.size,
+	                             lockfs_mono_us() + 2000000, &m, &f, &e),
+	                ==, TS_CALL_OK);
+	uint64_t handle;
+	g_assert_true(ts_handle_decode(&m, &handle, &e));
+	ts_msg_clear(&m);
+	ts_enc_clear(&enc);
+	ts_enc_init(&enc);
+	ts_enc_kv_call(&enc, handle, "lockfs", key, NULL, 0, 0, NULL);
+	g_assert_cmpint(ts_conn_call(c, TS_KV_GET, enc.buf.data, enc.buf.size,
+	                             lockfs_mono_us() + 2000000, &m, &f, &e),
+	                ==, TS_CALL_OK);
+	ts_enc_clear(&enc);
+	ts_entry en;
+	g_assert_true(ts_entry_decode(&m, &en, &e));
+	ts_msg_clear(&m);
+	ts_conn_close(c);
+	int r = -ENOENT;
+	if (en.found) {
+		g_assert_true(ts_record_decode(en.value, en.value_len, out, &e));
+		g_assert_no_error(e);
+		r = 0;
+	}
+	g_free(en.value);
+	g_free(en.key);
+	return r;
+}
+
+/* ---- locks ---- */
+
+static void test_acquire_release(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be();
+	g_autofree char *key = new_key("a.lock");
+	lockfs_lease *la = take(a, key, "host-a");
+	g_assert_cmpint(try_take(b, key, "host-b"), ==, -EEXIST);
+	g_assert_cmpint(try_take(a, key, "host-a"), ==, -EEXIST); /* not re-entrant */
+	char fence[LOCKFS_FENCE_MAX];
+	g_strlcpy(fence, la->fence, sizeof(fence));
+	give(a, la);
+
+	/* Each grant's fence is larger than the last. */
+	for (int i = 0; i < 3; i++) {
+		lockfs_backend *be = i % 2 ? a : b;
+		lockfs_lease *l = take(be, key, "host-x");
+		g_assert_cmpint(lockfs_fence_cmp(l->fence, fence), >, 0);
+		g_strlcpy(fence, l->fence, sizeof(fence));
+		g_assert_cmpint(be->renew(be, l), ==, 0);
+		give(be, l);
+	}
+	/* Keys the backend cannot represent. */
+	lockfs_holder h = holder("host-a", 1);
+	lockfs_lease *l = NULL;
+	g_assert_cmpint(a->acquire(a, "", &h, &l, NULL), ==, -EINVAL);
+	GString *longkey = g_string_new(NULL);
+	for (int i = 0; i < 1016; i++)
+		g_string_append_c(longkey, 'k');
+	g_assert_cmpint(a->acquire(a, longkey->str, &h, &l, NULL), ==, -EINVAL);
+	g_string_truncate(longkey, 1015); /* the kv room under ["lockfs"] */
+	l = take(a, longkey->str, "host-a");
+	give(a, l);
+	g_string_free(longkey, TRUE);
+	g_assert_cmpint(a->acquire(a, "bad\xff.lock", &h, &l, NULL), ==, -EINVAL);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+static void test_release_only_own(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be(), *c = default_be();
+	g_autofree char *key = new_key("own.lock");
+	lockfs_lease *la = take(a, key, "host-a");
+	lockfs_holder hb = holder("host-b", 2);
+	lockfs_lock_info broken = { 0 };
+	g_assert_cmpint(b->break_lock(b, key, NULL, &hb, &broken), ==, 0);
+	g_assert_cmpstr(broken.holder.host, ==, "host-a");
+	g_assert_cmpstr(broken.fence, ==, la->fence);
+	lockfs_lock_info_clear(&broken);
+	lockfs_lease *lb = take(b, key, "host-b");
+
+	/* A's lease is stale: its release deletes nothing. */
+	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
+	a->lease_free(a, la);
+	lockfs_lock_info info;
+	g_assert_cmpint(c->inspect(c, key, &info), ==, 0);
+	g_assert_cmpstr(info.holder.host, ==, "host-b");
+	g_assert_cmpstr(info.fence, ==, lb->fence);
+	lockfs_lock_info_clear(&info);
+	g_assert_cmpint(b->renew(b, lb), ==, 0);
+	g_assert_cmpint(try_take(c, key, "host-c"), ==, -EEXIST);
+	give(b, lb);
+	g_assert_cmpint(c->inspect(c, key, &info), ==, -ENOENT);
+	a->destroy(a);
+	b->destroy(b);
+	c->destroy(c);
+}
+
+typedef struct {
+	GPtrArray *keys;
+	int mine;
+} listing;
+
+static void on_lock(const lockfs_lock_info *info, void *user)
+{
+	listing *l = user;
+	g_ptr_array_add(l->keys, g_strdup(info->key));
+	l->mine += info->mine;
+	g_assert_cmpint(info->state, ==, LOCKFS_STATE_HELD);
+}
+
+static GPtrArray *list_keys(lockfs_backend *be, const char *prefix, int *mine)
+{
+	listing l = { g_ptr_array_new_with_free_func(g_free), 0 };
+	g_assert_cmpint(be->list(be, prefix, on_lock, &l), ==, 0);
+	if (mine)
+		*mine = l.mine;
+	return l.keys;
+}
+
+static bool has_key(GPtrArray *keys, const char *key)
+{
+	for (guint i = 0; i < keys->len; i++)
+		if (strcmp(keys->pdata[i], key) == 0)
+			return true;
+	return false;
+}
+
+static void test_inspect_list(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be();
+	g_autofree char *dir = new_key("");
+	g_autofree char *ka = g_strconcat(dir, "a.lock", NULL);
+	g_autofree char *kb = g_strconcat(dir, "sub/b.lock", NULL);
+	g_autofree char *kn = g_strconcat(dir, "none.lock", NULL);
+	g_autofree char *sub = g_strconcat(dir, "sub/", NULL);
+	lockfs_lease *la = take(a, ka, "host-a");
+	lockfs_lease *lb = take(a, kb, "host-a");
+
+	lockfs_lock_info info;
+	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
+	g_assert_cmpstr(info.key, ==, ka);
+	g_assert_cmpstr(info.holder.host, ==, "host-a");
+	g_assert_cmpint(info.holder.pid, ==, 4242);
+	g_assert_cmpuint(info.holder.uid, ==, 1000);
+	g_assert_cmpuint(info.holder.gid, ==, 100);
+	g_assert_cmpstr(info.holder.user, ==, "tester");
+	g_assert_cmpstr(info.holder.command, ==, "test_tinystore_backend");
+	g_assert_cmpuint(info.holder.mode, ==, 0100644);
+	g_assert_cmpstr(info.fence, ==, la->fence);
+	g_assert_cmpint(info.lease_left_ms, >, 3000);
+	g_assert_cmpint(info.lease_left_ms, <=, 5000 + 1000);
+	g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
+	g_assert_false(info.mine);
+	lockfs_lock_info_clear(&info);
+	g_assert_cmpint(a->inspect(a, ka, &info), ==, 0);
+	g_assert_true(info.mine);
+	lockfs_lock_info_clear(&info);
+	g_assert_cmpint(b->inspect(b, kn, &info), ==, -ENOENT);
+
+	int mine = -1;
+	g_autoptr(GPtrArray) all = list_keys(b, dir, &mine);
+	g_assert_cmpuint(all->len, ==, 2);
+	g_assert_true(has_key(all, ka) && has_key(all, kb));
+	g_assert_cmpint(mine, ==, 0);
+	g_ptr_array_unref(list_keys(a, dir, &mine));
+	g_assert_cmpint(mine, ==, 2);
+	g_autoptr(GPtrArray) subs = list_keys(b, sub, NULL);
+	g_assert_cmpuint(subs->len, ==, 1);
+	g_assert_cmpstr(subs->pdata[0], ==, kb);
+	g_autoptr(GPtrArray) exact = list_keys(b, ka, NULL);
+	g_assert_cmpuint(exact->len, ==, 1);
+	g_autoptr(GPtrArray) every = list_keys(b, "", NULL);
+	g_assert_true(has_key(every, ka) && has_key(every, kb));
+
+	/* A heartbeat moves the record's time and keeps what the holder wrote. */
+	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
+	g_assert_null(info.content); /* nothing written yet */
+	int64_t granted = info.server_time_us;
+	g_assert_cmpint(llabs(granted - lockfs_now_us()), <, 5 * G_USEC_PER_SEC);
+	lockfs_lock_info_clear(&info);
+	int64_t beat = lockfs_now_us() + 1000;
+	g_usleep(2000);
+	g_assert_cmpint(a->heartbeat(a, la, beat, "4242\n", 5), ==, 0);
+	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
+	g_assert_cmpint(info.holder.heartbeat_us, ==, beat);
+	g_assert_cmpmem(info.content, info.content_len, "4242\n", 5);
+	g_assert_cmpint(info.content[5], ==, '\0');
+	g_assert_cmpint(info.server_time_us, >, granted); /* by the server's clock */
+	lockfs_lock_info_clear(&info);
+	ts_record r;
+	g_assert_cmpint(raw_record(ka, &r), ==, 0);
+	g_assert_cmpmem(r.content, r.content_len, "4242\n", 5);
+	g_assert_cmpstr(r.fence, ==, la->fence);
+	g_assert_cmpstr(r.mount, ==, "/test/mount");
+	ts_record_clear(&r);
+	g_assert_cmpint(a->heartbeat(a, la, beat + 1, NULL, 0), ==, 0);
+	g_assert_cmpint(raw_record(ka, &r), ==, 0);
+	g_assert_cmpmem(r.content, r.content_len, "4242\n", 5); /* NULL: unchanged */
+	ts_record_clear(&r);
+	/* The renewal keeps the record with the lease. */
+	g_assert_cmpint(a->renew(a, la), ==, 0);
+	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
+	g_assert_cmpint(info.holder.heartbeat_us, ==, beat + 1);
+	lockfs_lock_info_clear(&info);
+
+	give(a, la);
+	give(a, lb);
+	g_assert_cmpint(raw_record(ka, &r), ==, -ENOENT);
+	g_autoptr(GPtrArray) none = list_keys(b, dir, NULL);
+	g_assert_cmpuint(none->len, ==, 0);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+static void test_break(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be(), *c = default_be();
+	g_autofree char *key = new_key("break.lock");
+	lockfs_holder hb = holder("host-b", 2);
+	lockfs_lock_info broken = { 0 };
+	g_assert_cmpint(b->break_lock(b, key, NULL, &hb, &broken), ==, -ENOENT);
+	lockfs_lease *la = take(a, key, "host-a");
+	g_assert_cmpint(b->break_lock(b, key, "1", &hb, &broken), ==, -ENOENT);
+	g_assert_cmpint(try_take(c, key, "host-c"), ==, -EEXIST);
+	g_assert_cmpint(b->break_lock(b, key, la->fence, &hb, &broken), ==, 0);
+	g_assert_cmpstr(broken.holder.host, ==, "host-a");
+	g_assert_cmpstr(broken.fence, ==, la->fence);
+	g_assert_cmpstr(broken.key, ==, key);
+	lockfs_lock_info_clear(&broken);
+	lockfs_lock_info info;
+	g_assert_cmpint(b->inspect(b, key, &info), ==, -ENOENT);
+	/* The holder learns it lost the lock. */
+	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
+	g_assert_cmpint(a->heartbeat(a, la, lockfs_now_us(), "1\n", 2), ==, -ESTALE);
+	g_assert_cmpint(try_take(c, key, "host-c"), ==, 0);
+	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
+	a->lease_free(a, la);
+	a->destroy(a);
+	b->destroy(b);
+	c->destroy(c);
+}
+
+static void test_stale_broken_by_acquire(void)
+{
+	NEED(skip_reason);
+	g_autofree char *dir = g_strdup_printf("tinystore_dir=%s", store);
+	const char *opts[] = {
+		"backend=tinystore",         dir, "ttl=2s", "network_timeout=1s", "stale_after=3s",
+		"heartbeat_min_interval=1s", NULL
+	};
+	GError *err = NULL;
+	lockfs_backend *a = backend_opts(opts, &err), *b = backend_opts(opts, &err);
+	g_assert_no_error(err);
+	g_autofree char *key = new_key("stale.lock");
+	lockfs_lease *la = take(a, key, "host-a");
+	lockfs_lock_info info;
+	lockfs_holder hb = holder("host-b", 4);
+	lockfs_lease *lb = NULL;
+	lockfs_acquire_result res;
+	/* Renewed (the host lives) but no heartbeat (the holder is silent):
+	 * held, then stale after stale_after by the server's clock. */
+	int64_t t0 = lockfs_mono_us();
+	for (int i = 1; lockfs_mono_us() < t0 + 3300000; i++) {
+		sleep_until(t0 + i * 600000);
+		g_assert_cmpint(a->renew(a, la), ==, 0);
+		if (i == 1) {
+			g_assert_cmpint(b->acquire(b, key, &hb, &lb, &res), ==, -EEXIST);
+			g_assert_false(res.broke);
+			g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
+			g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
+			lockfs_lock_info_clear(&info);
+		}
+	}
+	g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
+	g_assert_cmpint(info.state, ==, LOCKFS_STATE_STALE);
+	lockfs_lock_info_clear(&info);
+	g_assert_cmpint(b->acquire(b, key, &hb, &lb, &res), ==, 0);
+	g_assert_true(res.broke);
+	g_assert_cmpstr(res.previous.holder.host, ==, "host-a");
+	g_assert_cmpstr(res.previous.fence, ==, la->fence);
+	g_assert_cmpint(res.previous.state, ==, LOCKFS_STATE_STALE);
+	lockfs_lock_info_clear(&res.previous);
+	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
+	/* A fresh holder is not broken. */
+	g_assert_cmpint(try_take(a, key, "host-a"), ==, -EEXIST);
+	give(b, lb);
+	a->lease_free(a, la);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+static void test_renew_keeps(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = local_be("1s", "500ms"), *b = local_be("1s", "500ms");
+	g_autofree char *key = new_key("renew.lock");
+	lockfs_lease *la = take(a, key, "host-a");
+	int64_t t0 = lockfs_mono_us();
+	for (int i = 1; i <= 10; i++) {
+		sleep_until(t0 + i * 300000);
+		int64_t before = lockfs_mono_us();
+		g_assert_cmpint(a->renew(a, la), ==, 0);
+		g_assert_cmpint(la->renewed_mono_us, >=, before);
+		if (i % 3 == 0)
+			g_assert_cmpint(try_take(b, key, "host-b"), ==, -EEXIST);
+	}
+	/* Three ttls on, still held. */
+	g_assert_cmpint(try_take(b, key, "host-b"), ==, -EEXIST);
+	give(a, la);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+static void test_expiry(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = local_be("1s", "500ms"), *b = local_be("1s", "500ms");
+	g_autofree char *key = new_key("expire.lock");
+	int64_t t0 = lockfs_mono_us();
+	lockfs_lease *la = take(a, key, "host-a");
+	sleep_until(t0 + 600000);
+	g_assert_cmpint(try_take(b, key, "host-b"), ==, -EEXIST); /* not before ttl */
+	sleep_until(t0 + 1500000);
+	lockfs_lease *lb = take(b, key, "host-b"); /* after it */
+	g_assert_cmpint(lockfs_fence_cmp(lb->fence, la->fence), >, 0);
+	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
+	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
+	lockfs_lock_info info;
+	g_assert_cmpint(a->inspect(a, key, &info), ==, 0);
+	g_assert_cmpstr(info.holder.host, ==, "host-b");
+	lockfs_lock_info_clear(&info);
+	a->lease_free(a, la);
+	give(b, lb);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+static void test_restart(void)
+{
+	NEED(own_skip);
+	lockfs_backend *a = default_be(), *b = default_be();
+	g_autofree char *key = new_key("restart.lock");
+	lockfs_lease *la = take(a, key, "host-a");
+	g_autofree char *err = NULL;
+	const char *restart[] = { "restart", srv_dir, NULL };
+	g_assert_cmpint(run_script(restart, NULL, &err), ==, 0);
+	/* Leases live in the server's memory: gone, and the fence goes on. */
+	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
+	lockfs_lease *lb = take(b, key, "host-b");
+	g_assert_cmpint(lockfs_fence_cmp(lb->fence, la->fence), >, 0);
+	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
+	a->lease_free(a, la);
+	lockfs_lock_info info;
+	g_assert_cmpint(a->inspect(a, key, &info), ==, 0);
+	g_assert_cmpstr(info.holder.host, ==, "host-b");
+	lockfs_lock_info_clear(&info);
+	give(b, lb);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+/* ---- the tinystore CLI on the same keys ---- */
+
+static void test_cli_interplay(void)
+{
+	NEED(skip_reason);
+	NEED(bin ? NULL : "no tinystore binary for the CLI");
+	lockfs_backend *a = default_be();
+	g_autofree char *key = new_key("cli.lock");
+	lockfs_lease *la = take(a, key, "host-a");
+	const char *argv[] = { bin, "lock", store, "hold", "lockfs",   key, "--wait",
+		               "0", "--",   "sh",  "-c",   "echo ran", NULL };
+	g_autofree char *out = NULL, *errtext = NULL;
+	int status;
+	g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, 0, NULL, NULL, &out, &errtext,
+	                           &status, NULL));
+	g_assert_true(WIFEXITED(status));
+	g_assert_cmpint(WEXITSTATUS(status), ==, 1);
+	g_assert_null(strstr(out, "ran"));
+	if (!strstr(errtext, "held"))
+		g_error("the CLI says '%s', not that the key is held", errtext);
+	give(a, la);
+
+	/* The other way round: the CLI holds, lockfs is refused, then takes it. */
+	const char *hold[] = { bin, "lock",  store, "hold", "lockfs", key,  "--wait",
+		               "0", "--ttl", "5s",  "--",   "sh",     "-c", "echo held; sleep 2",
+		               NULL };
+	GPid pid;
+	int fd;
+	g_assert_true(g_spawn_async_with_pipes(NULL, (char **)hold, NULL, G_SPAWN_DO_NOT_REAP_CHILD,
+	                                       NULL, NULL, &pid, NULL, &fd, NULL, NULL));
+	char line[64] = "";
+	size_t n = 0;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	while (n < sizeof(line) - 1 && !strchr(line, '\n') && poll(&p, 1, 10000) > 0) {
+		ssize_t r = read(fd, line + n, sizeof(line) - 1 - n);
+		if (r <= 0)
+			break;
+		n += (size_t)r;
+		line[n] = '\0';
+	}
+	close(fd);
+	g_assert_cmpstr(line, ==, "held\n");
+	g_assert_cmpint(try_take(a, key, "host-a"), ==, -EEXIST);
+	/* The CLI keeps no holder record: such a holder is not listed. */
+	lockfs_lock_info info;
+	g_assert_cmpint(a->inspect(a, key, &info), ==, -ENOENT);
+	g_assert_cmpint(waitpid(pid, &status, 0), ==, pid);
+	g_spawn_close_pid(pid);
+	g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	g_assert_cmpint(try_take(a, key, "host-a"), ==, 0);
+	a->destroy(a);
+}
+
+/* ---- remote endpoints ---- */
+
+static void test_tcp(void)
+{
+	NEED(own_skip);
+	g_autofree char *ep = g_strdup_printf("tinystore_endpoint=%s", endpoint);
+	g_autofree char *tf = g_strdup_printf("tinystore_token_file=%s", token_file);
+	const char *opts[] = { "backend=tinystore", ep, tf, "ttl=5s", "network_timeout=2s", NULL };
+	GError *err = NULL;
+	lockfs_backend *r = backend_opts(opts, &err);
+	g_assert_no_error(err);
+	lockfs_backend *l = default_be();
+	g_autofree char *key = new_key("tcp.lock");
+	lockfs_lease *lr = take(r, key, "host-tcp");
+	g_assert_cmpint(try_take(l, key, "host-local"), ==, -EEXIST);
+	lockfs_lock_info info;
+	g_assert_cmpint(l->inspect(l, key, &info), ==, 0);
+	g_assert_cmpstr(info.holder.host, ==, "host-tcp");
+	lockfs_lock_info_clear(&info);
+	g_assert_cmpint(r->renew(r, lr), ==, 0);
+	give(r, lr);
+	r->destroy(r);
+
+	/* A read token connects, and is refused every write. */
+	g_autofree char *rf = g_strdup_printf("tinystore_token_file=%s", read_token_file);
+	opts[2] = rf;
+	r = backend_opts(opts, &err);
+	g_assert_no_error(err);
+	int64_t t0 = lockfs_mono_us();
+	g_assert_cmpint(try_take(r, key, "host-tcp"), ==, -EIO);
+	g_assert_cmpint(lockfs_mono_us() - t0, <, 2500000);
+	r->destroy(r);
+
+	/* A token the server does not know. */
+	g_autofree char *bad = g_build_filename(tmpdir, "bad-token", NULL);
+	g_assert_true(g_file_set_contents(bad, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n", -1,
+	                                  NULL));
+	g_assert_cmpint(chmod(bad, 0600), ==, 0);
+	g_autofree char *bf = g_strdup_printf("tinystore_token_file=%s", bad);
+	opts[2] = bf;
+	r = backend_opts(opts, &err);
+	g_assert_no_error(err);
+	g_assert_cmpint(try_take(r, key, "host-tcp"), ==, -EIO);
+	r->destroy(r);
+
+	/* A token file others may read is refused. */
+	g_assert_cmpint(chmod(bad, 0644), ==, 0);
+	g_assert_null(backend_opts(opts, &err));
+	g_assert_error(err, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE);
+	g_assert_nonnull(strstr(err->message, "readable by others"));
+	g_clear_error(&err);
+	l->destroy(l);
+}
+
+static void test_tls(void)
+{
+	NEED(tls_skip);
+	g_autofree char *ep = g_strdup_printf("tinystore_endpoint=%s", tls_endpoint);
+	g_autofree char *tf = g_strdup_printf("tinystore_token_file=%s", tls_token_file);
+	g_autofree char *ca = g_strdup_printf("tinystore_ca_file=%s", ca_file);
+	const char *opts[] = {
+		"backend=tinystore", ep, tf, "ttl=5s", "network_timeout=2s", ca, NULL
+	};
+	GError *err = NULL;
+	lockfs_backend *be = backend_opts(opts, &err);
+	g_assert_no_error(err);
+	g_autofree char *key = new_key("tls.lock");
+	lockfs_lease *l = take(be, key, "host-tls");
+	g_assert_cmpint(try_take(be, key, "host-tls"), ==, -EEXIST);
+	lockfs_lock_info info;
+	g_assert_cmpint(be->inspect(be, key, &info), ==, 0);
+	g_assert_true(info.mine);
+	lockfs_lock_info_clear(&info);
+	give(be, l);
+	be->destroy(be);
+
+	/* Without the CA the certificate is not trusted: nothing is granted. */
+	opts[5] = NULL;
+	be = backend_opts(opts, &err);
+	g_assert_no_error(err);
+	g_assert_cmpint(try_take(be, key, "host-tls"), ==, -EIO);
+	be->destroy(be);
+
+	/* verify=false accepts it (the operator's choice). */
+	opts[5] = "tinystore_verify=false";
+	be = backend_opts(opts, &err);
+	g_assert_no_error(err);
+	g_assert_cmpint(try_take(be, key, "host-tls"), ==, 0);
+	be->destroy(be);
+}
+
+/* ---- configuration ---- */
+
+static void expect_config_error(const char *const *opts, const char *says)
+{
+	GError *err = NULL;
+	g_assert_null(backend_opts(opts, &err));
+	g_assert_nonnull(err);
+	g_assert_true(err->domain == LOCKFS_CONFIG_ERROR);
+	if (!strstr(err->message, says))
+		g_error("'%s' does not say '%s'", err->message, says);
+	g_assert_null(strchr(err->message, '\n'));
+	g_error_free(err);
+}
+
+static void test_config(void)
+{
+	g_autofree char *dir = g_strdup_printf("tinystore_dir=%s", tmpdir);
+	g_autofree char *tok = g_build_filename(tmpdir, "cfg-token", NULL);
+	g_assert_true(g_file_set_contents(tok, "data AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n",
+	                                  -1, NULL));
+	g_assert_cmpint(chmod(tok, 0600), ==, 0);
+	g_autofree char *tf = g_strdup_printf("tinystore_token_file=%s", tok);
+	const char *neither[] = { "backend=tinystore", NULL };
+	expect_config_error(neither, "needs one of [tinystore] dir");
+	const char *both[] = { "backend=tinystore", dir, "tinystore_endpoint=tcp://h:1", NULL };
+	expect_config_error(both, "not both");
+	const char *name[] = { "backend=tinystore", dir, "tinystore_lock_name=LockFS", NULL };
+	expect_config_error(name, "mount option 'tinystore_lock_name=LockFS': 'LockFS' is not");
+	const char *ttl[] = { "backend=tinystore", dir, "ttl=2h", "stale_after=0", NULL };
+	expect_config_error(ttl, "1s to 1h");
+	const char *scheme[] = { "backend=tinystore", "tinystore_endpoint=http://h:1", tf, NULL };
+	expect_config_error(scheme, "is not tcp://HOST:PORT");
+	const char *noport[] = { "backend=tinystore", "tinystore_endpoint=tcp://h", tf, NULL };
+	expect_config_error(noport, "is not tcp://HOST:PORT");
+	const char *notoken[] = { "backend=tinystore", "tinystore_endpoint=tcp://h:1", NULL };
+	expect_config_error(notoken, "needs a token");
+	const char *dirtoken[] = { "backend=tinystore", dir, tf, NULL };
+	expect_config_error(dirtoken, "is for a remote endpoint");
+	const char *nodir[] = { "backend=tinystore", "tinystore_dir=/nonexistent/store", NULL };
+	expect_config_error(nodir, "is not a directory");
+	const char *tcpca[] = { "backend=tinystore", "tinystore_endpoint=tcp://h:1", tf,
+		                "tinystore_ca_file=/etc/hostname", NULL };
+	expect_config_error(tcpca, "is for tls:// endpoints");
+	const char *badca[] = { "backend=tinystore", "tinystore_endpoint=tls://h:1", tf,
+		                "tinystore_ca_file=/nonexistent.pem", NULL };
+	expect_config_error(badca, "/nonexistent.pem");
+	g_autofree char *empty = g_build_filename(tmpdir, "cfg-empty", NULL);
+	g_assert_true(g_file_set_contents(empty, "# nothing\n", -1, NULL));
+	g_assert_cmpint(chmod(empty, 0600), ==, 0);
+	g_autofree char *ef = g_strdup_printf("tinystore_token_file=%s", empty);
+	const char *notok[] = { "backend=tinystore", "tinystore_endpoint=tcp://h:1", ef, NULL };
+	expect_config_error(notok, "holds no token");
+	const char *unknown[] = { "backend=tinystore", dir, "tinystore_bogus=1", NULL };
+	expect_config_error(unknown, "tinystore_bogus");
+
+	/* A store with no server: the backend starts; calls fail, in time. */
+	const char *ok[] = { "backend=tinystore", dir, "ttl=2s", "network_timeout=300ms", NULL };
+	GError *err = NULL;
+	int64_t t0 = lockfs_mono_us();
+	lockfs_backend *be = backend_opts(ok, &err);
+	g_assert_no_error(err);
+	g_assert_cmpint(lockfs_mono_us() - t0, <, 1000000);
+	t0 = lockfs_mono_us();
+	g_assert_cmpint(try_take(be, "x.lock", "h"), ==, -EIO);
+	lockfs_lock_info info;
+	g_assert_cmpint(be->inspect(be, "x.lock", &info), ==, -EIO);
+	g_assert_cmpint(lockfs_mono_us() - t0, <, 2 * 300000 + 300000);
+	be->destroy(be);
+}
+
+/* ---- a server that answers garbage ---- */
+
+typedef enum {
+	FAKE_GARBAGE,
+	FAKE_TRUNCATED,
+	FAKE_OVERSIZED,
+	FAKE_SILENT,
+	FAKE_CLOSE,
+	FAKE_SHORT_LEASE,
+	FAKE_BAD_FENCE,
+	FAKE_BUSY_WITH_LEASE,
+	FAKE_DEEP,
+	FAKE_HUGE_COUNT,
+	FAKE_WRONG_STREAM,
+	FAKE_ERROR_WITHOUT_END,
+	FAKE_PING_FLOOD,
+	FAKE_BAD_RECORD,
+	FAKE_LIST_LOOP,
+	FAKE_BAD_PROOF,
+	FAKE_NO_PROOF,
+	FAKE_GOAWAY,
+	FAKE_READ_CAPABILITY,
+	FAKE_N
+} fake_scenario;
+
+static const char *const fake_names[] = {
+	"garbage",    "truncated",   "oversized",       "silent",
+	"close",      "short-lease", "bad-fence",       "busy-with-lease",
+	"deep",       "huge-count",  "wrong-stream",    "error-without-end",
+	"ping-flood", "bad-record",  "list-loop",       "bad-proof",
+	"no-proof",   "goaway",      "read-capability",
+};
+
+static struct {
+	int listen_fd, stop[2];
+	GThread *thread;
+	gint scenario;
+	uint8_t secret[32];
+	char *dir;
+} fake;
+
+static bool read_full(int fd, void *buf, size_t n)
+{
+	size_t got = 0;
+	while (got < n) {
+		ssize_t r = read(fd, (char *)buf + got, n - got);
+		if (r <= 0)
+			return false;
+		got += (size_t)r;
+	}
+	return true;
+}
+
+static void write_full(int fd, const void *buf, size_t n)
+{
+	size_t put = 0;
+	while (put < n) {
+		ssize_t r = send(fd, (const char *)buf + put, n - put, MSG_NOSIGNAL);
+		if (r <= 0)
+			return;
+		put += (size_t)r;
+	}
+}
+
+static void send_frame(int fd, uint8_t kind, uint8_t flags, uint32_t stream, const void *body,
+                       size_t len)
+{
+	GByteArray *f = g_byte_array_new();
+	ts_frame_append(f, kind, flags, 0, stream, body, len);
+	write_full(fd, f->data, f->len);
+	g_byte_array_free(f, TRUE);
+}
+
+/* Read a client frame: its header in *H, its body returned (g_free). */
+static uint8_t *recv_client(int fd, ts_header *h)
+{
+	uint8_t head[TS_HEADER_SIZE];
+	if (!read_full(fd, head, sizeof(head)))
+		return NULL;
+	ts_header_read(head, h);
+	if (h->len > TS_MAX_BODY)
+		return NULL;
+	uint8_t *body = g_malloc(h->len + 1);
+	if (!read_full(fd, body, h->len)) {
+		g_free(body);
+		return NULL;
+	}
+	return body;
+}
+
+static void wait_eof(int fd)
+{
+	char buf[256];
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+}
+
+static void send_welcome(int fd, const uint8_t *challenge, int scenario)
+{
+	uint8_t proof[32] = { 0 };
+	if (challenge && scenario != FAKE_BAD_PROOF) {
+		GHmac *h = g_hmac_new(G_CHECKSUM_SHA256, fake.secret, 32);
+		g_hmac_update(h, challenge, 16);
+		gsize n = sizeof(proof);
+		g_hmac_get_digest(h, proof, &n);
+		g_hmac_unref(h);
+	}
+	ts_enc e;
+	ts_enc_init(&e);
+	bool with_proof = scenario != FAKE_NO_PROOF;
+	const char *cap = scenario == FAKE_READ_CAPABILITY ? "read" : "admin";
+	msgpack_pack_map(&e.pk, 6 + with_proof);
+	msgpack_pack_uint8(&e.pk, 1);
+	msgpack_pack_uint8(&e.pk, 1);
+	msgpack_pack_uint8(&e.pk, 4);
+	msgpack_pack_str(&e.pk, strlen(cap));
+	msgpack_pack_str_body(&e.pk, cap, strlen(cap));
+	msgpack_pack_uint8(&e.pk, 5);
+	msgpack_pack_uint32(&e.pk, 2097152);
+	msgpack_pack_uint8(&e.pk, 6);
+	msgpack_pack_uint32(&e.pk, 1024);
+	msgpack_pack_uint8(&e.pk, 7);
+	msgpack_pack_uint32(&e.pk, 8388608);
+	msgpack_pack_uint8(&e.pk, 10);
+	msgpack_pack_int64(&e.pk, lockfs_now_us() / 1000);
+	if (with_proof) {
+		msgpack_pack_uint8(&e.pk, 11);
+		msgpack_pack_bin(&e.pk, 32);
+		msgpack_pack_bin_body(&e.pk, proof, 32);
+	}
+	send_frame(fd, TS_WELCOME, 0, 0, e.buf.data, e.buf.size);
+	ts_enc_clear(&e);
+}
+
+static void fake_answer(int fd, int scenario, uint32_t stream)
+{
+	static const uint8_t lease[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	ts_enc e;
+	ts_enc_init(&e);
+	switch (scenario) {
+	case FAKE_GARBAGE: {
+		uint8_t junk[40];
+		memset(junk, 0x55, sizeof(junk));
+		write_full(fd, junk, sizeof(junk));
+		break;
+	}
+	case FAKE_TRUNCATED: {
+		uint8_t head[TS_HEADER_SIZE + 10] = { 100, 0, 0, 0, TS_RESPONSE, TS_END, 0, 0 };
+		memcpy(head + 8, &stream, 4);
+		head[TS_HEADER_SIZE] = 0x83;
+		write_full(fd, head, sizeof(head));
+		wait_eof(fd);
+		break;
+	}
+	case FAKE_OVERSIZED: {
+		uint8_t head[TS_HEADER_SIZE] = {
+			0xf0, 0xff, 0xff, 0xff, TS_RESPONSE, TS_END, 0, 0
+		};
+		memcpy(head + 8, &stream, 4);
+		write_full(fd, head, sizeof(head));
+		wait_eof(fd);
+		break;
+	}
+	case FAKE_SILENT:
+		wait_eof(fd);
+		break;
+	case FAKE_CLOSE:
+		break;
+	case FAKE_SHORT_LEASE:
+	case FAKE_BAD_FENCE:
+	case FAKE_WRONG_STREAM:
+		msgpack_pack_map(&e.pk, 3);
+		msgpack_pack_uint8(&e.pk, 1);
+		msgpack_pack_true(&e.pk);
+		msgpack_pack_uint8(&e.pk, 2);
+		msgpack_pack_bin(&e.pk, scenario == FAKE_SHORT_LEASE ? 15 : 16);
+		msgpack_pack_bin_body(&e.pk, lease, scenario == FAKE_SHORT_LEASE ? 15 : 16);
+		msgpack_pack_uint8(&e.pk, 3);
+		msgpack_pack_str(&e.pk, 2);
+		msgpack_pack_str_body(&e.pk, scenario == FAKE_BAD_FENCE ? "5x" : "55", 2);
+		send_frame(fd, TS_RESPONSE, TS_END,
+		           scenario == FAKE_WRONG_STREAM ? stream + 1 : stream, e.buf.data,
+		           e.buf.size);
+		break;
+	case FAKE_BUSY_WITH_LEASE:
+		msgpack_pack_map(&e.pk, 1);
+		msgpack_pack_uint8(&e.pk, 2);
+		msgpack_pack_bin(&e.pk, 16);
+		msgpack_pack_bin_body(&e.pk, lease, 16);
+		send_frame(fd, TS_RESPONSE, TS_END, stream, e.buf.data, e.buf.size);
+		break;
+	case FAKE_DEEP: {
+		GByteArray *b = g_byte_array_new();
+		g_byte_array_append(b, (const guint8 *)"\x81\x01", 2);
+		for (int i = 0; i < 200; i++)
+			g_byte_array_append(b, (const guint8 *)"\x91", 1);
+		g_byte_array_append(b, (const guint8 *)"\xc0", 1);
+		send_frame(fd, TS_RESPONSE, TS_END, stream, b->data, b->len);
+		g_byte_array_free(b, TRUE);
+		break;
+	}
+	case FAKE_HUGE_COUNT:
+		send_frame(fd, TS_RESPONSE, TS_END, stream, "\x81\x01\xdd\xff\xff\xff\xff", 7);
+		break;
+	case FAKE_ERROR_WITHOUT_END:
+		send_frame(fd, TS_RESPONSE, TS_ERR, stream, "\x80", 1);
+		break;
+	case FAKE_PING_FLOOD:
+		/* Pings until the client gives up: it must not wait past its timeout. */
+		for (int64_t end = lockfs_mono_us() + 3000000; lockfs_mono_us() < end;) {
+			send_frame(fd, TS_PING, 0, 0, "12345678", 8);
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+			if (poll(&p, 1, 1) > 0) {
+				char buf[256];
+				if (read(fd, buf, sizeof(buf)) <= 0)
+					break;
+			}
+		}
+		break;
+	case FAKE_BAD_RECORD:
+		msgpack_pack_map(&e.pk, 3);
+		msgpack_pack_uint8(&e.pk, 1);
+		msgpack_pack_true(&e.pk);
+		msgpack_pack_uint8(&e.pk, 2);
+		msgpack_pack_bin(&e.pk, 10);
+		msgpack_pack_bin_body(&e.pk, "\x03{\"v\":1,\"", 10);
+		msgpack_pack_uint8(&e.pk, 3);
+		msgpack_pack_bin(&e.pk, 1);
+		msgpack_pack_bin_body(&e.pk, "1", 1);
+		send_frame(fd, TS_RESPONSE, TS_END, stream, e.buf.data, e.buf.size);
+		break;
+	case FAKE_LIST_LOOP:
+		/* An empty page that always says "go on after a". */
+		send_frame(fd, TS_RESPONSE, TS_END, stream, "\x82\x01\x90\x02\xa1\x61", 6);
+		break;
+	}
+	ts_enc_clear(&e);
+}
+
+static void fake_conn(int fd)
+{
+	struct timeval tv = { .tv_sec = 5 };
+	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	ts_header h;
+	uint8_t *hello = recv_client(fd, &h);
+	if (!hello || h.kind != TS_HELLO) {
+		g_free(hello);
+		return;
+	}
+	ts_msg m;
+	uint8_t challenge[16];
+	bool has_challenge = false;
+	if (ts_msg_decode(&m, hello, h.len, NULL) && m.f[6] && m.f[6]->type == MSGPACK_OBJECT_BIN &&
+	    m.f[6]->via.bin.size == 16) {
+		memcpy(challenge, m.f[6]->via.bin.ptr, 16);
+		has_challenge = true;
+	}
+	ts_msg_clear(&m);
+	int scenario = g_atomic_int_get(&fake.scenario);
+	if (scenario == FAKE_GOAWAY) {
+		send_frame(fd, TS_GOAWAY, 0, 0, "\x82\x01\xafunauthenticated\x02\xa2no", 20);
+		return;
+	}
+	send_welcome(fd, has_challenge ? challenge : NULL, scenario);
+	for (;;) {
+		uint8_t *req = recv_client(fd, &h);
+		if (!req)
+			return;
+		g_free(req);
+		if (h.kind == TS_GOAWAY)
+			return;
+		if (h.kind != TS_REQUEST)
+			continue;
+		if (h.method == TS_KV_OPEN) {
+			send_frame(fd, TS_RESPONSE, TS_END, h.stream, "\x81\x01\x01", 3);
+			continue;
+		}
+		fake_answer(fd, g_atomic_int_get(&fake.scenario), h.stream);
+		return;
+	}
+}
+
+static gpointer fake_main(gpointer unused)
+{
+	(void)unused;
+	for (;;) {
+		struct pollfd p[2] = { { .fd = fake.listen_fd, .events = POLLIN },
+			               { .fd = fake.stop[0], .events = POLLIN } };
+		if (poll(p, 2, -1) < 0 || p[1].revents)
+			return NULL;
+		int fd = accept(fake.listen_fd, NULL, NULL);
+		if (fd < 0)
+			continue;
+		fake_conn(fd);
+		close(fd);
+	}
+}
+
+/* A store directory whose SERVE names the fake server's socket. */
+static void fake_start(void)
+{
+	fake.dir = g_build_filename(tmpdir, "fake", NULL);
+	g_autofree char *server = g_build_filename(fake.dir, "server", NULL);
+	g_assert_cmpint(g_mkdir_with_parents(server, 0700), ==, 0);
+	/* Short: TMPDIR may be deep, and a socket path has 107 bytes. */
+	g_autofree char *sock = g_build_filename(tmpdir, "s", NULL);
+	g_assert_cmpuint(strlen(sock), <, sizeof(((struct sockaddr_un *)0)->sun_path));
+	for (int i = 0; i < 32; i++)
+		fake.secret[i] = (uint8_t)(i * 7 + 3);
+	g_autofree char *b64 = g_base64_encode(fake.secret, 32);
+	for (char *c = b64; *c; c++)
+		*c = *c == '+' ? '-' : *c == '/' ? '_' : *c;
+	b64[43] = '\0'; /* no padding */
+	g_autofree char *serve = g_strdup_printf(
+	        "{\"endpoints\":[\"unix://%s\"],\"instance\":\"x\",\"pid\":1,\"protocol\":1,"
+	        "\"secret\":\"%s\",\"server\":\"0.5.1\"}",
+	        sock, b64);
+	g_autofree char *path = g_build_filename(server, "SERVE", NULL);
+	g_assert_true(g_file_set_contents(path, serve, -1, NULL));
+	g_assert_cmpint(chmod(path, 0600), ==, 0);
+	fake.listen_fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	g_strlcpy(sa.sun_path, sock, sizeof(sa.sun_path));
+	g_assert_cmpint(bind(fake.listen_fd, (struct sockaddr *)&sa, sizeof(sa)), ==, 0);
+	g_assert_cmpint(listen(fake.listen_fd, 16), ==, 0);
+	g_assert_cmpint(pipe(fake.stop), ==, 0);
+	fake.thread = g_thread_new("fake-tinystore", fake_main, NULL);
+}
+
+static void fake_stop(void)
+{
+	if (!fake.thread)
+		return;
+	g_assert_cmpint(write(fake.stop[1], "x", 1), ==, 1);
+	g_thread_join(fake.thread);
+	close(fake.listen_fd);
+	close(fake.stop[0]);
+	close(fake.stop[1]);
+	g_free(fake.dir);
+}
+
+static void test_bad_server(gconstpointer data)
+{
+	int scenario = GPOINTER_TO_INT(data);
+	if (!fake.thread)
+		fake_start();
+	g_atomic_int_set(&fake.scenario, scenario);
+	g_autofree char *dir = g_strdup_printf("tinystore_dir=%s", fake.dir);
+	const char *opts[] = { "backend=tinystore", dir, "ttl=3s", "network_timeout=1s", NULL };
+	GError *err = NULL;
+	lockfs_backend *be = backend_opts(opts, &err);
+	g_assert_no_error(err);
+	lockfs_holder h = holder("host-a", 1);
+	lockfs_lease *lease = NULL;
+	lockfs_lock_info info = { 0 };
+	int64_t t0 = lockfs_mono_us();
+	int r;
+	if (scenario == FAKE_BAD_RECORD)
+		r = be->inspect(be, "k.lock", &info);
+	else if (scenario == FAKE_LIST_LOOP)
+		r = be->list(be, "", on_lock, NULL);
+	else
+		r = be->acquire(be, "k.lock", &h, &lease, NULL);
+	int64_t took = lockfs_mono_us() - t0;
+	g_test_message("%s: %s after %" G_GINT64_FORMAT " ms", fake_names[scenario], g_strerror(-r),
+	               took / 1000);
+	g_assert_cmpint(r, ==, -EIO);
+	g_assert_null(lease); /* never a grant */
+	g_assert_null(info.key);
+	/* Within the network timeout (and a margin for a busy machine). */
+	g_assert_cmpint(took, <, 1000000 + 400000);
+	be->destroy(be);
+}
+
+/* ---- threads ---- */
+
+static lockfs_backend *shared_be;
+static gint holders, grants;
+static char *shared_key;
+
+static gpointer hammer(gpointer data)
+{
+	int id = GPOINTER_TO_INT(data);
+	g_autofree char *own = new_key("own.lock");
+	g_autofree char *host = g_strdup_printf("thread-%d", id);
+	for (int i = 0; i < 15; i++) {
+		lockfs_holder h = holder(host, id);
+		lockfs_lease *l = NULL;
+		g_assert_cmpint(shared_be->acquire(shared_be, own, &h, &l, NULL), ==, 0);
+		g_assert_cmpint(shared_be->renew(shared_be, l), ==, 0);
+		g_assert_cmpint(shared_be->release(shared_be, l), ==, 0);
+		shared_be->lease_free(shared_be, l);
+		l = NULL;
+		int r = shared_be->acquire(shared_be, shared_key, &h, &l, NULL);
+		g_assert_true(r == 0 || r == -EEXIST);
+		if (r == 0) {
+			g_assert_cmpint(g_atomic_int_add(&holders, 1), ==, 0);
+			g_atomic_int_inc(&grants);
+			g_usleep(500);
+			g_atomic_int_add(&holders, -1);
+			g_assert_cmpint(shared_be->release(shared_be, l), ==, 0);
+			shared_be->lease_free(shared_be, l);
+		}
+	}
+	return NULL;
+}
+
+static void test_threads(void)
+{
+	NEED(skip_reason);
+	shared_be = default_be();
+	shared_key = new_key("shared.lock");
+	GThread *t[8];
+	for (int i = 0; i < 8; i++)
+		t[i] = g_thread_new("hammer", hammer, GINT_TO_POINTER(i));
+	for (int i = 0; i < 8; i++)
+		g_thread_join(t[i]);
+	g_assert_cmpint(g_atomic_int_get(&grants), >, 0);
+	shared_be->destroy(shared_be);
+	g_free(shared_key);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	/* The fake server's peers hang up on it. */
+	signal(SIGPIPE, SIG_IGN);
+	lockfs_log_init("test_tinystore_backend", true,
+	                g_getenv("LOCKFS_TEST_VERBOSE") ? "debug" : "error");
+	/* GIO's debug lines go through lockfs's log, by level, not g_test's. */
+	g_log_set_default_handler(g_log_default_handler, NULL);
+	lockfs_backends_register_config();
+	tmpdir = g_dir_make_tmp("lockfs-ts-XXXXXX", NULL);
+	g_assert_nonnull(tmpdir);
+	script = g_strdup(TINYSTORE_SH);
+	start_servers();
+
+	g_test_add_func("/tinystore/acquire-release", test_acquire_release);
+	g_test_add_func("/tinystore/release-only-own", test_release_only_own);
+	g_test_add_func("/tinystore/inspect-list", test_inspect_list);
+	g_test_add_func("/tinystore/break", test_break);
+	g_test_add_func("/tinystore/stale-broken-by-acquire", test_stale_broken_by_acquire);
+	g_test_add_func("/tinystore/renew-keeps", test_renew_keeps);
+	g_test_add_func("/tinystore/expiry", test_expiry);
+	g_test_add_func("/tinystore/restart", test_restart);
+	g_test_add_func("/tinystore/cli-interplay", test_cli_interplay);
+	g_test_add_func("/tinystore/tcp", test_tcp);
+	g_test_add_func("/tinystore/tls", test_tls);
+	g_test_add_func("/tinystore/threads", test_threads);
+	g_test_add_func("/tinystore/config", test_config);
+	for (int i = 0; i < FAKE_N; i++) {
+		g_autofree char *path = g_strdup_printf("/tinystore/bad-server/%s", fake_names[i]);
+		g_test_add_data_func(path, GINT_TO_POINTER(i), test_bad_server);
+	}
+	int rc = g_test_run();
+
+	fake_stop();
+	stop_servers();
+	if (!g_getenv("LOCKFS_TEST_KEEP")) {
+		const char *rm[] = { "rm", "-rf", tmpdir, NULL };
+		g_spawn_sync(NULL, (char **)rm, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
+		             NULL, NULL);
+	}
+	return rc;
+}
