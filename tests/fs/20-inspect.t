@@ -26,7 +26,7 @@ like "$line" '^a\.lock state=held fence=[0-9]+ host=[^ ]+ pid=[0-9]+ uid=[0-9]+ 
     "status line has the documented fields in order ($line)"
 F=$(status_field "$line" fence)
 is "$(status_field "$line" state)" held "status: state=held"
-cmp_ok "${F:-0}" -ge 1 "status: fence is a positive number ($F)"
+like "${F:-0}" '^[1-9][0-9]*$' "status: fence is a positive number ($F)"
 is "$(status_field "$line" host)" "$LOCKFS_TEST_HOST" "status: host is the configured host"
 is "$(status_field "$line" pid)" "$P" "status: pid is the creating process"
 is "$(status_field "$line" uid)" "$me_uid" "status: uid"
@@ -54,7 +54,7 @@ cmp_ok "$acq_s" -le $((t1 + 1)) ".lockfs/a.lock: acquired not after the create"
 like "$(info_field a.lock heartbeat)" "$iso_re" ".lockfs/a.lock: heartbeat is ISO 8601 UTC"
 like "$(info_field a.lock age)" '^[0-9]+$' ".lockfs/a.lock: age in seconds"
 like "$(info_field a.lock heartbeat_age)" '^[0-9]+$' ".lockfs/a.lock: heartbeat_age in seconds"
-is "$(info_field a.lock backend)" local ".lockfs/a.lock: backend is local"
+is "$(info_field a.lock backend)" "$LOCKFS_BACKEND" ".lockfs/a.lock: backend is $LOCKFS_BACKEND"
 
 # xattrs
 is "$(xattr "$L/a.lock" user.lockfs.fence)" "$F" "xattr fence matches status"

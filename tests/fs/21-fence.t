@@ -44,7 +44,7 @@ bad=0 last=$prev
 for i in $(seq 1 30); do
     take_noclobber X.lock || { bad=$((bad + 1)); continue; }
     f=$(fence X.lock)
-    [[ $f =~ ^[0-9]+$ ]] && ((f > last)) || bad=$((bad + 1))
+    [[ $f =~ ^[0-9]+$ ]] && fence_greater "$f" "$last" || bad=$((bad + 1))
     last=${f:-$last}
     release X.lock
 done
@@ -70,17 +70,33 @@ f=$(fence Y.lock)
 like "$f" '^[0-9]+$' "another lock after restart has a fence ($f)"
 release Y.lock
 
-# Crash: SIGKILL right after an acquisition, then restart.
+# Crash: SIGKILL right after an acquisition, then restart.  The local
+# backend's locks die with its process; a shared backend's lease outlives
+# the killed mount for ttl (and not less), then the lock is free.
+if [[ $LOCKFS_BACKEND != local ]]; then
+    lockfs_stop
+    lockfs_start_or_bail --mnt "$mnt" --state "$state" -o ttl=4s -o network_timeout=1s
+fi
 take_ln X.lock
 fk=$(fence X.lock)
 fence_gt "$fk" "$prev" "fence just before SIGKILL"
 prev=${fk:-$prev}
+t_kill=$(date +%s%N)
 kill -KILL "$LOCKFS_PID"
 { wait "$LOCKFS_PID"; } 2>/dev/null   # braces: silence bash's "Killed" job report
 _unmount_force "$mnt"
 wait_until 10 bash -c '! grep -q " $1 " /proc/self/mountinfo' _ "$mnt"
 lockfs_start_or_bail --mnt "$mnt" --state "$state"
-is "$(fsop1 lstat "$L/X.lock")" ENOENT "X.lock did not outlive the killed process"
+if [[ $LOCKFS_BACKEND == local ]]; then
+    is "$(fsop1 lstat "$L/X.lock")" ENOENT "X.lock did not outlive the killed process"
+else
+    is "$(fsop1 lstat "$L/X.lock")" OK "X.lock is still held by the killed mount's lease"
+    x_gone() { [[ $(fsop1 lstat "$L/X.lock") == ENOENT ]]; }
+    ok "X.lock is freed once the lease runs out" wait_until 15 x_gone
+    freed_ms=$((($(date +%s%N) - t_kill) / 1000000))
+    # renewed at most ttl/3 before the kill: not freed before ttl - ttl/3
+    cmp_ok "$freed_ms" -ge 2600 "not before the lease ran out (ttl 4 s): freed after ${freed_ms} ms"
+fi
 if take_noclobber X.lock; then
     fence_gt "$(fence X.lock)" "$prev" "first fence after SIGKILL and restart with the same state_dir"
 else

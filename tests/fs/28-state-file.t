@@ -6,6 +6,7 @@
 # refused with file, line and key, and nothing is mounted.
 set -u
 . "$(dirname "$0")/../lib/mount.sh"
+local_backend_only "the fence state file"
 
 mnt=$TESTDIR/m
 mkdir -p "$mnt"

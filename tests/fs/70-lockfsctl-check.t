@@ -20,14 +20,29 @@ check_conf() {
     printf '%s\n' "$@" >"$C/$name.conf"
 }
 
-# A good configuration: the mount's own state_dir.
-check_conf good '[lockfs]' "state_dir=$LOCKFS_STATE" 'ttl=30s' 'stale_after=300s'
-run 20 "$CTL" check --config "$C/good.conf" "$L"
-is "$RC" 0 "a good configuration and a mount without old locks: exit 0"
+# A good configuration: the mount's own state_dir and backend.
+backend_lines=()
+if [[ $LOCKFS_BACKEND != local ]]; then
+    backend_lines=("backend=$LOCKFS_BACKEND")
+    for kv in ${BACKEND_OPTS//,/ }; do
+        [[ $kv == tinystore_dir=* ]] && tinystore_line=${kv#tinystore_}
+    done
+fi
+check_conf good '[lockfs]' "state_dir=$LOCKFS_STATE" 'ttl=30s' 'stale_after=300s' "${backend_lines[@]}"
+[[ -n $BACKEND_CONFIG ]] && cat "$BACKEND_CONFIG" >>"$C/good.conf"
+[[ -n ${tinystore_line:-} ]] && printf '[tinystore]\n%s\n' "$tinystore_line" >>"$C/good.conf"
+run 60 "$CTL" check --config "$C/good.conf" "$L"
+is "$RC" 0 "a good configuration and a mount without old locks: exit 0 ($ERR)"
 like "$OUT" "config $C/good.conf: ok" "the configuration is reported ok"
-like "$OUT" "backend local: state_dir $LOCKFS_STATE is writable; 1 fence state file parses" \
-    "the state_dir is writable and the mount's fence state file parses"
-like "$OUT" 'clock skew: none \(local backend\)' "clock skew: none for the local backend"
+if [[ $LOCKFS_BACKEND == local ]]; then
+    like "$OUT" "backend local: state_dir $LOCKFS_STATE is writable; 1 fence state file parses" \
+        "the state_dir is writable and the mount's fence state file parses"
+    like "$OUT" 'clock skew: none \(local backend\)' "clock skew: none for the local backend"
+else
+    like "$OUT" "backend $LOCKFS_BACKEND: reached in [0-9]+ ms; 0 locks held" \
+        "the $LOCKFS_BACKEND server is reached"
+    like "$OUT" 'clock skew: judged per lock' "clock skew is judged per lock"
+fi
 like "$OUT" "mount $L: 0 locks held" "the mount is checked"
 like "$OUT" 'check: ok' "summary: ok"
 is "$ERR" '' "nothing on stderr"

@@ -61,9 +61,13 @@ with_pty n "$CTL" unlock "$L/a.lock"
 is "$RC" 1 "on a terminal, answering n: exit 1"
 like "$OUT" 'break it\? \[y/N\]' "it asked 'break it? [y/N]'"
 like "$OUT" "holder: +$LOCKFS_TEST_HOST:[0-9]+ \\(user $(id -un)" "it showed the holder host:pid and user"
-like "$OUT" 'acquired: +[0-9T:-]+Z, [0-9]+s ago \(by the local backend' "it showed the age by the backend's time"
+like "$OUT" "acquired: +[0-9T:-]+Z, [0-9]+s ago \\(by the $LOCKFS_BACKEND backend" "it showed the age by the backend's time"
 like "$OUT" 'started: ' "it showed the holder's start"
-like "$OUT" 'clock skew: none \(local backend\)' "it showed the clock skew"
+if [[ $LOCKFS_BACKEND == local ]]; then
+    like "$OUT" 'clock skew: none \(local backend\)' "it showed the clock skew"
+else
+    like "$OUT" 'clock skew: none seen' "it showed the clock skew"
+fi
 like "$OUT" "fence: +$fa" "it showed the fence"
 is "$(xattr "$L/a.lock" user.lockfs.fence)" "$fa" "declined: the lock is still held"
 
@@ -80,14 +84,24 @@ run 10 "$CTL" unlock --yes "$L/b.lock"
 is "$RC" 0 "--yes without a terminal: exit 0"
 ok "the lock is gone" gone "$L/b.lock"
 like "$OUT" "holder: +$LOCKFS_TEST_HOST:" "--yes still shows the holder"
-like "$OUT" 'started: +pid [0-9]+ is not running' "the holder's pid is reported as gone"
+# (a shared backend's holder may be on another host: this mount's host
+# identity is not this machine's name, so lockfsctl cannot look at the pid)
+if [[ $LOCKFS_BACKEND == local ]]; then
+    like "$OUT" 'started: +pid [0-9]+ is not running' "the holder's pid is reported as gone"
+else
+    like "$OUT" "started: +unknown: the holder runs on host $LOCKFS_TEST_HOST" "the holder's host is named"
+fi
 
 # The holder still running: its start time is shown.
 bash -c 'set -C; echo $$ > "$1"; exec sleep 20' _ "$L/r.lock" &
 rpid=$!
 wait_until 5 test -e "$L/r.lock"
 run 10 "$CTL" unlock --yes "$L/r.lock"
-like "$OUT" "started: +[0-9T:-]+Z \\(pid $rpid, sleep, still running\\)" "a running holder's start time is shown"
+if [[ $LOCKFS_BACKEND == local ]]; then
+    like "$OUT" "started: +[0-9T:-]+Z \\(pid $rpid, sleep, still running\\)" "a running holder's start time is shown"
+else
+    like "$OUT" "started: +unknown: the holder runs on host" "a holder elsewhere is not looked for here"
+fi
 kill "$rpid" 2>/dev/null
 wait "$rpid" 2>/dev/null
 
