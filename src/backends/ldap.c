@@ -78,6 +78,17 @@ static void fill_info(ll_backend *be, const ll_lock *l, lockfs_lock_info *out)
 	const char *f = g_hash_table_lookup(be->mine, l->key);
 	out->mine = f && *l->fence && strcmp(f, l->fence) == 0;
 	g_mutex_unlock(&be->mine_mu);
+	/* What the holder wrote, for other hosts' readers (NUL-terminated). */
+	if (l->content) {
+		gsize len;
+		const void *data = g_bytes_get_data(l->content, &len);
+		out->content = g_malloc(len + 1);
+		if (len)
+			memcpy(out->content, data, len);
+		out->content[len] = '\0';
+		out->content_len = len;
+	}
+	out->server_time_us = MAX(l->modify_us, l->create_us);
 }
 
 static void log_skew(ll_backend *be, const ll_lock *l)
