@@ -21,6 +21,12 @@ void locks_claim(lfs *fs, const char *key)
 	g_hash_table_add(fs->busy, g_strdup(key));
 }
 
+void locks_wait_idle(lfs *fs, const char *key)
+{
+	while (g_hash_table_contains(fs->busy, key))
+		pthread_cond_wait(&fs->cond, &fs->mu);
+}
+
 void locks_unclaim(lfs *fs, const char *key)
 {
 	g_hash_table_remove(fs->busy, key);

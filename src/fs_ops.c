@@ -117,11 +117,18 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, lfs_node **ou
 	g_autofree char *key = node_key(dir, name);
 	lockfs_lock_info info;
 	dir->nlookup++;
+	locks_wait_idle(fs, key);
+	lfs_dentry *d = dentry_find(dir, name);
+	if (d) {
+		dir->nlookup--;
+		*out = d->node;
+		return 0;
+	}
 	pthread_mutex_unlock(&fs->mu);
 	int r = remote_get(fs, key, false, &info);
 	pthread_mutex_lock(&fs->mu);
 	dir->nlookup--;
-	lfs_dentry *d = dentry_find(dir, name);
+	d = dentry_find(dir, name);
 	if (d) { /* taken here meanwhile */
 		*out = d->node;
 		if (r == 0)
@@ -596,11 +603,21 @@ static int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct 
 		return -ENOENT;
 	g_autofree char *key = node_key(dir, name);
 	lockfs_lock_info info;
+	/* A lock this mount is taking is not another host's to break here. */
+	locks_wait_idle(fs, key);
+	lfs_dentry *d = dentry_find(dir, name);
+	if (d && d->lease)
+		return locks_unlink(fs, d, c);
 	pthread_mutex_unlock(&fs->mu);
 	int r = remote_get(fs, key, true, &info);
 	pthread_mutex_lock(&fs->mu);
 	if (r)
 		return r == -ENOENT ? -ENOENT : -EIO;
+	d = dentry_find(dir, name);
+	if (d && d->lease) { /* taken here meanwhile: not the lock looked at */
+		lockfs_lock_info_clear(&info);
+		return -ENOENT;
+	}
 	r = locks_break_remote(fs, key, info.fence, c);
 	lockfs_lock_info_clear(&info);
 	return r;
