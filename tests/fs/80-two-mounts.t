@@ -1,0 +1,77 @@
+#!/bin/bash
+# 80-two-mounts.t — two mounts with different host identities on one shared
+# backend (tinystore server or slapd) are two hosts: a lock taken through one
+# is held for the other (EEXIST, listed, holder shown), and workers of
+# different tools on both mounts guarding one name never overlap.
+set -u
+TEST_TIMEOUT=300
+. "$(dirname "$0")/../lib/mount.sh"
+[[ $LOCKFS_BACKEND != local ]] || skip_all "the local backend is one host's; two mounts share nothing"
+
+lockfs_start_or_bail -o host=hostA
+A=$MNT
+lockfs_start_or_bail -o host=hostB
+B=$MNT
+
+take() { timeout 10 bash -c 'set -C; echo $$ > "$1"' _ "$1"; }
+
+# One lock, two hosts.
+take "$A/x.lock"
+is "$?" 0 "hostA takes x.lock"
+run 10 bash -c 'set -C; echo $$ > "$1"' _ "$B/x.lock"
+like "$ERR" 'cannot overwrite existing file' "hostB: x.lock is held (noclobber)"
+is "$(fsop1 excl "$B/x.lock")" EEXIST "hostB: O_EXCL create of x.lock answers EEXIST"
+like "$(status_line x.lock "$B")" '^x\.lock state=held .* host=hostA ' "hostB's status shows hostA holding it"
+ok "hostB lists x.lock" bash -c 'ls "$1" | grep -qx x.lock' _ "$B"
+is "$(cat "$B/x.lock")" "$(cat "$A/x.lock")" "hostB reads what hostA's holder wrote"
+rm -f "$A/x.lock"
+x_free_on_b() { [[ $(fsop1 lstat "$B/x.lock") == ENOENT ]]; }
+ok "released on hostA: gone for hostB" wait_until 5 x_free_on_b
+take "$B/x.lock"
+is "$?" 0 "hostB takes it once hostA let go"
+rm -f "$B/x.lock"
+
+# Workers on both mounts, one name, a marker on the local disk in each
+# critical section: zero overlaps.
+MARK=$TESTDIR/marker
+LOG=$TESTDIR/sections.log
+: >"$LOG"
+worker() { # ID MOUNT KIND N
+    local id=$1 m=$2 kind=$3 n=$4 done=0 deadline=$(($(date +%s) + 90))
+    local lk=$m/X.lock tmp=$m/.w$id
+    [[ $kind == ln ]] && : >"$tmp"
+    while ((done < n && $(date +%s) < deadline)); do
+        case $kind in
+        ln) ln -T -- "$tmp" "$lk" 2>/dev/null ;;
+        noclobber) (set -C; echo $$ >"$lk") 2>/dev/null ;;
+        mkdir) mkdir -- "$lk" 2>/dev/null ;;
+        dotlockfile) dotlockfile -l -r 0 "$lk" 2>/dev/null ;;
+        esac || { sleep 0.0$((RANDOM % 9 + 1)); continue; }
+        done=$((done + 1))
+        echo "S $id $done" >>"$LOG"
+        if (set -C; : >"$MARK") 2>/dev/null; then rm -f "$MARK"; else echo "O $id $done" >>"$LOG"; fi
+        echo "E $id $done" >>"$LOG"
+        if [[ $kind == mkdir ]]; then rmdir -- "$lk"; else rm -f -- "$lk"; fi
+    done
+    [[ $kind == ln ]] && rm -f "$tmp"
+    echo "$done" >"$TESTDIR/done.$id"
+}
+N=60
+pids=()
+worker a1 "$A" ln $N & pids+=($!)
+worker a2 "$A" noclobber $N & pids+=($!)
+worker b1 "$B" mkdir $N & pids+=($!)
+worker b2 "$B" dotlockfile $N & pids+=($!)
+for p in "${pids[@]}"; do wait "$p"; done
+read -r sections interleaved overlaps < <(awk '
+    $1 == "S" { s++; if (open != "") bad++; open = $2 " " $3 }
+    $1 == "E" { if (open != $2 " " $3) bad++; open = "" }
+    $1 == "O" { o++ }
+    END { print s + 0, bad + 0, o + 0 }' "$LOG")
+is "$interleaved" 0 "no two critical sections across both hosts interleaved ($sections sections)"
+is "$overlaps" 0 "the in-section marker never existed already"
+total=0
+for id in a1 a2 b1 b2; do total=$((total + $(cat "$TESTDIR/done.$id" 2>/dev/null || echo 0))); done
+is "$total" $((4 * N)) "every worker completed its $N sections"
+
+done_testing
