@@ -486,19 +486,25 @@ _backend_start() {
         # shellcheck source=tinystore.sh
         . "$TESTLIB/tinystore.sh"
         local rc=0
-        tinystore_start "$TESTDIR/tinystore" >/dev/null 2>"$TESTDIR/.backend.err" || rc=$?
+        # The store's socket path must fit in sockaddr_un (108 bytes), which
+        # $TESTDIR under the runner's per-file TMPDIR may not: a short one.
+        TS_DIR=$(mktemp -d /tmp/lkts.XXXXXX) || BAIL_OUT "mktemp for the tinystore server failed"
+        tinystore_start "$TS_DIR" >/dev/null 2>"$TESTDIR/.backend.err" || rc=$?
         if ((rc == 77)); then
+            rm -rf -- "$TS_DIR"
             skip_all "no tinystore server: $(head -n 1 "$TESTDIR/.backend.err")"
         elif ((rc != 0)); then
             BAIL_OUT "cannot start a tinystore server: $(head -n 3 "$TESTDIR/.backend.err")"
         fi
         BACKEND_OPTS="backend=tinystore,tinystore_dir=$TINYSTORE_STORE"
-        _backend_stop="tinystore_stop \"\$TESTDIR/tinystore\" >/dev/null 2>&1"
+        _backend_stop="tinystore_stop \"\$TS_DIR\" >/dev/null 2>&1; rm -rf -- \"\$TS_DIR\""
         ;;
     ldap)
         local why facts
         why=$(bash "$TESTLIB/slapd.sh" check 2>&1) || skip_all "no slapd: $why"
-        facts=$(bash "$TESTLIB/slapd.sh" start "$TESTDIR/slapd" --watch $$ 2>"$TESTDIR/.backend.err") ||
+        # A short directory: its ldapi socket path must fit in sockaddr_un.
+        SLAPD_TOP=$(mktemp -d /tmp/lksd.XXXXXX) || BAIL_OUT "mktemp for slapd failed"
+        facts=$(bash "$TESTLIB/slapd.sh" start "$SLAPD_TOP/slapd" --watch $$ 2>"$TESTDIR/.backend.err") ||
             BAIL_OUT "cannot start slapd: $(head -n 3 "$TESTDIR/.backend.err")"
         eval "$facts"
         # DNs hold commas, which mount options cannot: the [ldap] keys go in a file.
@@ -507,7 +513,7 @@ _backend_start() {
             "$SLAPD_URI" "$SLAPD_USERDN" "$SLAPD_USERPW_FILE" "$SLAPD_CA" "$SLAPD_SUFFIX" \
             >"$BACKEND_CONFIG"
         BACKEND_OPTS="backend=ldap"
-        _backend_stop="bash \"\$TESTLIB/slapd.sh\" stop \"\$TESTDIR/slapd\" >/dev/null 2>&1"
+        _backend_stop="bash \"\$TESTLIB/slapd.sh\" stop \"\$SLAPD_TOP/slapd\" >/dev/null 2>&1; rm -rf -- \"\$SLAPD_TOP\""
         ;;
     *) BAIL_OUT "unknown LOCKFS_BACKEND '$LOCKFS_BACKEND' (local, tinystore, ldap)" ;;
     esac
