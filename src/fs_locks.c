@@ -33,6 +33,24 @@ void locks_unclaim(lfs *fs, const char *key)
 	pthread_cond_broadcast(&fs->cond);
 }
 
+/* Claim D's key.  Waiting for the claim lets go of fs->mu, and the thread
+ * that held it may have removed D (two tools breaking one stale lock, a
+ * lookup expiring it): D is looked up again by key and fence, which no
+ * later holder shares.  Returns the same dentry, or NULL (then unclaimed)
+ * when it is gone. */
+static lfs_dentry *claim_dentry(lfs *fs, lfs_dentry *d, const char *key)
+{
+	char fence[LOCKFS_FENCE_MAX];
+	g_strlcpy(fence, d->lease->fence, sizeof(fence));
+	locks_claim(fs, key);
+	lfs_dentry *now = g_hash_table_lookup(fs->held, key);
+	if (!now || strcmp(now->lease->fence, fence) != 0) {
+		locks_unclaim(fs, key);
+		return NULL;
+	}
+	return now;
+}
+
 /* Run a backend call of a claimed key without fs->mu. */
 #define UNLOCKED(fs, expr)                                                                         \
 	({                                                                                         \
@@ -168,7 +186,8 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		return locks_break(fs, d, who, NULL);
 	}
 	g_autofree char *key = g_strdup(d->lease->key);
-	locks_claim(fs, key);
+	if (!(d = claim_dentry(fs, d, key)))
+		return -ENOENT;
 	int r = d->lost ? -ENOENT : backend_errno(UNLOCKED(fs, fs->be->release(fs->be, d->lease)));
 	if (r == -EIO) {
 		lockfs_log(G_LOG_LEVEL_WARNING, key,
@@ -190,7 +209,8 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who, const char *fence)
 {
 	g_autofree char *key = g_strdup(d->lease->key);
-	locks_claim(fs, key);
+	if (!(d = claim_dentry(fs, d, key)))
+		return -ENOENT;
 	if (fence && lockfs_fence_cmp(fence, d->lease->fence) != 0) {
 		locks_unclaim(fs, key);
 		return -ESTALE;
@@ -243,7 +263,8 @@ bool locks_expire_if_stale(lfs *fs, lfs_dentry *d)
 	if (lockfs_now_us() - d->heartbeat_us <= fs->stale_after_us)
 		return false;
 	g_autofree char *key = g_strdup(d->lease->key);
-	locks_claim(fs, key);
+	if (!(d = claim_dentry(fs, d, key)))
+		return true; /* expired or released meanwhile: the name is gone */
 	lockfs_lock_info prev;
 	int r = UNLOCKED(fs, fs->be->break_lock(fs->be, key, d->lease->fence, NULL, &prev));
 	if (r == 0) {

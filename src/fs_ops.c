@@ -103,7 +103,7 @@ static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
 {
 	lfs_dentry *d = dentry_find(dir, name);
 	if (d && d->lease && locks_expire_if_stale(fs, d))
-		return NULL;
+		return dentry_find(dir, name); /* a new holder may have taken it meanwhile */
 	return d;
 }
 
