@@ -37,6 +37,10 @@
 #define STOP_TIMEOUT_S 10.0
 #define LS_RUNS 3
 
+/* lockfs's FUSE loop (src/main.c): fuse_session_loop_mt without cloned
+ * /dev/fuse fds, at most 16 workers.  The floor runs the same one. */
+#define LOCKFS_LOOP_OPTS "clone_fd=0,max_threads=16"
+
 /* The targets lockfs is held to. */
 #define TARGET_RATIO 1.25
 #define TARGET_LS_S 0.5
@@ -680,7 +684,10 @@ static void usage(FILE *f, const char *prog)
 	        "  --noopfs PATH    floor binary (default $NOOPFS_BIN, else ./noopfs next to\n"
 	        "                   this program)\n"
 	        "  --lockfs-opts O  extra lockfs -o options, after backend=local,state_dir=...\n"
-	        "  --floor-opts O   extra noopfs -o options (e.g. clone_fd,max_threads=16)\n"
+	        "  --floor-opts O   more noopfs -o options, after (and overriding) the floor's\n"
+	        "                   defaults: allow_other as root, lockfs's loop\n"
+	        "                   (clone_fd=0,max_threads=16) and its cache policy on the\n"
+	        "                   local backend (attr/entry_timeout 1)\n"
 	        "  --stand-in       the --lockfs binary is a noopfs stand-in: give it the\n"
 	        "                   floor's options, with --lockfs-opts instead of\n"
 	        "                   --floor-opts (for checking the bench itself)\n"
@@ -960,6 +967,27 @@ static void mark_failed(struct cycle_result *cr, const char *label)
 	snprintf(cr->err, sizeof(cr->err), "on %s: %s", label, g_err);
 }
 
+/* "a,b,c" of the non-empty parts; NULL when out of memory. */
+static char *join_opts(const char *const *parts, int n)
+{
+	size_t len = 1;
+	char *out;
+
+	for (int i = 0; i < n; i++)
+		len += parts[i] ? strlen(parts[i]) + 1 : 0;
+	if (!(out = malloc(len)))
+		return NULL;
+	out[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		if (!parts[i] || !*parts[i])
+			continue;
+		if (out[0])
+			strcat(out, ",");
+		strcat(out, parts[i]);
+	}
+	return out;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
@@ -971,7 +999,7 @@ int main(int argc, char **argv)
 	struct utsname un;
 	char work[PATH_MAX], ref_dir[PATH_MAX], state[PATH_MAX];
 	const char *tmpdir = getenv("TMPDIR");
-	const char *ref_fs = "?", *base_opts;
+	const char *ref_fs = "?", *base_opts, *policy;
 	double *ref_us = NULL;
 	long rss_idle_kb = -1;
 	int status = 1, fs, c;
@@ -1017,19 +1045,24 @@ int main(int argc, char **argv)
 
 	/* The floor keeps lockfs's cache policy for the local backend (names
 	 * and attributes cached for 1 s, names listed with readdirplus), so the
-	 * kernel sends both the same requests; --floor-opts overrides it. */
-	if (!o.floor_opts && !o.stand_in)
-		o.floor_opts = "attr_timeout=1,entry_timeout=1";
+	 * kernel sends both the same requests.  It also runs lockfs's loop
+	 * (src/main.c): no cloned /dev/fuse fds, at most 16 workers; noopfs's
+	 * own default clones them, which makes the floor cheaper than any
+	 * filesystem on lockfs's loop can be.  --floor-opts come last and
+	 * override either. */
+	policy = "attr_timeout=1,entry_timeout=1";
 	/* The floor and lockfs get the same FUSE options (lockfs defaults to
 	 * allow_other when root), so the kernel treats both mounts alike. */
 	base_opts = geteuid() == 0 ? "allow_other" : "";
-	if (asprintf(&d[FLOOR].opts, "%s%s%s", base_opts,
-	             *base_opts && o.floor_opts ? "," : "", o.floor_opts ? o.floor_opts : "") < 0 ||
-	    (o.stand_in &&
-	     asprintf(&d[LOCKFS].opts, "%s%s%s", base_opts, *base_opts && o.lockfs_opts ? "," : "",
-	              o.lockfs_opts ? o.lockfs_opts : "") < 0)) {
-		fprintf(stderr, "lockbench: out of memory\n");
-		return 2;
+	{
+		const char *fl[] = { base_opts, LOCKFS_LOOP_OPTS, policy, o.floor_opts };
+		const char *si[] = { base_opts, LOCKFS_LOOP_OPTS, policy, o.lockfs_opts };
+
+		if (!(d[FLOOR].opts = join_opts(fl, 4)) ||
+		    (o.stand_in && !(d[LOCKFS].opts = join_opts(si, 4)))) {
+			fprintf(stderr, "lockbench: out of memory\n");
+			return 2;
+		}
 	}
 	for (c = 0; c < NCYC; c++)
 		for (fs = 0; fs < NFS; fs++)
