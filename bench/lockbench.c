@@ -7,6 +7,12 @@
  * hits both alike; each figure is the median of the rounds.  Then it holds
  * --locks locks on lockfs and times `ls -l` and reads the daemon's RSS.
  *
+ * On a shared backend (--backend tinystore|ldap) lockfs cannot be cheaper
+ * than the floor plus what the backend's server costs for one lock, so a
+ * third participant joins the slices: the raw backend cycle (rawcycle.c), the
+ * least a client does on the same server to take a lock and let it go.  The
+ * target is then lockfs <= 1.15 x (floor + raw).
+ *
  * It is a measurement, not a test: it exits 0 whenever it could measure, even
  * when a target is missed, and non-zero only when something failed to run.
  */
@@ -32,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "rawcycle.h"
+
 #define FUSE_MAGIC 0x65735546L
 #define MOUNT_TIMEOUT_S 10.0
 #define STOP_TIMEOUT_S 10.0
@@ -41,14 +49,17 @@
  * /dev/fuse fds, at most 16 workers.  The floor runs the same one. */
 #define LOCKFS_LOOP_OPTS "clone_fd=0,max_threads=16"
 
-/* The targets lockfs is held to. */
+/* The targets lockfs is held to: against the floor on the local backend,
+ * against the floor plus the raw backend cycle on a shared one. */
 #define TARGET_RATIO 1.25
+#define TARGET_SHARED_RATIO 1.15
 #define TARGET_LS_S 0.5
 #define TARGET_RSS_BYTES 30e6
 
 extern char **environ;
 
-enum { FLOOR, LOCKFS, NFS };
+/* The two mounts, and the raw backend cycle as a third participant. */
+enum { FLOOR, LOCKFS, NFS, RAW = NFS, NPART };
 enum { CYC_EXCL, CYC_LOCKFILE, NCYC };
 
 static const char *const cycle_name[NCYC] = {
@@ -61,6 +72,7 @@ struct daemon {
 	const char *label;
 	const char *bin;
 	char *opts; /* the -o argument, or NULL */
+	const char *config; /* lockfs --config FILE, or NULL */
 	char mnt[PATH_MAX];
 	char log[PATH_MAX];
 	pid_t pid;
@@ -69,8 +81,8 @@ struct daemon {
 };
 
 struct cycle_result {
-	double *us[NFS]; /* µs per cycle, one per round */
-	double med[NFS];
+	double *us[NPART]; /* µs per cycle, one per round */
+	double med[NPART];
 	double ratio, ratio_lo, ratio_hi;
 	bool failed;
 	char err[1024 + 64]; /* g_err and a prefix */
@@ -352,7 +364,7 @@ static bool is_mounted(const struct daemon *d)
 
 static int start_daemon(struct daemon *d)
 {
-	char *argv[6];
+	char *argv[8];
 	struct stat st;
 	int i = 0, logfd, rc;
 
@@ -372,6 +384,10 @@ static int start_daemon(struct daemon *d)
 	if (d->opts && *d->opts) {
 		argv[i++] = (char *)"-o";
 		argv[i++] = d->opts;
+	}
+	if (d->config) {
+		argv[i++] = (char *)"--config";
+		argv[i++] = (char *)d->config;
 	}
 	argv[i] = NULL;
 	rc = spawn(d->bin, argv, environ, logfd, logfd, true, &d->pid);
@@ -668,6 +684,9 @@ struct options {
 	long slices; /* alternations per round */
 	long cpu;    /* -1: no pinning */
 	const char *lockfs, *noopfs, *lockfs_opts, *floor_opts;
+	const char *backend;       /* "local", "tinystore" or "ldap" */
+	const char *lockfs_config; /* lockfs --config FILE, or NULL */
+	bool shared;               /* a shared backend: a raw cycle, zero timeouts */
 	bool json, stand_in;
 };
 
@@ -675,19 +694,27 @@ static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 	        "usage: %s [options]\n"
-	        "  --iterations N   cycles per run (default 20000)\n"
+	        "  --backend B      lockfs's backend: local (default), tinystore or ldap; on\n"
+	        "                   tinystore and ldap a raw backend cycle on the same server\n"
+	        "                   is timed too, and the floor caches nothing, as lockfs\n"
+	        "  --lockfs-config FILE  lockfs --config FILE (e.g. the [ldap] keys); the raw\n"
+	        "                   cycle reads it too\n"
+	        "  --iterations N   cycles per run (default 20000; 2000 on a shared backend)\n"
 	        "  --rounds R       interleaved rounds; medians are reported (default 5)\n"
-	        "  --slices S       floor/lockfs alternations within a round (default 10)\n"
-	        "  --locks N        locks held for the ls/RSS check, 0 to skip (default 10000)\n"
+	        "  --slices S       floor/lockfs(/raw) alternations within a round (default 10)\n"
+	        "  --locks N        locks held for the ls/RSS check, 0 to skip (default 10000;\n"
+	        "                   0 on a shared backend)\n"
 	        "  --lockfs PATH    lockfs binary (default $LOCKFS_BIN, else ../src/lockfs\n"
 	        "                   next to this program)\n"
 	        "  --noopfs PATH    floor binary (default $NOOPFS_BIN, else ./noopfs next to\n"
 	        "                   this program)\n"
 	        "  --lockfs-opts O  extra lockfs -o options, after backend=local,state_dir=...\n"
+	        "                   (or backend=B), e.g. tinystore_dir=STORE; the raw cycle\n"
+	        "                   reads them too\n"
 	        "  --floor-opts O   more noopfs -o options, after (and overriding) the floor's\n"
 	        "                   defaults: allow_other as root, lockfs's loop\n"
 	        "                   (clone_fd=0,max_threads=16) and its cache policy on the\n"
-	        "                   local backend (attr/entry_timeout 1)\n"
+	        "                   backend (attr/entry_timeout 1 on local, 0 on shared)\n"
 	        "  --stand-in       the --lockfs binary is a noopfs stand-in: give it the\n"
 	        "                   floor's options, with --lockfs-opts instead of\n"
 	        "                   --floor-opts (for checking the bench itself)\n"
@@ -716,6 +743,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 {
 	static const struct option longopts[] = {
 		{ "iterations", required_argument, NULL, 'i' },
+		{ "backend", required_argument, NULL, 'b' },
+		{ "lockfs-config", required_argument, NULL, 'C' },
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "slices", required_argument, NULL, 's' },
 		{ "locks", required_argument, NULL, 'n' },
@@ -732,12 +761,19 @@ static void parse_options(int argc, char **argv, struct options *o)
 	int c;
 
 	*o = (struct options){
-		.iterations = 20000, .rounds = 5, .slices = 10, .locks = 10000, .cpu = -1,
+		.iterations = -1, .rounds = 5, .slices = 10, .locks = -1, .cpu = -1,
+		.backend = "local",
 	};
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			o->iterations = parse_long(optarg, "--iterations", 1);
+			break;
+		case 'b':
+			o->backend = optarg;
+			break;
+		case 'C':
+			o->lockfs_config = optarg;
 			break;
 		case 'r':
 			o->rounds = parse_long(optarg, "--rounds", 1);
@@ -781,6 +817,20 @@ static void parse_options(int argc, char **argv, struct options *o)
 		usage(stderr, argv[0]);
 		exit(2);
 	}
+	if (strcmp(o->backend, "local") != 0 && strcmp(o->backend, "tinystore") != 0 &&
+	    strcmp(o->backend, "ldap") != 0) {
+		fprintf(stderr, "lockbench: --backend: local, tinystore or ldap, not '%s'\n",
+		        o->backend);
+		exit(2);
+	}
+	o->shared = strcmp(o->backend, "local") != 0;
+	/* A shared backend's cycle costs a server round trip or more: fewer
+	 * cycles take as long.  The many-locks check is off there unless asked
+	 * for: its targets are the local backend's. */
+	if (o->iterations < 0)
+		o->iterations = o->shared ? 2000 : 20000;
+	if (o->locks < 0)
+		o->locks = o->shared ? 0 : 10000;
 	if (o->slices > o->iterations)
 		o->slices = o->iterations;
 }
@@ -828,12 +878,13 @@ static const char *verdict(bool ok)
 	return ok ? "PASS" : "MISS";
 }
 
-static void report(const struct options *o, const struct daemon *d, struct cycle_result *cr,
-                   const double *ref_us, const char *ref_dir, const char *ref_fs,
-                   long rss_idle_kb, const struct big_result *b)
+static void report(const struct options *o, const struct daemon *d, const raw_client *raw,
+                   struct cycle_result *cr, const double *ref_us, const char *ref_dir,
+                   const char *ref_fs, long rss_idle_kb, const struct big_result *b)
 {
 	int r = (int)o->rounds;
 	double ref_med = median(ref_us, r);
+	double target = o->shared ? TARGET_SHARED_RATIO : TARGET_RATIO;
 	const char *lf = o->stand_in ? "lockfs*" : "lockfs";
 
 	printf("\nlockbench: %ld cycles per mount per round in %ld alternating slices, "
@@ -843,26 +894,63 @@ static void report(const struct options *o, const struct daemon *d, struct cycle
 		printf("  everything pinned to CPU %ld\n", o->cpu);
 	printf("  floor  : %s -o %s (noopfs)\n", d[FLOOR].bin,
 	       d[FLOOR].opts && *d[FLOOR].opts ? d[FLOOR].opts : "(none)");
-	printf("  %-7s: %s -o %s%s\n", lf, d[LOCKFS].bin,
+	printf("  %-7s: %s -o %s%s%s%s\n", lf, d[LOCKFS].bin,
 	       d[LOCKFS].opts && *d[LOCKFS].opts ? d[LOCKFS].opts : "(none)",
+	       d[LOCKFS].config ? " --config " : "", d[LOCKFS].config ? d[LOCKFS].config : "",
 	       o->stand_in ? "\n  * stand-in: a second noopfs, not lockfs" : "");
+	if (raw)
+		printf("  raw    : %s\n", raw_describe(raw));
 
-	printf("\n%-28s %10s %10s %7s %-13s %8s %s\n", "cycle (µs per cycle)", "floor", lf,
-	       "ratio", " rounds", "target", "result");
+	if (!o->shared) {
+		printf("\n%-28s %10s %10s %7s %-13s %8s %s\n", "cycle (µs per cycle)", "floor", lf,
+		       "ratio", " rounds", "target", "result");
+	} else {
+		printf("\nbackend %s: target %s <= %.2f x (floor + raw)\n", o->backend, lf,
+		       TARGET_SHARED_RATIO);
+		printf("%-28s %9s %9s %9s %7s %-13s %8s %s\n", "cycle (µs per cycle)", "floor",
+		       "raw", lf, "ratio", " rounds", "target", "result");
+	}
 	for (int c = 0; c < NCYC; c++) {
 		if (cr[c].failed) {
 			printf("%-28s %s\n", cycle_name[c], "ERROR");
 			printf("    %s\n", cr[c].err);
 			continue;
 		}
-		printf("%-28s %10.1f %10.1f %6.2fx  %4.2f-%4.2f   %6s %4.2fx %s\n", cycle_name[c],
-		       cr[c].med[FLOOR], cr[c].med[LOCKFS], cr[c].ratio, cr[c].ratio_lo,
-		       cr[c].ratio_hi, "<=", TARGET_RATIO, verdict(cr[c].ratio <= TARGET_RATIO));
+		if (!o->shared)
+			printf("%-28s %10.1f %10.1f %6.2fx  %4.2f-%4.2f   %6s %4.2fx %s\n",
+			       cycle_name[c], cr[c].med[FLOOR], cr[c].med[LOCKFS], cr[c].ratio,
+			       cr[c].ratio_lo, cr[c].ratio_hi, "<=", TARGET_RATIO,
+			       verdict(cr[c].ratio <= TARGET_RATIO));
+		else
+			printf("%-28s %9.1f %9.1f %9.1f %6.2fx  %4.2f-%4.2f   %6s %4.2fx %s\n",
+			       cycle_name[c], cr[c].med[FLOOR], cr[c].med[RAW], cr[c].med[LOCKFS],
+			       cr[c].ratio, cr[c].ratio_lo, cr[c].ratio_hi, "<=", target,
+			       verdict(cr[c].ratio <= target));
+	}
+	if (o->shared && o->stand_in) {
+		/* The stand-in checks the bench: against the floor it is ≈ 1.0. */
+		for (int c = 0; c < NCYC; c++)
+			if (!cr[c].failed)
+				printf("  stand-in check, %s: lockfs*/floor = %.2fx (expect ~1.0)\n",
+				       cycle_key[c], cr[c].med[LOCKFS] / cr[c].med[FLOOR]);
+	} else if (o->shared) {
+		/* What the target leaves lockfs, to compare with what it spends. */
+		for (int c = 0; c < NCYC; c++)
+			if (!cr[c].failed)
+				printf("  %s: lockfs - (floor + raw) = %.1f µs per cycle; the "
+				       "target allows %.1f µs\n",
+				       cycle_key[c],
+				       cr[c].med[LOCKFS] - cr[c].med[FLOOR] - cr[c].med[RAW],
+				       (target - 1) * (cr[c].med[FLOOR] + cr[c].med[RAW]));
 	}
 	for (int c = 0; c < NCYC; c++) {
 		/* Below the floor by more than noise means the two mounts do not
 		 * get the same requests: the comparison is off, not lockfs fast. */
-		if (!cr[c].failed && cr[c].ratio_hi < 0.9) {
+		bool below = !cr[c].failed;
+
+		for (int k = 0; below && k < r; k++)
+			below = cr[c].us[LOCKFS][k] < 0.9 * cr[c].us[FLOOR][k];
+		if (below) {
 			printf("NOTE: %s is below the floor in every round: the kernel sends\n"
 			       "      it fewer requests (it lets the kernel cache something, e.g.\n"
 			       "      attributes), so this floor is not its floor; match it with\n"
@@ -875,7 +963,8 @@ static void report(const struct options *o, const struct daemon *d, struct cycle
 	       ref_med);
 
 	if (b->ran) {
-		printf("\n%ld locks held:\n", o->locks);
+		printf("\n%ld locks held%s:\n", o->locks,
+		       o->shared ? " (the targets are the local backend's, for reference)" : "");
 		if (b->failed) {
 			printf("  ERROR: %s\n", b->err);
 		} else {
@@ -896,15 +985,28 @@ static void report(const struct options *o, const struct daemon *d, struct cycle
 			       lf, b->unlink_s[LOCKFS]);
 		}
 	}
-	printf("(MB = 10^6 bytes; ratio = median %s / median floor, rounds = per-round range)\n",
-	       lf);
+	if (o->shared)
+		printf("(ratio = median %s / (median floor + median raw), rounds = per-round "
+		       "range)\n",
+		       lf);
+	else
+		printf("(MB = 10^6 bytes; ratio = median %s / median floor, rounds = per-round "
+		       "range)\n",
+		       lf);
 
 	if (!o->json)
 		return;
-	printf("{\"iterations\":%ld,\"rounds\":%ld,\"slices\":%ld,\"locks\":%ld,\"cpu\":%ld,"
+	printf("{\"backend\":");
+	json_str(stdout, o->backend);
+	printf(",\"iterations\":%ld,\"rounds\":%ld,\"slices\":%ld,\"locks\":%ld,\"cpu\":%ld,"
 	       "\"stand_in\":%s,",
 	       o->iterations, o->rounds, o->slices, o->locks, o->cpu,
 	       o->stand_in ? "true" : "false");
+	if (raw) {
+		printf("\"raw\":");
+		json_str(stdout, raw_describe(raw));
+		printf(",");
+	}
 	printf("\"floor_bin\":");
 	json_str(stdout, d[FLOOR].bin);
 	printf(",\"lockfs_bin\":");
@@ -916,11 +1018,21 @@ static void report(const struct options *o, const struct daemon *d, struct cycle
 			printf("\"error\":");
 			json_str(stdout, cr[c].err);
 		} else {
-			printf("\"floor_us\":%.3f,\"lockfs_us\":%.3f,\"ratio\":%.4f,"
-			       "\"target\":%.2f,\"pass\":%s,\"floor_rounds_us\":",
-			       cr[c].med[FLOOR], cr[c].med[LOCKFS], cr[c].ratio, TARGET_RATIO,
-			       cr[c].ratio <= TARGET_RATIO ? "true" : "false");
+			printf("\"floor_us\":%.3f,\"lockfs_us\":%.3f,", cr[c].med[FLOOR],
+			       cr[c].med[LOCKFS]);
+			if (o->shared)
+				printf("\"raw_us\":%.3f,", cr[c].med[RAW]);
+			printf("\"ratio\":%.4f,\"ratio_min\":%.4f,\"ratio_max\":%.4f,"
+			       "\"ratio_of\":\"%s\",\"target\":%.2f,\"pass\":%s,"
+			       "\"floor_rounds_us\":",
+			       cr[c].ratio, cr[c].ratio_lo, cr[c].ratio_hi,
+			       o->shared ? "floor+raw" : "floor", target,
+			       cr[c].ratio <= target ? "true" : "false");
 			json_array(stdout, cr[c].us[FLOOR], r);
+			if (o->shared) {
+				printf(",\"raw_rounds_us\":");
+				json_array(stdout, cr[c].us[RAW], r);
+			}
 			printf(",\"lockfs_rounds_us\":");
 			json_array(stdout, cr[c].us[LOCKFS], r);
 		}
@@ -988,10 +1100,26 @@ static char *join_opts(const char *const *parts, int n)
 	return out;
 }
 
+/* Time N cycles of kind CYC for participant P (a mount, or the raw backend
+ * cycle); *us is µs per cycle. */
+static int time_part(int p, int cyc, const struct daemon *d, raw_client *raw, long n, double *us)
+{
+	double t0;
+	int rc;
+
+	if (p != RAW)
+		return time_cycle(cyc, d[p].mnt, n, us);
+	t0 = mono();
+	rc = raw_cycles(raw, n, &g_stop, g_err, sizeof(g_err));
+	*us = (mono() - t0) * 1e6 / n;
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
 	struct options o;
 	struct daemon d[NFS] = { { .label = "floor" }, { .label = "lockfs" } };
+	static const char *const part_label[NPART] = { "floor", "lockfs", "raw" };
 	struct cycle_result cr[NCYC];
 	struct big_result big;
 	struct sigaction sa;
@@ -1002,8 +1130,9 @@ int main(int argc, char **argv)
 	const char *ref_fs = "?", *base_opts, *policy;
 	double *ref_us = NULL;
 	long rss_idle_kb = -1;
-	int status = 1, fs, c;
+	int status = 1, fs, c, parts[NPART], np = 0;
 	bool any_failed = false;
+	raw_client *raw = NULL;
 
 	parse_options(argc, argv, &o);
 	memset(cr, 0, sizeof(cr));
@@ -1021,6 +1150,11 @@ int main(int argc, char **argv)
 			                     : "");
 			return 2;
 		}
+	}
+	if (o.lockfs_config && access(o.lockfs_config, R_OK) != 0) {
+		fprintf(stderr, "lockbench: --lockfs-config %s: %s\n", o.lockfs_config,
+		        strerror(errno));
+		return 2;
 	}
 
 	if (o.cpu >= 0) {
@@ -1043,14 +1177,13 @@ int main(int argc, char **argv)
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
-	/* The floor keeps lockfs's cache policy for the local backend (names
-	 * and attributes cached for 1 s, names listed with readdirplus), so the
-	 * kernel sends both the same requests.  It also runs lockfs's loop
-	 * (src/main.c): no cloned /dev/fuse fds, at most 16 workers; noopfs's
-	 * own default clones them, which makes the floor cheaper than any
-	 * filesystem on lockfs's loop can be.  --floor-opts come last and
-	 * override either. */
-	policy = "attr_timeout=1,entry_timeout=1";
+	/* The floor keeps lockfs's cache policy, so the kernel sends both the
+	 * same requests: on the local backend names and attributes are cached
+	 * for 1 s (and listed with readdirplus); on a shared backend nothing
+	 * is, since other hosts change the directory (src/fs_ops.c lfs_new).
+	 * It also runs lockfs's loop (src/main.c): no cloned /dev/fuse fds, at
+	 * most 16 workers.  --floor-opts come last and override either. */
+	policy = o.shared ? "attr_timeout=0,entry_timeout=0" : "attr_timeout=1,entry_timeout=1";
 	/* The floor and lockfs get the same FUSE options (lockfs defaults to
 	 * allow_other when root), so the kernel treats both mounts alike. */
 	base_opts = geteuid() == 0 ? "allow_other" : "";
@@ -1064,8 +1197,14 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* Who takes part in each slice: the raw cycle sits between the mounts
+	 * (floor, raw, lockfs, then lockfs, raw, floor). */
+	parts[np++] = FLOOR;
+	if (o.shared)
+		parts[np++] = RAW;
+	parts[np++] = LOCKFS;
 	for (c = 0; c < NCYC; c++)
-		for (fs = 0; fs < NFS; fs++)
+		for (fs = 0; fs < NPART; fs++)
 			if (!(cr[c].us[fs] = calloc(o.rounds, sizeof(double))))
 				return 2;
 	if (!(ref_us = calloc(o.rounds, sizeof(double))))
@@ -1083,11 +1222,20 @@ int main(int argc, char **argv)
 	    join_path(d[FLOOR].log, work, "floor.log") ||
 	    join_path(d[LOCKFS].log, work, "lockfs.log"))
 		goto out;
-	if (!o.stand_in && asprintf(&d[LOCKFS].opts, "backend=local,state_dir=%s%s%s", state,
-	                    o.lockfs_opts ? "," : "", o.lockfs_opts ? o.lockfs_opts : "") < 0) {
-		d[LOCKFS].opts = NULL;
-		set_err("out of memory");
-		goto out;
+	if (!o.stand_in) {
+		int n = o.shared ? asprintf(&d[LOCKFS].opts, "backend=%s%s%s", o.backend,
+		                            o.lockfs_opts ? "," : "",
+		                            o.lockfs_opts ? o.lockfs_opts : "")
+		                 : asprintf(&d[LOCKFS].opts, "backend=local,state_dir=%s%s%s", state,
+		                            o.lockfs_opts ? "," : "",
+		                            o.lockfs_opts ? o.lockfs_opts : "");
+
+		if (n < 0) {
+			d[LOCKFS].opts = NULL;
+			set_err("out of memory");
+			goto out;
+		}
+		d[LOCKFS].config = o.lockfs_config;
 	}
 	if (mkdir(state, 0700) || mkdir(ref_dir, 0755) || mkdir(d[FLOOR].mnt, 0755) ||
 	    mkdir(d[LOCKFS].mnt, 0755)) {
@@ -1106,15 +1254,31 @@ int main(int argc, char **argv)
 	rss_idle_kb = proc_status_kb(d[LOCKFS].pid, "VmRSS");
 	if (uname(&un) == 0)
 		fprintf(stderr, "lockbench: both mounted under %s (kernel %s)\n", work, un.release);
+	if (o.shared) {
+		/* After lockfs mounted: it creates what it needs on the server
+		 * (the LDAP base).  The stand-in takes noopfs options, so then
+		 * the raw client reads only the configuration file. */
+		raw = raw_open(o.backend, o.lockfs_config, o.stand_in ? NULL : o.lockfs_opts,
+		               g_err, sizeof(g_err));
+		if (!raw) {
+			char why[sizeof(g_err)];
 
-	/* Warm-up: thread pools, page cache, allocator; not measured. */
+			memcpy(why, g_err, sizeof(why));
+			set_err("raw %s client: %s", o.backend, why);
+			goto out;
+		}
+		fprintf(stderr, "lockbench: raw cycle: %s\n", raw_describe(raw));
+	}
+
+	/* Warm-up: thread pools, page cache, allocator, connections; not
+	 * measured. */
 	for (c = 0; c < NCYC; c++) {
 		long n = o.iterations / 10 ? o.iterations / 10 : 1;
 		double us;
 
-		for (fs = 0; fs < NFS && !cr[c].failed; fs++)
-			if (time_cycle(c, d[fs].mnt, n, &us))
-				mark_failed(&cr[c], d[fs].label);
+		for (int j = 0; j < np && !cr[c].failed; j++)
+			if (time_part(parts[j], c, d, raw, n, &us))
+				mark_failed(&cr[c], part_label[parts[j]]);
 		if (g_stop)
 			goto out;
 	}
@@ -1123,50 +1287,59 @@ int main(int argc, char **argv)
 		/* floor first in even rounds, lockfs first in odd ones, so neither
 		 * always runs in the other's wake. */
 		for (c = 0; c < NCYC; c++) {
-			double total[NFS] = { 0 };
+			double total[NPART] = { 0 };
 
 			/* A round is cut into slices that alternate between the
-			 * mounts (ABBA), so a burst of load lasting a second or two
-			 * lands on both instead of on one whole run. */
+			 * participants (ABBA), so a burst of load lasting a second
+			 * or two lands on all of them instead of on one whole run. */
 			for (int s = 0; s < o.slices && !cr[c].failed; s++) {
 				long n = o.iterations / o.slices + (s < o.iterations % o.slices);
 
-				for (int j = 0; j < NFS && !cr[c].failed; j++) {
+				for (int j = 0; j < np && !cr[c].failed; j++) {
+					int p = parts[(r + s) % 2 ? np - 1 - j : j];
 					double us;
 
-					fs = (r + s) % 2 ? NFS - 1 - j : j;
-					if (time_cycle(c, d[fs].mnt, n, &us))
-						mark_failed(&cr[c], d[fs].label);
-					total[fs] += us * n;
+					if (time_part(p, c, d, raw, n, &us))
+						mark_failed(&cr[c], part_label[p]);
+					total[p] += us * n;
 				}
 				if (g_stop)
 					goto out;
 			}
-			for (fs = 0; fs < NFS; fs++)
-				cr[c].us[fs][r] = total[fs] / o.iterations;
+			for (int j = 0; j < np; j++)
+				cr[c].us[parts[j]][r] = total[parts[j]] / o.iterations;
 		}
 		if (time_cycle(CYC_EXCL, ref_dir, o.iterations, &ref_us[r]))
 			goto out;
 		fprintf(stderr, "lockbench: round %d/%ld:", r + 1, o.rounds);
-		for (c = 0; c < NCYC; c++)
-			if (!cr[c].failed)
-				fprintf(stderr, " %s floor %.1f lockfs %.1f µs;", cycle_key[c],
-				        cr[c].us[FLOOR][r], cr[c].us[LOCKFS][r]);
+		for (c = 0; c < NCYC; c++) {
+			if (cr[c].failed)
+				continue;
+			fprintf(stderr, " %s floor %.1f", cycle_key[c], cr[c].us[FLOOR][r]);
+			if (o.shared)
+				fprintf(stderr, " raw %.1f", cr[c].us[RAW][r]);
+			fprintf(stderr, " lockfs %.1f µs;", cr[c].us[LOCKFS][r]);
+		}
 		fprintf(stderr, " %s %.1f µs\n", ref_fs, ref_us[r]);
 	}
 	for (c = 0; c < NCYC; c++) {
 		double *ratios = calloc(o.rounds, sizeof(double));
 
+		if (!ratios)
+			abort();
 		if (cr[c].failed) {
 			any_failed = true;
 			free(ratios);
 			continue;
 		}
-		for (fs = 0; fs < NFS; fs++)
-			cr[c].med[fs] = median(cr[c].us[fs], o.rounds);
-		cr[c].ratio = cr[c].med[LOCKFS] / cr[c].med[FLOOR];
+		for (int j = 0; j < np; j++)
+			cr[c].med[parts[j]] = median(cr[c].us[parts[j]], o.rounds);
+		/* Against the floor, plus the raw cycle on a shared backend:
+		 * lockfs cannot do less than both. */
+		cr[c].ratio = cr[c].med[LOCKFS] / (cr[c].med[FLOOR] + (o.shared ? cr[c].med[RAW] : 0));
 		for (int r = 0; r < o.rounds; r++)
-			ratios[r] = cr[c].us[LOCKFS][r] / cr[c].us[FLOOR][r];
+			ratios[r] = cr[c].us[LOCKFS][r] /
+			            (cr[c].us[FLOOR][r] + (o.shared ? cr[c].us[RAW][r] : 0));
 		qsort(ratios, o.rounds, sizeof(double), cmp_double);
 		cr[c].ratio_lo = ratios[0];
 		cr[c].ratio_hi = ratios[o.rounds - 1];
@@ -1180,7 +1353,7 @@ int main(int argc, char **argv)
 		any_failed |= big.failed;
 	}
 
-	report(&o, d, cr, ref_us, tmpdir, ref_fs, rss_idle_kb, &big);
+	report(&o, d, raw, cr, ref_us, tmpdir, ref_fs, rss_idle_kb, &big);
 	status = any_failed ? 1 : 0;
 out:
 	fflush(stdout);
@@ -1188,6 +1361,7 @@ out:
 		fprintf(stderr, "lockbench: %s\n", g_err);
 	if (g_stop)
 		status = 130;
+	raw_close(raw);
 	for (fs = 0; fs < NFS; fs++)
 		unlink_all(&d[fs]);
 	for (fs = 0; fs < NFS; fs++)
