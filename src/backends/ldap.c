@@ -196,48 +196,121 @@ static void undo_add(ll_op *op, const char *dn, const char *note)
 		ll_delete(op, dn, NULL);
 }
 
-/* Our add succeeded: make it dynamic, then take the fence.  The fence comes
- * after the add, while the entry is ours, so every holder's fence is larger
- * than the previous holder's (one taken before the add could be overtaken by
- * a later holder).  Until then the entry's fence note is a unique token. */
-static int finish_acquire(ll_op *op, const char *key, const char *dn, const char *token,
-                          lockfs_holder *h, lockfs_lease **out)
+/* Fences come from blocks reserved on the counter (ll_reserve_fences()):
+ * a lock is added with the next fence of this instance's block already in
+ * its notes, and the fence is good if the counter, read after the add, still
+ * stands at the block's end.  Why that orders the holders of a key: a fence
+ * is good only if no block was reserved between its block's reservation and
+ * the check; the check follows the holder's add, and the reservation of a
+ * later holder's block precedes its own add, which follows the earlier
+ * holder's entry; so of two holders one after the other, either the later
+ * one's block was reserved after the earlier's check (its fences are all
+ * larger) or its own check fails.  A lock this instance takes again and
+ * again thus costs an add and a compare, not three writes. */
+static int take_fence(ll_op *op, uint64_t *fence, uint64_t *end)
 {
 	ll_backend *be = op->be;
-	if (be->caps & LL_CAP_DDS) {
-		int granted = 0;
-		if (ll_refresh(op, dn, ll_ttl_seconds(be), &granted) != LDAP_SUCCESS) {
-			int e = failed(op, "make dynamic", key);
-			undo_add(op, dn, token);
-			return e;
-		}
-		if (granted && granted < ll_ttl_seconds(be))
-			lockfs_log(
-			        G_LOG_LEVEL_WARNING, key,
-			        "ldap: the server grants dynamic entries %d s only, less than ttl "
-			        "(%d s); lower ttl or raise the server's maximum",
-			        granted, ll_ttl_seconds(be));
+	g_mutex_lock(&be->fence_mu);
+	bool have = be->block_end && be->block_next <= be->block_end;
+	if (have) {
+		*fence = be->block_next++;
+		*end = be->block_end;
 	}
-	uint64_t fence = 0;
-	if (ll_next_fence(op, &fence) != LDAP_SUCCESS) {
-		int e = failed(op, "take a fence for", key);
-		undo_add(op, dn, token);
+	g_mutex_unlock(&be->fence_mu);
+	if (have)
+		return LDAP_SUCCESS;
+	uint64_t e = 0;
+	int rc = ll_reserve_fences(op, LL_FENCE_BLOCK, &e);
+	if (rc != LDAP_SUCCESS)
+		return rc;
+	g_mutex_lock(&be->fence_mu);
+	be->block_end = e;
+	be->block_next = e - LL_FENCE_BLOCK + 2;
+	g_mutex_unlock(&be->fence_mu);
+	*fence = e - LL_FENCE_BLOCK + 1;
+	*end = e;
+	return LDAP_SUCCESS;
+}
+
+/* Someone reserved after the block ending at END: it is good for nothing. */
+static void drop_block(ll_backend *be, uint64_t end)
+{
+	g_mutex_lock(&be->fence_mu);
+	if (be->block_end == end)
+		be->block_end = 0;
+	g_mutex_unlock(&be->fence_mu);
+}
+
+/* Whether a new dynamic entry lives long enough, and not much longer, without
+ * a refresh: then the first renewal refreshes it instead of the acquisition. */
+static bool default_ttl_will_do(ll_backend *be)
+{
+	int want = ll_ttl_seconds(be);
+	return be->dds_default_s + 1 >= want && be->dds_default_s <= 2 * want;
+}
+
+/* Refresh a dynamic entry to ttl; say once if the server grants less. */
+static int refresh(ll_op *op, const char *dn, const char *key)
+{
+	ll_backend *be = op->be;
+	int granted = 0;
+	int rc = ll_refresh(op, dn, ll_ttl_seconds(be), &granted);
+	if (rc == LDAP_SUCCESS && granted && granted < ll_ttl_seconds(be) &&
+	    !be->short_grant_logged) {
+		be->short_grant_logged = true;
+		lockfs_log(G_LOG_LEVEL_WARNING, key,
+		           "ldap: the server grants dynamic entries %d s only, less than ttl "
+		           "(%d s); lower ttl or raise the server's maximum",
+		           granted, ll_ttl_seconds(be));
+	}
+	return rc;
+}
+
+/* Our add succeeded with FENCE (of the block ending at END) in its notes:
+ * make the entry dynamic unless the server's default will do, and check the
+ * fence; if another block was reserved meanwhile, reserve one now, while the
+ * entry is ours, and rewrite the notes only while they are still ours. */
+static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t fence, uint64_t end,
+                          int64_t sent, lockfs_holder *h, lockfs_lease **out)
+{
+	ll_backend *be = op->be;
+	g_autofree char *fence_value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, fence);
+	if ((be->caps & LL_CAP_DDS) && !default_ttl_will_do(be) &&
+	    refresh(op, dn, key) != LDAP_SUCCESS) {
+		int e = failed(op, "make dynamic", key);
+		undo_add(op, dn, fence_value);
 		return e;
 	}
-	g_autofree char *fence_value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, fence);
-	int64_t mono = lockfs_mono_us(), now = ll_now_us(be);
-	g_autoptr(GPtrArray) desc = ll_notes_build(key, h, fence_value, now, NULL);
-	int rc = ll_replace_notes(op, dn, token, desc);
-	if (rc != LDAP_SUCCESS) {
+	int rc = ll_fence_counter_is(op, end);
+	if (rc != LDAP_COMPARE_TRUE && rc != LDAP_COMPARE_FALSE) {
+		int e = failed(op, "check the fence counter for", key);
+		undo_add(op, dn, fence_value);
+		return e;
+	}
+	if (rc == LDAP_COMPARE_FALSE) {
+		drop_block(be, end);
+		uint64_t again = 0;
+		if (take_fence(op, &again, &end) != LDAP_SUCCESS) {
+			int e = failed(op, "take a fence for", key);
+			undo_add(op, dn, fence_value);
+			return e;
+		}
+		g_autofree char *value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, again);
+		g_autoptr(GPtrArray) desc = ll_notes_build(key, h, value, ll_now_us(be), NULL);
+		rc = ll_replace_notes(op, dn, fence_value, desc);
 		if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_NO_SUCH_ATTRIBUTE) {
 			lockfs_log(G_LOG_LEVEL_WARNING, key,
 			           "ldap: %s was taken from us while being taken; answered EIO",
 			           key);
 			return -EIO;
 		}
-		int e = failed(op, "record the fence of", key);
-		undo_add(op, dn, token);
-		return e;
+		if (rc != LDAP_SUCCESS) {
+			int e = failed(op, "record the fence of", key);
+			undo_add(op, dn, fence_value);
+			return e;
+		}
+		g_free(fence_value);
+		fence_value = g_steal_pointer(&value);
 	}
 	ll_lease *p = g_new0(ll_lease, 1);
 	g_mutex_init(&p->mu);
@@ -247,7 +320,7 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, const char
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
 	lease->key = g_strdup(key);
 	g_strlcpy(lease->fence, fence_value + 6, sizeof(lease->fence));
-	lease->renewed_mono_us = mono;
+	lease->renewed_mono_us = sent;
 	lease->priv = p;
 	mine_set(be, key, lease->fence);
 	*out = lease;
@@ -274,17 +347,25 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 	lockfs_holder h;
 	lockfs_holder_copy(&h, who);
 	h.acquired_us = h.heartbeat_us = ll_now_us(be);
-	g_autofree char *token = g_strdup_printf("fence=pending-%08x%08x-%d", g_random_int(),
-	                                         g_random_int(), (int)getpid());
+	uint64_t fence = 0, end = 0;
+	if (take_fence(&op, &fence, &end) != LDAP_SUCCESS) {
+		r = failed(&op, "take a fence for", key);
+		ll_op_end(&op);
+		lockfs_holder_clear(&h);
+		return r;
+	}
+	g_autofree char *fence_value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, fence);
 	const char *plain[] = { "top", "organizationalRole", NULL };
 	const char *dynamic[] = { "top", "organizationalRole", "dynamicObject", NULL };
 	r = -EEXIST;
 	/* Add; if a stale lock is in the way, break it and add once more. */
 	for (int round = 0; round < 3; round++) {
-		g_autoptr(GPtrArray) desc = ll_notes_build(key, &h, token, h.acquired_us, NULL);
+		g_autoptr(GPtrArray) desc =
+		        ll_notes_build(key, &h, fence_value, h.acquired_us, NULL);
+		int64_t sent = lockfs_mono_us();
 		int rc = ll_add(&op, dn, (be->caps & LL_CAP_DDS) ? dynamic : plain, "cn", cn, desc);
 		if (rc == LDAP_SUCCESS) {
-			r = finish_acquire(&op, key, dn, token, &h, out);
+			r = finish_acquire(&op, key, dn, fence, end, sent, &h, out);
 			break;
 		}
 		if (rc != LDAP_ALREADY_EXISTS) {
@@ -394,7 +475,7 @@ static int ll_renew(lockfs_backend *b, lockfs_lease *lease)
 	int64_t mono = lockfs_mono_us();
 	int r = write_notes(&op, lease->key, p, ll_now_us(be));
 	if (r == 0 && (be->caps & LL_CAP_DDS)) {
-		int rc = ll_refresh(&op, p->dn, ll_ttl_seconds(be), NULL);
+		int rc = refresh(&op, p->dn, lease->key);
 		r = rc == LDAP_SUCCESS ? 0 : rc == LDAP_NO_SUCH_OBJECT ? -ESTALE : -EIO;
 	}
 	if (r == 0)
@@ -599,6 +680,7 @@ static void ll_destroy(lockfs_backend *b)
 	g_mutex_clear(&be->pool_mu);
 	g_mutex_clear(&be->mine_mu);
 	g_mutex_clear(&be->log_mu);
+	g_mutex_clear(&be->fence_mu);
 	g_free(be);
 }
 
@@ -624,6 +706,7 @@ lockfs_backend *lockfs_ldap_backend_new(const lockfs_config *cfg, const char *mo
 	g_mutex_init(&be->pool_mu);
 	g_mutex_init(&be->mine_mu);
 	g_mutex_init(&be->log_mu);
+	g_mutex_init(&be->fence_mu);
 	be->idle = g_ptr_array_new();
 	be->mine = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	if (!ll_config_load(&be->cfg, cfg, error)) {

@@ -1011,6 +1011,13 @@ out:
 /* Whether dynamic entries work here for us: add one, refresh it, delete it.
  * OpenLDAP's dds does not list its refresh operation in the root DSE, and
  * access rules may forbid refresh, so only trying tells. */
+static void each_ttl(LDAP *ld, LDAPMessage *e, void *user)
+{
+	GPtrArray **out = user;
+	if (!*out)
+		*out = values_of(ld, e, "entryTtl");
+}
+
 static bool probe_dds(ll_op *op, char **why)
 {
 	ll_backend *be = op->be;
@@ -1023,6 +1030,15 @@ static bool probe_dds(ll_op *op, char **why)
 		*why = ll_error_text(op);
 		return false;
 	}
+	/* What a new dynamic entry lives before any refresh (dds-default-ttl). */
+	char *attrs[] = { "entryTtl", NULL };
+	GPtrArray *ttl = NULL;
+	if (search_all(op, dn, LDAP_SCOPE_BASE, "(objectClass=*)", attrs, each_ttl, &ttl) ==
+	            LDAP_SUCCESS &&
+	    ttl && ttl->len)
+		be->dds_default_s = (int)g_ascii_strtoll(ttl->pdata[0], NULL, 10);
+	if (ttl)
+		g_ptr_array_unref(ttl);
 	int ttl_s = ll_ttl_seconds(be), granted = 0;
 	bool ok = ll_refresh(op, dn, ttl_s, &granted) == LDAP_SUCCESS;
 	if (!ok)
@@ -1259,8 +1275,16 @@ out:
 
 /* ---- fences ---- */
 
-/* Modify-Increment with the post-read control: one round trip, no retries. */
-static int fence_increment(ll_op *op, uint64_t *out)
+/* The counter's value N as stored: "N", or "fence=N" in description. */
+static char *counter_text(ll_backend *be, uint64_t n)
+{
+	return be->fence_in_desc ? g_strdup_printf("fence=%" G_GUINT64_FORMAT, n)
+	                         : g_strdup_printf("%" G_GUINT64_FORMAT, n);
+}
+
+/* Modify-Increment by BY with the post-read control: one round trip, no
+ * retries; OUT is the counter's value after it. */
+static int fence_increment(ll_op *op, uint64_t by, uint64_t *out)
 {
 	ll_backend *be = op->be;
 	if (!op_start(op))
@@ -1276,10 +1300,12 @@ static int fence_increment(ll_op *op, uint64_t *out)
 		             .ldctl_value = val,
 		             .ldctl_iscritical = 1 };
 	LDAPControl *ctrls[] = { &post, NULL };
-	char *one[] = { "1", NULL };
+	char delta[24];
+	g_snprintf(delta, sizeof(delta), "%" G_GUINT64_FORMAT, by);
+	char *deltav[] = { delta, NULL };
 	LDAPMod inc = { .mod_op = LDAP_MOD_INCREMENT,
 		        .mod_type = be->fence_attr,
-		        .mod_values = one };
+		        .mod_values = deltav };
 	LDAPMod *mods[] = { &inc, NULL };
 	int msgid = 0;
 	int rc = ldap_modify_ext(op->ld, be->fence_dn, mods, ctrls, NULL, &msgid);
@@ -1328,9 +1354,9 @@ static int fence_increment(ll_op *op, uint64_t *out)
 	return op_done(op, got ? LDAP_SUCCESS : LDAP_DECODING_ERROR);
 }
 
-/* Read, then swap the old value for the next in one modify; a contender that
+/* Read, then swap the old value for old + BY in one modify; a contender that
  * swapped first makes ours fail (noSuchAttribute), and we read again. */
-static int fence_swap(ll_op *op, uint64_t *out)
+static int fence_swap(ll_op *op, uint64_t by, uint64_t *out)
 {
 	ll_backend *be = op->be;
 	for (;;) {
@@ -1344,13 +1370,11 @@ static int fence_swap(ll_op *op, uint64_t *out)
 			counter_clear(&c);
 			return op_done(op, LDAP_NO_SUCH_ATTRIBUTE);
 		}
-		g_autofree char *next = be->fence_in_desc
-		                                ? g_strdup_printf("fence=%" G_GUINT64_FORMAT, n + 1)
-		                                : g_strdup_printf("%" G_GUINT64_FORMAT, n + 1);
+		g_autofree char *next = counter_text(be, n + by);
 		rc = ll_swap_value(op, be->fence_dn, be->fence_attr, old, next);
 		counter_clear(&c);
 		if (rc == LDAP_SUCCESS) {
-			*out = n + 1;
+			*out = n + by;
 			return rc;
 		}
 		if (rc != LDAP_NO_SUCH_ATTRIBUTE && rc != LDAP_TYPE_OR_VALUE_EXISTS)
@@ -1359,9 +1383,15 @@ static int fence_swap(ll_op *op, uint64_t *out)
 	}
 }
 
-int ll_next_fence(ll_op *op, uint64_t *out)
+int ll_reserve_fences(ll_op *op, uint64_t n, uint64_t *end)
 {
 	if (!op->be->fence_in_desc && (op->be->caps & LL_CAP_INCREMENT))
-		return fence_increment(op, out);
-	return fence_swap(op, out);
+		return fence_increment(op, n, end);
+	return fence_swap(op, n, end);
+}
+
+int ll_fence_counter_is(ll_op *op, uint64_t value)
+{
+	g_autofree char *text = counter_text(op->be, value);
+	return ll_compare(op, op->be->fence_dn, op->be->fence_attr, text);
 }

@@ -70,6 +70,10 @@ typedef struct {
 	GMutex mine_mu;
 	GHashTable *mine; /* key → fence of the leases this instance holds */
 
+	GMutex fence_mu;
+	uint64_t block_next, block_end; /* this instance's fence block; end 0: none */
+	int dds_default_s;              /* the entryTtl a new dynamic entry gets; 0: unknown */
+	bool short_grant_logged;
 	GMutex log_mu;
 	int64_t skew_logged_mono_us;
 
@@ -192,8 +196,14 @@ char *ll_filter_eq(const char *attr, const char *value);
 
 /* Set-up at start: what the server offers, the base, dds, the fence counter. */
 bool ll_setup(ll_backend *be, GError **error);
-/* The next fence (strictly increasing across hosts). */
-int ll_next_fence(ll_op *op, uint64_t *out);
+/* Fences are handed out from blocks: ll_reserve_fences() adds N to the
+ * counter in one atomic write and gives its new value END, so the block
+ * END-N+1..END is this caller's; ll_fence_counter_is() compares the counter
+ * with VALUE (LDAP_COMPARE_TRUE or _FALSE, else an error): a block is good
+ * for a lock taken while the counter still reads its END (see ldap.c). */
+#define LL_FENCE_BLOCK 1000
+int ll_reserve_fences(ll_op *op, uint64_t n, uint64_t *end);
+int ll_fence_counter_is(ll_op *op, uint64_t value);
 
 /* Text of an LDAP failure for logs ("Invalid credentials (49): ..."). */
 char *ll_error_text(const ll_op *op);

@@ -568,6 +568,49 @@ static void test_fence_durable(void)
 	c->destroy(c);
 }
 
+/* Fences come from blocks (see ldap.c): two hosts taking one key by turns,
+ * and a third taking another key in between, never hand out a smaller or an
+ * equal fence, on either counter (increment, compare-and-swap). */
+static void fence_blocks(unsigned no_caps, const char *name)
+{
+	g_autofree char *base = base_of(srv_dds, name);
+	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
+	lockfs_backend *b = backend(srv_dds, "hostb", base, NULL);
+	lockfs_backend *c = backend(srv_dds, "hostc", base, NULL);
+	lockfs_ldap_test_disable_caps(a, no_caps);
+	lockfs_ldap_test_disable_caps(b, no_caps);
+	lockfs_ldap_test_disable_caps(c, no_caps);
+	lockfs_backend *turn[] = { a, a, b, a, b, b, c, a, c, b, a };
+	char last[LOCKFS_FENCE_MAX] = "0";
+	for (size_t i = 0; i < G_N_ELEMENTS(turn); i++) {
+		lockfs_backend *be = turn[i];
+		/* c takes another key: it moves the counter, not this key. */
+		const char *key = be == c ? "other.lock" : "turns.lock";
+		lockfs_lease *l = take_ok(be, key, be == a ? "hosta" : be == b ? "hostb" : "hostc");
+		if (be != c) {
+			g_assert_cmpint(lockfs_fence_cmp(l->fence, last), >, 0);
+			g_strlcpy(last, l->fence, sizeof(last));
+			/* The notes say the fence the holder was given. */
+			lockfs_lock_info info;
+			g_assert_cmpint(a->inspect(a, key, &info), ==, 0);
+			g_assert_cmpstr(info.fence, ==, l->fence);
+			lockfs_lock_info_clear(&info);
+		}
+		release_ok(be, l);
+	}
+	a->destroy(a);
+	b->destroy(b);
+	c->destroy(c);
+}
+
+static void test_fence_blocks(void)
+{
+	if (!need_slapd())
+		return;
+	fence_blocks(0, "blocks");
+	fence_blocks(LL_CAP_INCREMENT, "blocks-cas");
+}
+
 static void release_after_break(slapd *s, const char *name, unsigned no_caps)
 {
 	g_autofree char *base = base_of(s, name);
@@ -809,6 +852,23 @@ static void test_dds_expiry(void)
 	g_test_message("renewed, then left: gone %.1f s after the last renewal",
 	               (gone - last) / 1e6);
 	a->lease_free(a, r.lease);
+	a->destroy(a);
+
+	/* A server whose new dynamic entries live between ttl and twice ttl
+	 * (3600 s here; ttl 2000 s): the acquisition leaves the server's default
+	 * and the first renewal brings it down to ttl. */
+	const char *long_ttl[] = { "ttl=2000s", "network_timeout=1s", NULL };
+	a = backend(srv_dds, "hosta", base, long_ttl);
+	l = take_ok(a, "default.lock", "hosta");
+	g_autofree char *dn3 = lock_dn("default.lock", base);
+	g_autoptr(GPtrArray) t1 = raw_values(srv_dds, dn3, "entryTtl");
+	g_assert_cmpuint(t1->len, ==, 1);
+	g_assert_cmpint(g_ascii_strtoll(t1->pdata[0], NULL, 10), >, 3000);
+	g_assert_cmpint(a->renew(a, l), ==, 0);
+	g_autoptr(GPtrArray) t2 = raw_values(srv_dds, dn3, "entryTtl");
+	g_assert_cmpuint(t2->len, ==, 1);
+	g_assert_cmpint(g_ascii_strtoll(t2->pdata[0], NULL, 10), <=, 2001);
+	release_ok(a, l);
 	a->destroy(a);
 }
 
@@ -1251,6 +1311,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/ldap/config/refused", test_config_refused);
 	g_test_add_func("/ldap/basic", test_basic);
 	g_test_add_func("/ldap/fence/durable", test_fence_durable);
+	g_test_add_func("/ldap/fence/blocks", test_fence_blocks);
 	g_test_add_func("/ldap/release-after-break", test_release_after_break);
 	g_test_add_func("/ldap/race/expired-lease", test_race_expired);
 	g_test_add_func("/ldap/race/stale-heartbeat", test_race_stale);
