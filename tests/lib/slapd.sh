@@ -2,12 +2,15 @@
 # tests/lib/slapd.sh — a throw-away slapd on loopback for the LDAP backend's tests.
 #
 # Usage:
-#   slapd.sh start DIR [--no-dds] [--watch PID]
+#   slapd.sh start DIR [--no-dds] [--dds-default-ttl S] [--watch PID]
 #                                   make DIR (a fresh or empty directory) into a slapd
 #                                   instance and start it; prints its facts as
 #                                   KEY=VALUE lines (also kept in DIR/env).  With
 #                                   --watch, slapd is stopped once PID (the test) is
-#                                   gone, even if it crashed
+#                                   gone, even if it crashed.  --dds-default-ttl: the
+#                                   life of a new dynamic entry before any refresh
+#                                   (default 3600; lockfs skips its refresh at
+#                                   acquisition when this is ttl + 1 s)
 #   slapd.sh restart DIR            start the instance in DIR again (same port, same
 #                                   database), e.g. after stop; prints the facts
 #   slapd.sh stop DIR               stop it (SIGTERM, SIGKILL after 10 s); the
@@ -91,7 +94,7 @@ make_certs() {
 }
 
 write_config() {
-	local dir=$1 dds=$2
+	local dir=$1 dds=$2 dds_default=${3:-3600}
 	local rootpw
 	rootpw=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
 	{
@@ -121,7 +124,7 @@ write_config() {
 		if [ "$dds" = 1 ]; then
 			echo "overlay dds"
 			echo "dds-max-ttl 1d"
-			echo "dds-default-ttl 1h"
+			echo "dds-default-ttl $dds_default"
 			echo "dds-interval 1s"
 		fi
 		# The lockfs user writes and refreshes (manage on entryTtl) under the suffix.
@@ -192,11 +195,12 @@ watch() {
 }
 
 start() {
-	local dir=$1 dds=1 port watch_pid=
+	local dir=$1 dds=1 dds_default=3600 port watch_pid=
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--no-dds) dds=0 ;;
+		--dds-default-ttl) dds_default=${2:?--dds-default-ttl needs seconds}; shift ;;
 		--watch) watch_pid=${2:?--watch needs a pid}; shift ;;
 		*) die "start: unknown option $1" ;;
 		esac
@@ -208,7 +212,7 @@ start() {
 	local why
 	why=$(check) || die "$why"
 	make_certs "$dir"
-	write_config "$dir" "$dds"
+	write_config "$dir" "$dds" "$dds_default"
 	load_base "$dir"
 	local i
 	for i in 1 2 3 4 5; do
