@@ -21,13 +21,14 @@
 # The instance: slapd.conf (-f, which Debian 12's slapd 2.5 still reads), an mdb
 # database with suffix dc=lockfs,dc=test holding only the suffix entry and a bind user,
 # modules back_mdb and (unless --no-dds) dds with a 1 s expiry check, listening on
-# ldap://127.0.0.1:PORT (a free port) and ldapi:// on a socket in DIR.  TLS (StartTLS
-# and nothing else: ldaps needs a second port) with a CA and a server certificate for
+# ldap://127.0.0.1:PORT (StartTLS), ldaps://127.0.0.1:LDAPS_PORT (two free ports) and
+# ldapi:// on a socket in DIR.  TLS with a CA and a server certificate for
 # localhost/127.0.0.1 made here with openssl, plus an unrelated CA for refusal tests.
 # SASL EXTERNAL over ldapi maps every local user to the bind user.
 #
 # Facts printed:
-#   SLAPD_URI SLAPD_LDAPI SLAPD_PORT SLAPD_PID SLAPD_DIR SLAPD_SUFFIX SLAPD_DDS (1|0)
+#   SLAPD_URI SLAPD_LDAPS_URI SLAPD_LDAPI SLAPD_PORT SLAPD_LDAPS_PORT SLAPD_PID SLAPD_DIR
+#   SLAPD_SUFFIX SLAPD_DDS (1|0)
 #   SLAPD_ROOTDN SLAPD_ROOTPW SLAPD_USERDN SLAPD_USERPW_FILE (mode 0600)
 #   SLAPD_CA SLAPD_WRONG_CA
 set -euo pipefail
@@ -163,10 +164,10 @@ print_env() {
 }
 
 run_slapd() {
-	local dir=$1 port=$2 ldapi tries=0
+	local dir=$1 port=$2 ldaps_port=$3 ldapi tries=0
 	ldapi=$(ldapi_uri "$dir/ldapi")
 	rm -f "$dir/ldapi"
-	"$SLAPD" -f "$dir/slapd.conf" -h "ldap://127.0.0.1:$port/ $ldapi" -d 0 \
+	"$SLAPD" -f "$dir/slapd.conf" -h "ldap://127.0.0.1:$port/ ldaps://127.0.0.1:$ldaps_port/ $ldapi" -d 0 \
 		>>"$dir/slapd.log" 2>&1 &
 	# slapd -d stays in the foreground, in the background of this script: its pid
 	# is $!.  Wait until it answers.
@@ -195,7 +196,7 @@ watch() {
 }
 
 start() {
-	local dir=$1 dds=1 dds_default=3600 port watch_pid=
+	local dir=$1 dds=1 dds_default=3600 port ldaps_port watch_pid=
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
@@ -217,7 +218,8 @@ start() {
 	local i
 	for i in 1 2 3 4 5; do
 		port=$(free_port)
-		run_slapd "$dir" "$port" && break
+		ldaps_port=$(free_port)
+		[ "$port" != "$ldaps_port" ] && run_slapd "$dir" "$port" "$ldaps_port" && break
 		port=
 	done
 	[ -n "$port" ] || die "slapd did not start: $(tail -n 5 "$dir/slapd.log" | tr '\n' ' ')"
@@ -225,6 +227,8 @@ start() {
 		SLAPD_DIR=$dir
 		SLAPD_PORT=$port
 		SLAPD_URI=ldap://127.0.0.1:$port
+		SLAPD_LDAPS_PORT=$ldaps_port
+		SLAPD_LDAPS_URI=ldaps://127.0.0.1:$ldaps_port
 		SLAPD_LDAPI=$(ldapi_uri "$dir/ldapi")
 		SLAPD_SUFFIX=$SUFFIX
 		SLAPD_DDS=$dds
@@ -240,10 +244,11 @@ start() {
 }
 
 restart() {
-	local dir=$1 port
+	local dir=$1 port ldaps_port
 	[ -r "$dir/env" ] || die "$dir holds no slapd instance (run start first)"
 	port=$(sed -n 's/^SLAPD_PORT=//p' "$dir/env")
-	run_slapd "$dir" "$port" || die "slapd did not restart on port $port: $(tail -n 5 "$dir/slapd.log" | tr '\n' ' ')"
+	ldaps_port=$(sed -n 's/^SLAPD_LDAPS_PORT=//p' "$dir/env")
+	run_slapd "$dir" "$port" "$ldaps_port" || die "slapd did not restart on port $port: $(tail -n 5 "$dir/slapd.log" | tr '\n' ' ')"
 	print_env "$dir"
 }
 

@@ -1084,6 +1084,16 @@ static void test_tls(void)
 	release_ok(a, take_ok(a, "t.lock", "hosta"));
 	a->destroy(a);
 
+	/* ldaps://: TLS from the first byte, the same checks. */
+	g_autofree char *ldaps = g_strdup_printf("ldap_uri=%s", E(srv_dds, "SLAPD_LDAPS_URI"));
+	const char *ldaps_wrong[] = { ldaps, wrong, NULL };
+	g_autofree char *m2 = backend_error(srv_dds, AUTH_SIMPLE, base, ldaps_wrong);
+	g_assert_nonnull(strstr(m2, "ca_file"));
+	const char *ldaps_ok[] = { ldaps, NULL };
+	a = backend(srv_dds, "hosta", base, ldaps_ok);
+	release_ok(a, take_ok(a, "s.lock", "hosta"));
+	a->destroy(a);
+
 	/* ldap:// with StartTLS refused: the server then sees clear text. */
 	const char *plain[] = { "ldap_starttls=false", NULL };
 	a = backend(srv_dds, "hosta", base, plain);
