@@ -1,0 +1,289 @@
+#!/bin/bash
+# 30-server-outage.t — the shared backend's server goes away while locks are
+# held (CONTRACT §3, §5; lockfs.conf(5) [ldap] and [tinystore]).
+#
+# 1. A long outage (stopped for longer than ttl, then restarted on the same
+#    port and store): new acquisitions answer EIO within the network
+#    timeout — not EEXIST, not success — on the holder's mount and on
+#    another; the held lock shows `lost` no later than ttl after the server
+#    went (the last renewal can only be older), and heartbeats and writes
+#    through it fail with ESTALE.  Once the server is back, acquisitions work
+#    again, the lock can be taken by another mount with a larger fence, and
+#    there is one holder: the old one shows its lock lost, never held, and
+#    its late rm answers ENOENT.  On LDAP this runs with dynamic entries (the
+#    server expires the entry ttl after the last refresh) and without them
+#    (`ldap_dynamic=no`: the stale rules decide, and the taker breaks it).
+# 2. A hung server (SIGSTOP) for less than ttl/2: acquisitions answer EIO
+#    within the network timeout, and the held lock stays held: a renewal
+#    after the outage succeeds, same fence, nothing lost.
+# 3. The server stopped and restarted within ttl/2.  LDAP keeps the entry:
+#    the lock stays held (renewed after the restart).  tinystore keeps leases
+#    in memory only: the holder finds its lock lost at its next renewal
+#    (lockfs.conf(5)).  Either way, no other mount is granted the lock while
+#    the holder still shows it held.
+set -u
+TEST_TIMEOUT=300
+. "$(dirname "$0")/../lib/mount.sh"
+[[ $LOCKFS_BACKEND != local ]] ||
+    skip_all "the local backend has no server to stop: its locks live in the lockfs process"
+
+NET_MS=1000
+# An answer while the server is away: the network timeout, plus time for
+# python to start and for a loaded machine.
+EIO_BOUND_MS=$((NET_MS + 1500))
+
+# ---------------------------------------------------------------- the server
+
+server_stop() {
+    case $LOCKFS_BACKEND in
+    tinystore) tinystore_stop "$TS_DIR" ;;
+    ldap) bash "$TESTLIB/slapd.sh" stop "$SLAPD_TOP/slapd" ;;
+    esac
+}
+
+# Same port, same store or database.
+server_start() {
+    case $LOCKFS_BACKEND in
+    tinystore) tinystore_restart "$TS_DIR" >/dev/null ;;
+    ldap) bash "$TESTLIB/slapd.sh" restart "$SLAPD_TOP/slapd" >/dev/null ;;
+    esac
+}
+
+server_pid() {
+    case $LOCKFS_BACKEND in
+    tinystore) cat "$TS_DIR/pid" ;;
+    ldap) cat "$SLAPD_TOP/slapd/slapd.pid" ;;
+    esac
+}
+
+server_restart_or_bail() {
+    server_start && return 0
+    fail "restart the $LOCKFS_BACKEND server; everything after depends on it"
+    done_testing
+}
+
+# ---------------------------------------------------------------- helpers
+
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+# timed SYSCALL ARGS...: fsop with the time it took: sets R and MS.
+timed() {
+    local t0
+    t0=$(date +%s%N)
+    R=$(fsop1 "$@")
+    MS=$(ms_since "$t0")
+}
+
+state_of() { xattr "$1" user.lockfs.state; } # no backend call: the mount's own view
+is_lost() { [[ $(state_of "$1") == lost ]]; }
+gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
+takes() { [[ $(fsop1 excl "$1" 0644 "${2:-}") == OK ]]; }
+
+# held_by MNT KEY HOST [FENCE]: MNT's status shows KEY held by HOST (with FENCE).
+held_by() {
+    local line
+    line=$(status_line "$2" "$1")
+    [[ $(status_field "$line" state) == held && $(status_field "$line" host) == "$3" ]] || return 1
+    [[ -z ${4:-} || $(status_field "$line" fence) == "$4" ]]
+}
+
+# renewed_since MNT KEY T0 TTL_MS: MNT renewed KEY's lease with a renewal
+# sent after T0 (date +%s%N).  The lease runs ttl from the last renewal sent,
+# so lease_left_ms + (now - T0) > ttl says that renewal came after T0 (now
+# taken before the read, so the test errs on the safe side).
+renewed_since() {
+    local since left
+    since=$(ms_since "$3")
+    left=$(info_field "$2" lease_left_ms "$1")
+    [[ $left =~ ^[0-9]+$ ]] && ((left + since > $4))
+}
+
+# ---------------------------------------------------------------- 1. long outage
+
+# long_outage LABEL [MOUNT OPTION...]: hostA holds x.lock; the server is
+# stopped until hostA shows it lost, then restarted; hostB takes it.
+long_outage() {
+    local label=$1 ttl_ms=3000 fa fb t_down lost_ms line
+    shift
+    local -a extra=()
+    local o
+    for o in "$@"; do extra+=(-o "$o"); done
+    local -a opts=(-o ttl=3s -o network_timeout=1s "${extra[@]}")
+    lockfs_start_or_bail -o host=hostA "${opts[@]}"
+    local A=$MNT pid_a=$LOCKFS_PID log_a=$LOCKFS_LOG
+    lockfs_start_or_bail -o host=hostB "${opts[@]}"
+    local B=$MNT pid_b=$LOCKFS_PID log_b=$LOCKFS_LOG
+
+    ok "$label: hostA takes x.lock" takes "$A/x.lock" 'hostA\n'
+    fa=$(xattr "$A/x.lock" user.lockfs.fence)
+    ok "$label: hostB sees x.lock held by hostA" wait_until 10 held_by "$B" x.lock hostA "$fa"
+
+    server_stop
+    t_down=$(date +%s%N) # the server is gone: hostA's last renewal was before this
+    ok "$label: hostA shows x.lock lost once its lease could not be renewed" \
+        wait_until $((ttl_ms / 1000 + 7)) is_lost "$A/x.lock"
+    lost_ms=$(ms_since "$t_down")
+    cmp_ok "$lost_ms" -le $((ttl_ms + 500)) \
+        "$label: declared lost within ttl (${ttl_ms} ms) of the last possible renewal: after ${lost_ms} ms"
+    ok "$label: hostA logged the loss" log_has 'lost x\.lock .*could not be renewed' "$log_a"
+    line=$(status_line x.lock "$A")
+    is "$(status_field "$line" state)" lost "$label: hostA's .lockfs/status shows x.lock lost"
+
+    # While the server is away: EIO, within the network timeout.
+    timed excl "$A/y.lock"
+    is "$R" EIO "$label: server down: O_EXCL create of a free lock on hostA answers EIO"
+    cmp_ok "$MS" -le "$EIO_BOUND_MS" "$label: ... within the network timeout (${MS} ms)"
+    timed mkdir "$A/m.lock"
+    is "$R" EIO "$label: server down: mkdir of a lock on hostA answers EIO"
+    cmp_ok "$MS" -le "$EIO_BOUND_MS" "$label: ... within the network timeout (${MS} ms)"
+    : >"$B/tmp.B"
+    timed link "$B/tmp.B" "$B/x.lock"
+    is "$R" EIO "$label: server down: hostB's link() onto hostA's x.lock answers EIO, not EEXIST"
+    cmp_ok "$MS" -le "$EIO_BOUND_MS" "$label: ... within the network timeout (${MS} ms)"
+    timed excl "$B/x.lock"
+    is "$R" EIO "$label: server down: hostB's O_EXCL create of x.lock answers EIO"
+    cmp_ok "$MS" -le "$EIO_BOUND_MS" "$label: ... within the network timeout (${MS} ms)"
+
+    # The lost lock: heartbeats and writes fail.
+    is "$(fsop1 utime "$A/x.lock")" ESTALE "$label: touch of the lost x.lock: ESTALE"
+    is "$(fsop1 write "$A/x.lock" more)" ESTALE "$label: write to the lost x.lock: ESTALE"
+
+    server_restart_or_bail
+    # hostA reconnects after its back-off (at most 2 s).
+    ok "$label: server back: hostA takes a new lock again" wait_until 15 takes "$A/n.lock"
+    ok "$label: nothing attempted during the outage was granted: y.lock" gone "$A/y.lock"
+    ok "$label: nothing attempted during the outage was granted: m.lock" gone "$A/m.lock"
+
+    # hostB gets x.lock once the backend lets go of hostA's lease (tinystore:
+    # its record expires; LDAP: dds expires the entry, or the stale rules
+    # let hostB break it).  Every time hostB is granted it, hostA must
+    # already show its own lock lost.
+    local granted=0 double=0
+    b_takes_x() {
+        takes "$B/x.lock" 'hostB\n' || return 1
+        granted=1
+        [[ $(state_of "$A/x.lock") == held ]] && double=1
+        return 0
+    }
+    ok "$label: hostB takes x.lock after the restart" wait_until 20 b_takes_x
+    is "$double" 0 "$label: hostA did not show x.lock held when hostB was granted it"
+    fb=$(xattr "$B/x.lock" user.lockfs.fence)
+    fence_gt "$fb" "$fa" "$label: hostB's fence is larger than hostA's, across the server restart"
+    is "$(state_of "$A/x.lock")" lost "$label: hostA still shows its x.lock lost, not held"
+    ok "$label: hostB's status: x.lock held by hostB" held_by "$B" x.lock hostB "$fb"
+    local held_lines
+    held_lines=$( (status_line x.lock "$A"; status_line x.lock "$B") | grep -c ' state=held ')
+    is "$held_lines" 1 "$label: one holder: of both mounts' status lines for x.lock, one says held"
+    is "$(fsop1 unlink "$A/x.lock")" ENOENT "$label: hostA's late rm of its lost lock answers ENOENT"
+    ok "$label: hostA now sees hostB holding x.lock" wait_until 10 held_by "$A" x.lock hostB "$fb"
+    is "$(xattr "$B/x.lock" user.lockfs.fence)" "$fb" "$label: hostB's lock untouched (same fence)"
+    is "$(timeout 10 cat -- "$B/x.lock")" hostB "$label: hostB's content untouched"
+    if [[ $label == *no-dds* ]]; then
+        ok "$label: hostB broke hostA's expired entry (logged)" log_has 'broke stale lock x\.lock' "$log_b"
+    fi
+
+    rm -f "$A/n.lock" "$B/x.lock" "$B/tmp.B"
+    lockfs_stop "$pid_a" || fail "$label: stop hostA's mount"
+    lockfs_stop "$pid_b" || fail "$label: stop hostB's mount"
+}
+
+if [[ $LOCKFS_BACKEND == ldap ]]; then
+    long_outage "ldap, dynamic entries"
+    long_outage "ldap, no-dds (stale rules)" ldap_dynamic=no
+else
+    long_outage "$LOCKFS_BACKEND"
+fi
+
+# ---------------------------------------------------------------- 2. hung server
+
+# A longer lease here: ttl/2 = 5 s leaves room for the outage, and its loss
+# (0.8 ttl after the last renewal) is far from a renewal after it.
+TTL_S_MS=10000
+lockfs_start_or_bail -o host=hostS -o ttl=10s -o network_timeout=1s
+S=$MNT
+LOG_S=$LOCKFS_LOG
+lockfs_start_or_bail -o host=hostB -o ttl=10s -o network_timeout=1s
+B=$MNT
+
+ok "hung: hostS takes h.lock" takes "$S/h.lock"
+fh=$(xattr "$S/h.lock" user.lockfs.fence)
+ok "hung: hostB sees it" wait_until 10 held_by "$B" h.lock hostS "$fh"
+spid=$(server_pid)
+t0=$(date +%s%N)
+kill -STOP "$spid"
+timed excl "$S/i.lock"
+is "$R" EIO "hung server: O_EXCL create answers EIO"
+cmp_ok "$MS" -le "$EIO_BOUND_MS" "hung server: ... within the network timeout (${MS} ms)"
+timed excl "$B/h.lock"
+is "$R" EIO "hung server: hostB's create of hostS's h.lock answers EIO, not EEXIST"
+cmp_ok "$MS" -le "$EIO_BOUND_MS" "hung server: ... within the network timeout (${MS} ms)"
+kill -CONT "$spid"
+t_back=$(date +%s%N)
+outage_ms=$(((t_back - t0) / 1000000))
+cmp_ok "$outage_ms" -lt $((TTL_S_MS / 2)) "hung server: the outage (${outage_ms} ms) was shorter than ttl/2"
+ok "hung server back: hostS renews h.lock again" wait_until 15 renewed_since "$S" h.lock "$t_back" "$TTL_S_MS"
+is "$(state_of "$S/h.lock")" held "hung server back: h.lock still held"
+is "$(xattr "$S/h.lock" user.lockfs.fence)" "$fh" "hung server back: same fence"
+is "$(fsop1 utime "$S/h.lock")" OK "hung server back: a heartbeat works"
+nok "hung server back: nothing was lost" log_has 'lost h\.lock' "$LOG_S"
+is "$(fsop1 excl "$B/h.lock")" EEXIST "hung server back: hostB's create of h.lock answers EEXIST"
+ok "hung server back: new acquisitions work" wait_until 10 takes "$S/i.lock"
+ok "hung server back: i.lock is listed on hostB" wait_until 10 held_by "$B" i.lock hostS
+rm -f "$S/h.lock" "$S/i.lock"
+
+# ---------------------------------------------------------------- 3. quick restart
+
+ok "quick restart: hostS takes k.lock" takes "$S/k.lock"
+fk=$(xattr "$S/k.lock" user.lockfs.fence)
+ok "quick restart: hostB sees it" wait_until 10 held_by "$B" k.lock hostS "$fk"
+t0=$(date +%s%N)
+server_stop
+server_restart_or_bail
+t_back=$(date +%s%N)
+outage_ms=$(((t_back - t0) / 1000000))
+cmp_ok "$outage_ms" -lt $((TTL_S_MS / 2)) "quick restart: stopped and restarted within ttl/2 (${outage_ms} ms)"
+
+# Until hostS either renews k.lock after the restart or shows it lost, hostB
+# keeps trying to take it: it must never be granted while hostS shows held.
+double=0 b_got=0
+settled() {
+    renewed_since "$S" k.lock "$t_back" "$TTL_S_MS" && return 0
+    is_lost "$S/k.lock" && return 0
+    if takes "$B/k.lock"; then
+        b_got=1
+        [[ $(state_of "$S/k.lock") == held ]] && double=1
+    fi
+    return 1
+}
+ok "quick restart: hostS renews k.lock or finds it lost" wait_until 20 settled
+is "$double" 0 "quick restart: hostB was never granted k.lock while hostS showed it held"
+if [[ $LOCKFS_BACKEND == ldap ]]; then
+    # The entry is in the database: a renewal after the restart keeps it.
+    is "$(state_of "$S/k.lock")" held "quick restart, LDAP: k.lock still held"
+    is "$b_got" 0 "quick restart, LDAP: hostB was not granted k.lock"
+    is "$(xattr "$S/k.lock" user.lockfs.fence)" "$fk" "quick restart, LDAP: same fence"
+    is "$(fsop1 utime "$S/k.lock")" OK "quick restart, LDAP: a heartbeat works"
+    nok "quick restart, LDAP: nothing was lost" log_has 'lost k\.lock' "$LOG_S"
+    is "$(fsop1 excl "$B/k.lock")" EEXIST "quick restart, LDAP: hostB's create of k.lock answers EEXIST"
+    rm -f "$S/k.lock"
+else
+    # tinystore forgets every lease when it restarts (lockfs.conf(5)).
+    ok "quick restart, tinystore: hostS shows k.lock lost (leases live in the server's memory)" \
+        wait_until 10 is_lost "$S/k.lock"
+    ok "quick restart, tinystore: hostS logged the loss" log_has 'lost k\.lock' "$LOG_S"
+    is "$(fsop1 utime "$S/k.lock")" ESTALE "quick restart, tinystore: touch of the lost k.lock: ESTALE"
+    b_takes_k() {
+        takes "$B/k.lock" || [[ $b_got == 1 && $(status_field "$(status_line k.lock "$B")" host) == hostB ]]
+    }
+    ok "quick restart, tinystore: hostB can take k.lock now" wait_until 20 b_takes_k
+    fb=$(xattr "$B/k.lock" user.lockfs.fence)
+    fence_gt "$fb" "$fk" "quick restart, tinystore: with a larger fence"
+    is "$(state_of "$S/k.lock")" lost "quick restart, tinystore: hostS still shows its k.lock lost"
+    is "$(fsop1 unlink "$S/k.lock")" ENOENT "quick restart, tinystore: hostS's late rm answers ENOENT"
+    ok "quick restart, tinystore: hostB still holds k.lock" held_by "$B" k.lock hostB "$fb"
+    rm -f "$B/k.lock"
+fi
+ok "quick restart: new acquisitions work" wait_until 10 takes "$S/l.lock"
+rm -f "$S/l.lock"
+
+done_testing
