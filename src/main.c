@@ -54,6 +54,27 @@ static bool fstab_only(const char *opt)
 	return g_str_has_prefix(opt, "x-") || g_str_has_prefix(opt, "comment=");
 }
 
+/* Split -o's value at commas into OUT; "\," is a comma inside a value (an
+ * LDAP DN) and "\\" a backslash, as libfuse's own option parser has them. */
+static void split_options(const char *s, GPtrArray *out)
+{
+	GString *cur = g_string_new(NULL);
+	for (;; s++) {
+		if (*s == '\\' && (s[1] == ',' || s[1] == '\\')) {
+			g_string_append_c(cur, *++s);
+		} else if (*s == ',' || !*s) {
+			if (cur->len)
+				g_ptr_array_add(out, g_strdup(cur->str));
+			g_string_truncate(cur, 0);
+			if (!*s)
+				break;
+		} else {
+			g_string_append_c(cur, *s);
+		}
+	}
+	g_string_free(cur, TRUE);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mountpoint = NULL, *config_file = NULL;
@@ -78,10 +99,7 @@ int main(int argc, char **argv)
 			if (i + 1 >= argc)
 				die(EXIT_USAGE, "%s needs a value; see lockfs --help", a);
 			if (a[1] == 'o') {
-				g_auto(GStrv) parts = g_strsplit(argv[++i], ",", -1);
-				for (char **p = parts; *p; p++)
-					if (**p)
-						g_ptr_array_add(options, g_strdup(*p));
+				split_options(argv[++i], options);
 			} else {
 				config_file = argv[++i];
 			}
@@ -113,8 +131,14 @@ int main(int argc, char **argv)
 		bool for_fuse = false;
 		if (!lockfs_config_set_option(cfg, options->pdata[i], &for_fuse, &err))
 			die(EXIT_USAGE, "%s", err->message);
-		if (for_fuse && !fstab_only(options->pdata[i]))
-			g_string_append_printf(fuse_opts, ",%s", (char *)options->pdata[i]);
+		if (for_fuse && !fstab_only(options->pdata[i])) {
+			g_string_append_c(fuse_opts, ',');
+			for (const char *c = options->pdata[i]; *c; c++) {
+				if (*c == ',' || *c == '\\')
+					g_string_append_c(fuse_opts, '\\');
+				g_string_append_c(fuse_opts, *c);
+			}
+		}
 	}
 	if (foreground)
 		{

@@ -106,6 +106,15 @@ is_fuse_mounted "$bad" && _unmount_force "$bad"
 like "$ERR" 'stale_aftr' "the refusal names the key"
 like "$ERR" '(line )?3|:3' "the refusal names the line"
 
+# -o: "\," is a comma inside a value (LDAP DNs have them), "\\" a backslash;
+# the later host= wins over the one lockfs_start gives.
+lockfs_start_or_bail -o 'host=h\,comma\\slash'
+run 10 bash -c 'set -C; echo $$ > "$1"' _ "$MNT/c.lock"
+is "$RC" 0 "a mount with an escaped comma in -o takes a lock"
+is "$(xattr "$MNT/c.lock" user.lockfs.host)" 'h,comma\slash' "-o: '\,' is a comma and '\\' a backslash in a value"
+rm -f -- "$MNT/c.lock"
+lockfs_stop
+
 # Without -f it daemonizes: the command returns 0 with the mount ready.
 dmnt=$TESTDIR/daemon; mkdir "$dmnt" "$TESTDIR/dstate"
 _lockfs_mnts+=("$dmnt")   # cleanup unmounts it if the test fails half-way
