@@ -56,6 +56,7 @@ typedef struct {
 	int64_t heartbeat_age_s;
 	int64_t lease_left_ms;
 	char *backend;
+	bool mine; /* held through the mount read ("mine: yes") */
 } ctl_lock;
 
 void ctl_lock_free(ctl_lock *l);

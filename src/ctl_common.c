@@ -267,6 +267,8 @@ ctl_lock *ctl_read_lock(const char *mount, const char *key, int *err)
 			parse_i64(v, &l->heartbeat_age_s);
 		else if (!strcmp(k, "lease_left_ms"))
 			parse_i64(v, &l->lease_left_ms);
+		else if (!strcmp(k, "mine"))
+			l->mine = !strcmp(v, "yes");
 		if (s && !*s)
 			*s = g_strdup(v);
 	}

@@ -54,8 +54,9 @@ static void show_lockfs(const ctl_lock *l)
 	g_autofree char *age = ctl_format_age(l->age_s);
 	g_autofree char *hb = ctl_format_age(l->heartbeat_age_s);
 	bool local = l->backend && !strcmp(l->backend, "local");
-	/* The local backend lives on this host; others' holders may be here too. */
-	bool here = local || (l->host && !strcmp(l->host, g_get_host_name()));
+	/* The local backend lives on this host, and so does a lock held through
+	 * this mount whatever its host identity; others' holders may be here too. */
+	bool here = local || l->mine || (l->host && !strcmp(l->host, g_get_host_name()));
 	g_autofree char *started = started_text(l->pid, l->acquired_s, here, host);
 
 	printf("lock:       %s\n", path);

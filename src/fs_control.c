@@ -148,6 +148,9 @@ static void lock_text(lfs *fs, const lockfs_lock_info *i, GString *out)
 	if (i->lease_left_ms >= 0)
 		g_string_append_printf(out, "lease_left_ms: %" G_GINT64_FORMAT "\n", i->lease_left_ms);
 	g_string_append_printf(out, "backend: %s\n", fs->be->name);
+	/* Held through this mount: lockfsctl then knows the holder is on this
+	 * host even when the mount's host identity is not the host name. */
+	g_string_append_printf(out, "mine: %s\n", i->mine ? "yes" : "no");
 }
 
 static int by_key(gconstpointer a, gconstpointer b)
