@@ -13,9 +13,12 @@
 #     daemons and the script, so a hung FUSE request cannot hang the run.
 #
 # Mount helpers:
-#   lockfs_start [--mnt DIR] [--state DIR] [-o KEY=VAL[,...]]...
+#   lockfs_start [--mnt DIR] [--state DIR] [--mounted-only] [-o KEY=VAL[,...]]...
 #       sets MNT, LOCKFS_PID, LOCKFS_LOG, LOCKFS_STATE; returns non-zero (with
 #       the daemon's log as diagnostics) when the mount does not come up.
+#       The mount is up once .lockfs/status can be read; with --mounted-only,
+#       once the kernel shows it mounted (for a backend whose server does not
+#       answer, where reading .lockfs/status waits for it).
 #   lockfs_stop [PID] [SIGNAL]    stop (default: the current one, SIGTERM);
 #       sets LOCKFS_RC to its exit status; returns non-zero if it did not exit
 #       and unmount within the deadline (then it is killed and lazily unmounted).
@@ -221,12 +224,13 @@ _lockfs_ready() {
 }
 
 lockfs_start() {
-    local mnt='' state='' o
+    local mnt='' state='' o ready=_lockfs_ready
     local -a opts=()
     while (($#)); do
         case $1 in
             --mnt) mnt=$2; shift 2 ;;
             --state) state=$2; shift 2 ;;
+            --mounted-only) ready=is_fuse_mounted; shift ;;
             -o) opts+=("$2"); shift 2 ;;
             *) BAIL_OUT "lockfs_start: unknown argument $1" ;;
         esac
@@ -266,7 +270,7 @@ lockfs_start() {
 
     local deadline=$(($(date +%s) + ${LOCKFS_MOUNT_TIMEOUT:-15}))
     while :; do
-        _lockfs_ready "$mnt" && return 0
+        "$ready" "$mnt" && return 0
         if ! _pid_alive "$LOCKFS_PID"; then
             wait "$LOCKFS_PID" 2>/dev/null
             diag "lockfs exited with status $? before the mount was ready: $LOCKFS_BIN $mnt -f -o $o"
