@@ -21,6 +21,8 @@
 #    in memory only: the holder finds its lock lost at its next renewal
 #    (lockfs.conf(5)).  Either way, no other mount is granted the lock while
 #    the holder still shows it held.
+# 4. A hung server again: reading .lockfs/status or listing the mount waits
+#    for the server at most about one network timeout, like any other call.
 set -u
 TEST_TIMEOUT=300
 . "$(dirname "$0")/../lib/mount.sh"
@@ -285,5 +287,28 @@ else
 fi
 ok "quick restart: new acquisitions work" wait_until 10 takes "$S/l.lock"
 rm -f "$S/l.lock"
+
+# ---------------------------------------------------------------- 4. status while hung
+
+# The first reads after the server hangs, on a mount with a live connection
+# to it.  One read is one wait for the server: the network timeout, plus
+# 900 ms for cat and a loaded machine.
+ok "hung, status: hostS takes s.lock" takes "$S/s.lock"
+run 20 cat "$S/.lockfs/status"
+spid=$(server_pid)
+kill -STOP "$spid"
+run 30 cat "$S/.lockfs/status"
+status_ms=$ELAPSED_MS
+run 30 ls -- "$S"
+ls_ms=$ELAPSED_MS
+kill -CONT "$spid"
+like "$OUT" 's\.lock' "hung, status: ls still lists this mount's own lock"
+cmp_ok "$status_ms" -le $((NET_MS + 900)) \
+    "hung, status: cat .lockfs/status answered within about the network timeout (${status_ms} ms)"
+cmp_ok "$ls_ms" -le $((NET_MS + 900)) "hung, status: ls of the mount answered within about the network timeout (${ls_ms} ms)"
+# A release while lockfs still backs off from the server answers EIO and
+# keeps the lock; it works once lockfs is connected again.
+releases() { [[ $(fsop1 unlink "$1") == OK ]]; }
+ok "hung, status: server back: s.lock can be released" wait_until 15 releases "$S/s.lock"
 
 done_testing
