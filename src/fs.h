@@ -199,6 +199,10 @@ void remote_init(lfs *fs);
 void remote_forget(lfs *fs, const char *key);
 /* KEY as the backend has it, at most list_cache old unless FRESH. */
 int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out);
+/* The backend refused KEY as held: remember what it says of the holder, or a
+ * fresh lock of an unknown holder when it has no record (for list_cache).
+ * Called without fs->mu. */
+void remote_note_refused(lfs *fs, const char *key);
 /* Every lock under PREFIX (lockfs_lock_info *, free with remote_info_free). */
 GPtrArray *remote_list(lfs *fs, const char *prefix);
 void remote_info_free(gpointer p);

@@ -130,6 +130,8 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 		return -ENOENT;
 	}
 	remote_forget(fs, key);
+	if (r == -EEXIST)
+		UNLOCKED(fs, (remote_note_refused(fs, key), 0));
 	if (r) {
 		if (r == -EIO)
 			lockfs_log(G_LOG_LEVEL_WARNING, key,

@@ -8,10 +8,13 @@
 #include <errno.h>
 #include <string.h>
 
+/* How long a refused key with no holder record shows as held (above). */
+#define REFUSED_FOR_US (20 * 1000)
+
 typedef struct {
 	lockfs_lock_info info; /* valid when r == 0 */
 	int r;                 /* 0 held, -ENOENT free */
-	int64_t at_mono;
+	int64_t until_mono;    /* believed until then */
 } remote_entry;
 
 static void entry_free(gpointer p)
@@ -52,11 +55,11 @@ void remote_forget(lfs *fs, const char *key)
 	g_mutex_unlock(&fs->remote_mu);
 }
 
-static void store(lfs *fs, const char *key, int r, const lockfs_lock_info *info)
+static void store(lfs *fs, const char *key, int r, const lockfs_lock_info *info, int64_t for_us)
 {
 	remote_entry *e = g_new0(remote_entry, 1);
 	e->r = r;
-	e->at_mono = lockfs_mono_us();
+	e->until_mono = lockfs_mono_us() + for_us;
 	if (r == 0)
 		remote_info_copy(&e->info, info);
 	g_mutex_lock(&fs->remote_mu);
@@ -74,7 +77,7 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
 		int r = 1;
 		g_mutex_lock(&fs->remote_mu);
 		remote_entry *e = g_hash_table_lookup(fs->remote, key);
-		if (e && lockfs_mono_us() - e->at_mono < fs->set->list_cache_ms * 1000) {
+		if (e && lockfs_mono_us() < e->until_mono) {
 			r = e->r;
 			if (r == 0)
 				remote_info_copy(out, &e->info);
@@ -88,10 +91,39 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
 	int r = fs->be->inspect(fs->be, key, &info);
 	if (r != 0 && r != -ENOENT)
 		return -EIO;
-	store(fs, key, r, &info);
+	store(fs, key, r, &info, fs->set->list_cache_ms * 1000);
 	if (r == 0)
 		*out = info;
 	return r;
+}
+
+void remote_note_refused(lfs *fs, const char *key)
+{
+	if (!fs->shared || !(fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED))
+		return;
+	lockfs_lock_info info;
+	memset(&info, 0, sizeof(info));
+	int r = remote_get(fs, key, true, &info);
+	if (r == 0) {
+		lockfs_lock_info_clear(&info);
+		return;
+	}
+	if (r != -ENOENT)
+		return;
+	/* Held, but nobody says by whom (the tinystore CLI's locks, a holder
+	 * record not written yet): a fresh lock of an unknown holder, so that
+	 * the tool's lstat() right after EEXIST finds a lock to wait for
+	 * (liblockfile gives up after six ENOENTs in a row) and no age to break
+	 * it by.  Believed only briefly: it may have been released already, and
+	 * meanwhile every create of the name fails in the kernel's lookup. */
+	int64_t now = lockfs_now_us();
+	info.key = g_strdup(key);
+	info.state = LOCKFS_STATE_HELD;
+	info.lease_left_ms = -1;
+	info.holder.mode = S_IFREG | 0644;
+	info.holder.acquired_us = info.holder.heartbeat_us = now;
+	store(fs, key, 0, &info, MIN(fs->set->list_cache_ms * 1000, REFUSED_FOR_US));
+	lockfs_lock_info_clear(&info);
 }
 
 static void collect(const lockfs_lock_info *info, void *user)
@@ -110,7 +142,7 @@ GPtrArray *remote_list(lfs *fs, const char *prefix)
 		return out;
 	for (guint i = 0; i < out->len; i++) {
 		lockfs_lock_info *info = out->pdata[i];
-		store(fs, info->key, 0, info);
+		store(fs, info->key, 0, info, fs->set->list_cache_ms * 1000);
 	}
 	return out;
 }

@@ -98,6 +98,9 @@ enum {
 	LOCKFS_BACKEND_SHARED = 1u << 0,
 	/* Grants are leases that must be renewed every renew interval. */
 	LOCKFS_BACKEND_LEASES = 1u << 1,
+	/* A key may be held without anything inspect() or list() could report
+	 * (tinystore: a lock of its own CLI, a holder record not written yet). */
+	LOCKFS_BACKEND_UNDESCRIBED = 1u << 2,
 };
 
 struct lockfs_backend {

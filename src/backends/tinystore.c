@@ -1114,7 +1114,7 @@ lockfs_backend *lockfs_tinystore_backend_new(const lockfs_config *cfg, const cha
 	tb->base = (lockfs_backend){
 		.version = LOCKFS_BACKEND_VERSION,
 		.name = "tinystore",
-		.flags = LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES,
+		.flags = LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES | LOCKFS_BACKEND_UNDESCRIBED,
 		.acquire = ts_acquire,
 		.heartbeat = ts_heartbeat,
 		.renew = ts_renew,

@@ -27,6 +27,24 @@ O=$MNT
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
 fence_of() { xattr "$1" user.lockfs.fence; }
+# excl_soon FILE [MODE CONTENT]: an O_EXCL create succeeds within list_cache
+# (200 ms): a refusal is remembered that long (lockfs.conf(5)).
+excl_ok() { [[ $(fsop1 excl "$@") == OK ]]; }
+excl_soon() { wait_until 3 excl_ok "$@"; }
+# excl_then_lstat FILE: "R1 R2", R1 of an O_EXCL create, R2 of an lstat right after.
+excl_then_lstat() {
+    timeout 10 "$PYTHON" -c '
+import errno, os, sys
+def res(f):
+    try:
+        f()
+        return "OK"
+    except OSError as e:
+        return errno.errorcode.get(e.errno, str(e.errno))
+p = sys.argv[1]
+print(res(lambda: os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))),
+      res(lambda: os.lstat(p)))' "$1"
+}
 
 # cli_hold ID LOCK KEY [WAIT]: run the CLI in the background holding LOCK/KEY
 # (--wait WAIT, default 0); its command writes $TINYSTORE_FENCE to
@@ -68,8 +86,15 @@ if ok "the CLI holds lockfs/x.lock" wait_until 15 cli_holding x; then
     run 20 dotlockfile -l -r 0 "$L/x.lock"
     isnt "$RC" 0 "dotlockfile -l -r 0 x.lock fails while the CLI holds it"
     # lockfs.conf(5): a key held by the command line has no record: it is
-    # refused to every mount but not listed.
-    ok "the CLI's key is not listed (no holder record)" gone "$L/x.lock"
+    # refused to every mount but not listed; right after a refusal, lstat
+    # finds a fresh lock of an unknown holder (liblockfile would give up after
+    # six ENOENTs instead of waiting).
+    # (once what the earlier refusals left is forgotten, so that the create
+    # reaches lockfs; then the lstat follows it within microseconds)
+    ok "x.lock looks free once the refusals are forgotten" wait_until 3 gone "$L/x.lock"
+    is "$(excl_then_lstat "$L/x.lock")" "EEXIST OK" "refused again, and lstat right after finds x.lock"
+    is "$(xattr "$L/x.lock" user.lockfs.state)/$(xattr "$L/x.lock" user.lockfs.host)" "held/" "held, by an unknown holder"
+    nok "the CLI's key is not listed (no holder record)" bash -c 'ls -a "$1" | grep -qx x.lock' _ "$L"
     is "$(status_line x.lock)" "" "x.lock has no .lockfs/status line"
     is "$(fsop1 excl "$O/x.lock")" OK "a mount with another lock_name takes its own x.lock meanwhile"
     rm -f "$O/x.lock"
@@ -77,14 +102,14 @@ if ok "the CLI holds lockfs/x.lock" wait_until 15 cli_holding x; then
     cli_end x "$xpid"
     is "$CLI_RC" 5 "the CLI exits with its command's code (5) after releasing"
     # The CLI releases before it exits: no waiting needed.
-    is "$(fsop1 excl "$L/x.lock" 0644 'lockfs\n')" OK "lockfs takes x.lock as soon as the CLI is done"
+    ok "lockfs takes x.lock once the CLI is done" excl_soon "$L/x.lock" 0644 'lockfs\n'
     fence_gt "$(fence_of "$L/x.lock")" "$fx" "lockfs's fence is larger than the CLI's"
     rm -f "$L/x.lock"
 else
     kill "$xpid" 2>/dev/null
     wait "$xpid" 2>/dev/null
     diag "$(cat "$TESTDIR/x.out")"
-    skip "the CLI never held lockfs/x.lock" 13
+    skip "the CLI never held lockfs/x.lock" 16
 fi
 
 # A key in a subdirectory is its path under the mount.
@@ -97,7 +122,7 @@ if ok "the CLI holds lockfs/sub/s.lock" wait_until 15 cli_holding s; then
     rm -f "$L/s.lock"
     cli_end s "$spid"
     is "$CLI_RC" 5 "the CLI holding sub/s.lock exits 5"
-    is "$(fsop1 excl "$L/sub/s.lock")" OK "sub/s.lock is lockfs's once the CLI is done"
+    ok "sub/s.lock is lockfs's once the CLI is done" excl_soon "$L/sub/s.lock"
     rm -f "$L/sub/s.lock"
 else
     kill "$spid" 2>/dev/null
@@ -114,12 +139,34 @@ if ok "the CLI holds other/z.lock" wait_until 15 cli_holding o; then
     rm -f "$L/z.lock"
     cli_end o "$opid"
     is "$CLI_RC" 5 "the CLI holding other/z.lock exits 5"
-    is "$(fsop1 excl "$O/z.lock")" OK "the lock_name=other mount takes z.lock once the CLI is done"
+    ok "the lock_name=other mount takes z.lock once the CLI is done" excl_soon "$O/z.lock"
     rm -f "$O/z.lock"
 else
     kill "$opid" 2>/dev/null
     wait "$opid" 2>/dev/null
     skip "the CLI never held other/z.lock" 4
+fi
+
+# dotlockfile waits for a key the CLI holds (retrying every 5 s) rather than
+# giving up, and takes it once the CLI is done.
+cli_hold d lockfs d.lock
+dpid=$CLI_PID
+if ok "the CLI holds lockfs/d.lock" wait_until 15 cli_holding d; then
+    timeout 60 dotlockfile -l -r 2 "$L/d.lock" 2>"$TESTDIR/d.err" &
+    tpid=$!
+    # Its temporary file (kept across its tries) says it has tried once.
+    tried() { compgen -G "$L/.lk*" >/dev/null; }
+    ok "dotlockfile tried d.lock" wait_until 10 tried
+    ok "dotlockfile is still waiting, not given up" kill -0 "$tpid"
+    cli_end d "$dpid"
+    wait "$tpid"
+    is "$?" 0 "dotlockfile took d.lock once the CLI was done ($(cat "$TESTDIR/d.err"))"
+    is "$(xattr "$L/d.lock" user.lockfs.state)" held "lockfs holds d.lock"
+    rm -f "$L/d.lock"
+else
+    kill "$dpid" 2>/dev/null
+    wait "$dpid" 2>/dev/null
+    skip "the CLI never held lockfs/d.lock" 4
 fi
 
 # ---------------------------------------------------------------- lockfs holds
@@ -160,7 +207,7 @@ else
     diag "$(cat "$TESTDIR/w.out")"
     skip "the CLI never got y.lock" 3
 fi
-is "$(fsop1 excl "$L/y.lock")" OK "lockfs takes y.lock again"
+ok "lockfs takes y.lock again" excl_soon "$L/y.lock"
 rm -f "$L/y.lock"
 
 # And --wait 0 once lockfs has let go: the command runs.
