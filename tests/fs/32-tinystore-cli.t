@@ -27,8 +27,8 @@ O=$MNT
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
 fence_of() { xattr "$1" user.lockfs.fence; }
-# excl_soon FILE [MODE CONTENT]: an O_EXCL create succeeds within list_cache
-# (200 ms): a refusal is remembered that long (lockfs.conf(5)).
+# excl_soon FILE [MODE CONTENT]: an O_EXCL create succeeds soon: a refusal
+# shows the name held for 20 ms (lockfs.conf(5)).
 excl_ok() { [[ $(fsop1 excl "$@") == OK ]]; }
 excl_soon() { wait_until 3 excl_ok "$@"; }
 # excl_then_lstat FILE: "R1 R2", R1 of an O_EXCL create, R2 of an lstat right after.
