@@ -1,0 +1,90 @@
+#!/bin/bash
+# 34-break-other-host.t — a lock held through another host's mount can be
+# broken through this one by every documented way, not only by rm:
+# `lockfsctl unlock --yes PATH` (CONTRACT §8: it shows the holder, then
+# breaks it), a "KEY FENCE" line written to .lockfs/break and the
+# user.lockfs.break attribute (lockfs(8), lockfsctl(1): allowed exactly when
+# an unlink by the writer would be, and refused with ESTALE when the fence
+# is no longer the lock's).
+#
+# Two mounts with different host identities on one shared backend: hostA
+# takes a lock, hostB sees it, breaks it one way, and then: the lock is gone
+# for both, hostB logged the break, hostA shows its lock lost (at its next
+# renewal) and its late rm answers ENOENT, and hostB can take the lock.
+set -u
+. "$(dirname "$0")/../lib/mount.sh"
+[[ $LOCKFS_BACKEND != local ]] ||
+    skip_all "needs two hosts on one backend; two mounts of the local backend share nothing"
+
+lockfsctl_or_bail
+
+# A short lease: hostA notices the break at its next renewal (ttl/3 = 1 s).
+lockfs_start_or_bail -o host=hostA -o ttl=3s -o network_timeout=1s
+A=$MNT
+lockfs_start_or_bail -o host=hostB -o ttl=3s -o network_timeout=1s
+B=$MNT
+LOG_B=$LOCKFS_LOG
+
+held_by() { # MNT KEY HOST [FENCE]
+    local line
+    line=$(status_line "$2" "$1")
+    [[ $(status_field "$line" state) == held && $(status_field "$line" host) == "$3" ]] || return 1
+    [[ -z ${4:-} || $(status_field "$line" fence) == "$4" ]]
+}
+gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
+is_lost() { [[ $(xattr "$1" user.lockfs.state) == lost ]]; }
+
+# break_by HOW KEY FENCE: hostB breaks KEY, held by hostA with FENCE.
+break_by() {
+    case $1 in
+    lockfsctl)
+        run 20 "$CTL" unlock --yes "$B/$2"
+        [[ $RC == 0 ]] || diag "lockfsctl unlock: exit $RC: $ERR"
+        return "$RC"
+        ;;
+    break-file)
+        R=$(fsop1 write "$B/.lockfs/break" "$2 $3\\n")
+        [[ $R == OK ]] || diag "write to .lockfs/break: $R"
+        [[ $R == OK ]]
+        ;;
+    xattr)
+        R=$(timeout 10 setfattr -h -n user.lockfs.break -v "$3" -- "$B/$2" 2>&1)
+        local rc=$?
+        ((rc == 0)) || diag "setfattr user.lockfs.break: $R"
+        return "$rc"
+        ;;
+    esac
+}
+
+n=0
+for how in lockfsctl break-file xattr; do
+    n=$((n + 1))
+    key=k$n.lock
+    what="$how, $key"
+    is "$(fsop1 excl "$A/$key" 0644 'hostA\n')" OK "$what: hostA takes it"
+    fa=$(xattr "$A/$key" user.lockfs.fence)
+    ok "$what: hostB sees it held by hostA" wait_until 10 held_by "$B" "$key" hostA "$fa"
+
+    if [[ $how == break-file ]]; then
+        # A fence that is not the lock's: refused, nothing broken.
+        is "$(fsop1 write "$B/.lockfs/break" "$key 1\\n")" ESTALE \
+            "$what: a break with another fence is refused with ESTALE"
+        ok "$what: ... and the lock is still hostA's" held_by "$B" "$key" hostA "$fa"
+    fi
+
+    if ok "$what: hostB breaks hostA's lock" break_by "$how" "$key" "$fa"; then
+        ok "$what: gone for hostB" wait_until 5 gone "$B/$key"
+        ok "$what: hostB logged the break" wait_until 5 log_has "lock broken: $key: held by hostA:" "$LOG_B"
+        ok "$what: hostA shows its lock lost" wait_until 10 is_lost "$A/$key"
+        is "$(fsop1 unlink "$A/$key")" ENOENT "$what: hostA's late rm answers ENOENT"
+        is "$(fsop1 excl "$B/$key")" OK "$what: hostB takes it"
+        ok "$what: hostA sees hostB holding it" wait_until 10 held_by "$A" "$key" hostB
+        rm -f "$B/$key"
+    else
+        is "$(xattr "$A/$key" user.lockfs.state)" held "$what: not broken: hostA still holds it"
+        skip "hostB could not break the lock" 5
+        rm -f "$A/$key"
+    fi
+done
+
+done_testing
