@@ -1230,7 +1230,7 @@ static bool may_delete(lfs *fs, fuse_req_t req, lfs_node *dir, uid_t owner)
 	if (ctx->uid == 0)
 		return true;
 	struct stat st;
-	if (node_getattr(fs, dir, &st) != 0)
+	if (!dir || node_getattr(fs, dir, &st) != 0)
 		return false;
 	mode_t bits = st.st_mode & 07;
 	if (ctx->uid == st.st_uid) {
@@ -1271,6 +1271,48 @@ static int break_for(lfs *fs, fuse_req_t req, lfs_dentry *d, const char *fence,
 	return locks_break(fs, d, &c, fence);
 }
 
+/* The directory KEY's name is in, walked from the root through the names
+ * this mount knows, or NULL. */
+static lfs_node *dir_of_key(lfs *fs, const char *key)
+{
+	g_auto(GStrv) parts = g_strsplit(key, "/", -1);
+	lfs_node *dir = fs->root;
+	for (char **p = parts; dir && p[0] && p[1]; p++) {
+		lfs_dentry *d = dentry_find(dir, *p);
+		dir = d && S_ISDIR(d->node->mode) ? d->node : NULL;
+	}
+	return dir;
+}
+
+/* Break KEY, held through another mount, for the caller: allowed as an
+ * unlink of it would be (the directory's permissions against the holder's
+ * uid); FENCE, when given, must be the holder's.  Only the fence seen here
+ * is broken, so a lock that changed hands meanwhile is left alone. */
+static int break_remote_for(lfs *fs, fuse_req_t req, const char *key, const char *fence)
+{
+	if (!fs->shared)
+		return -ENOENT;
+	struct lfs_caller c = caller_of(req);
+	lockfs_lock_info info;
+	UNLOCK(fs);
+	int r = remote_get(fs, key, true, &info);
+	LOCK(fs);
+	if (r)
+		return r == -ENOENT ? -ENOENT : -EIO;
+	if (g_hash_table_lookup(fs->held, key))
+		r = -ENOENT; /* taken here meanwhile: not the lock the caller meant */
+	else if (fence && lockfs_fence_cmp(fence, info.fence) != 0)
+		r = -ESTALE;
+	else if (!may_delete(fs, req, dir_of_key(fs, key), info.holder.uid))
+		r = -EPERM;
+	else if (!info.fence[0])
+		r = -ENOENT; /* no holder record: nothing names what to break */
+	else
+		r = locks_break_remote(fs, key, info.fence, &c);
+	lockfs_lock_info_clear(&info);
+	return r;
+}
+
 /* "user.lockfs.break" on a lock file: the same request as .lockfs/break,
  * where the kernel lets the caller set user attributes on the file. */
 static void lfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
@@ -1287,9 +1329,16 @@ static void lfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 	fuse_ino_t parent = 0;
 	LOCK(fs);
 	lfs_node *n = node_of(fs, ino);
-	int r = break_for(fs, req, node_lock_dentry(fs, n), fence, &parent, &bname);
-	if (!r) /* the caller holds the file's inode lock: tell the kernel later */
-		inval_entry(fs, node_of(fs, parent), bname);
+	lfs_dentry *d = node_lock_dentry(fs, n);
+	int r;
+	if (!(d && d->lease) && n->remote) {
+		g_autofree char *key = g_strdup(n->remote->key);
+		r = break_remote_for(fs, req, key, fence);
+	} else {
+		r = break_for(fs, req, d, fence, &parent, &bname);
+		if (!r) /* the caller holds the file's inode lock: tell the kernel later */
+			inval_entry(fs, node_of(fs, parent), bname);
+	}
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
 }
@@ -1301,7 +1350,14 @@ static int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size)
 	fuse_ino_t parent = 0;
 	if (!control_parse_break(buf, size, &key, &fence))
 		return -EINVAL;
-	int r = break_for(fs, req, g_hash_table_lookup(fs->held, key), fence, &parent, &bname);
+	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+	if (!d && fs->shared) {
+		int r = break_remote_for(fs, req, key, fence);
+		g_free(key);
+		g_free(fence);
+		return r;
+	}
+	int r = break_for(fs, req, d, fence, &parent, &bname);
 	if (!r) {
 		/* Before the writer hears back, so it never sees the old name:
 		 * the writer holds no lock of that directory. */
