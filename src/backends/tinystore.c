@@ -4,6 +4,12 @@
  * no way to ask who holds a key, so each holder also keeps a record in the
  * key-value store (bucket lockfs-holders, branch [lock_name], key = the lock
  * key) that expires with its lease; inspect, list and break_lock read those.
+ *
+ * A record costs a kv commit, so it is kept off the path of the lock calls:
+ * a publisher thread, on a connection of its own, writes it once the lock has
+ * been held for PUBLISH_DELAY_US and deletes it after the release.  A lock let
+ * go before then never gets one, and its release is one locks.release (see
+ * ts_release for why that is safe).
  * See docs/tinystore-protocol.md for every wire fact used here. */
 #include "holder.h"
 #include "log.h"
@@ -27,14 +33,60 @@
 #define TTL_MAX_MS 3600000
 #define KEY_MAX 1024
 #define KV_PATH_MAX 1024
+/* A lock gets its holder record once it has been held this long (µs).  Most
+ * locks (a mailbox rewritten, a job's guard) are let go sooner than another
+ * host could look; they cost no kv commit at all. */
+#define PUBLISH_DELAY_US 50000
 
 /* Conflict on a kv write guarded by ifVersion. */
 #define E_CONFLICT (-EAGAIN)
+/* The connection was gone or broke, and the request was not to be sent again. */
+#define E_BROKEN (-EPIPE)
 
+/* A connection and what belongs to it. */
 typedef struct {
+	const char *role; /* for the log */
+	ts_conn *conn;
+	uint64_t handle; /* the bucket, on this connection */
+	uint64_t gen;    /* connections made so far: names the current one */
+	int64_t next_try_us, backoff_ms;
+	char *last_error; /* logged once per outage */
+} ts_link;
+
+/* Where a lock's holder record stands. */
+typedef enum {
+	PUB_PENDING,   /* not written (queued, or waiting for a renewal) */
+	PUB_PUBLISHED, /* written, at version */
+	PUB_DONE,      /* released, broken or lost: never written again */
+} pub_state;
+
+typedef enum { W_NONE, W_PUBLISHER, W_CALLER } pub_writer;
+
+/* A lease held through this backend.  The filesystem's lockfs_lease holds one
+ * reference, each publisher queue it is in one more.  key, request, rec.lease
+ * and rec.fence never change after acquire; version belongs to the writer of
+ * the moment; everything else is guarded by tb->st_mu. */
+typedef struct {
+	gint refs;
+	char *key;
 	uint8_t request[TS_ID_SIZE];      /* the hold's idempotency id */
 	char version[TS_VERSION_MAX + 1]; /* our record's */
-	ts_record rec;
+	ts_record rec;                    /* the latest: what the next write writes */
+	pub_state state;
+	pub_writer writer;     /* who is writing the record right now */
+	bool attempted;        /* a write of the record was sent: it may exist */
+	bool written;          /* a write of it succeeded (at version) */
+	bool dirty;            /* rec changed since it was last written */
+	bool releasing;        /* a release or a break is under way: publish nothing */
+	bool delete_wanted;    /* released: the publisher deletes the record */
+	bool lost;             /* the lease is gone (renewal, or a newer holder's record) */
+	int failures;          /* publications that failed in a row */
+	int64_t due_us;        /* when to publish it (monotonic) */
+	uint64_t seq;          /* ties between equal due times */
+	int64_t renewed_us;    /* when the last successful hold or renew was sent */
+	uint64_t gen;          /* the main connection that answered it */
+	GSequenceIter *queued; /* its place in the publication queue */
+	bool in_work;          /* in the work queue */
 } ts_lease;
 
 typedef struct {
@@ -44,19 +96,28 @@ typedef struct {
 	char *mount;
 	int64_t ttl_ms, timeout_us, stale_after_us;
 	size_t key_max;
+	int64_t clock_offset_ms; /* the server's clock less ours (atomic) */
 
-	/* One caller at a time on the connection; waiting is bounded too. */
+	/* Lock calls, inspect and list: one caller at a time on this
+	 * connection; waiting for it is bounded too. */
 	GMutex mu;
 	GCond cv;
 	bool busy;
-	ts_conn *conn;
-	uint64_t handle; /* the bucket, on this connection */
-	int64_t clock_offset_ms;
-	int64_t next_try_us, backoff_ms;
-	char *last_error; /* logged once per outage */
+	ts_link main;
 
-	GMutex mine_mu;
-	GHashTable *mine; /* lease id (hex) of leases held through us */
+	/* Holder records: the publisher thread, started at the first grant
+	 * (lockfs forks to become a daemon after the backend is made), with
+	 * a connection of its own so lock calls never wait behind a commit. */
+	ts_link pub;
+	GThread *publisher;
+	GMutex st_mu; /* guards the rest, and the leases' publication state */
+	GCond st_cv;
+	bool stop;
+	GSequence *pubq;      /* leases to publish, by due time */
+	GQueue work;          /* leases whose record to rewrite or delete now */
+	uint64_t pub_seq;
+	GHashTable *mine;     /* lease id (hex) → ts_lease held through us */
+	GHashTable *released; /* lease id (hex) → monotonic µs: records let go of */
 } ts_backend;
 
 /* A request, built when it is sent: the bucket handle changes with the
@@ -79,7 +140,7 @@ static char *hex_id(const uint8_t id[TS_ID_SIZE])
 	return s;
 }
 
-/* ---- the connection ---- */
+/* ---- the connections ---- */
 
 static bool take_conn(ts_backend *tb, int64_t deadline)
 {
@@ -95,7 +156,8 @@ static bool take_conn(ts_backend *tb, int64_t deadline)
 	return true;
 }
 
-/* A call's deadline, once it has the connection; 0 when it had to wait too long. */
+/* A call's deadline, once it has the main connection; 0 when it had to wait
+ * too long. */
 static int64_t begin(ts_backend *tb)
 {
 	int64_t deadline = lockfs_mono_us() + tb->timeout_us;
@@ -110,22 +172,22 @@ static void give_conn(ts_backend *tb)
 	g_mutex_unlock(&tb->mu);
 }
 
-static void drop_conn(ts_backend *tb)
+static void drop_conn(ts_link *l)
 {
-	ts_conn_close(tb->conn);
-	tb->conn = NULL;
-	tb->handle = 0;
+	ts_conn_close(l->conn);
+	l->conn = NULL;
+	l->handle = 0;
 }
 
-static void note_down(ts_backend *tb, const char *why)
+static void note_down(ts_link *l, const char *why)
 {
-	if (g_strcmp0(tb->last_error, why) != 0)
-		lockfs_log(G_LOG_LEVEL_WARNING, NULL, "tinystore: %s", why);
-	g_free(tb->last_error);
-	tb->last_error = g_strdup(why);
+	if (g_strcmp0(l->last_error, why) != 0)
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL, "tinystore%s: %s", l->role, why);
+	g_free(l->last_error);
+	l->last_error = g_strdup(why);
 }
 
-static bool open_bucket(ts_backend *tb, ts_conn *c, int64_t deadline, GError **error)
+static bool open_bucket(ts_link *l, ts_conn *c, int64_t deadline, GError **error)
 {
 	ts_enc e;
 	ts_enc_init(&e);
@@ -135,7 +197,7 @@ static bool open_bucket(ts_backend *tb, ts_conn *c, int64_t deadline, GError **e
 	ts_call_result r =
 	        ts_conn_call(c, TS_KV_OPEN, e.buf.data, e.buf.size, deadline, &m, &f, error);
 	ts_enc_clear(&e);
-	bool ok = r == TS_CALL_OK && ts_handle_decode(&m, &tb->handle, error);
+	bool ok = r == TS_CALL_OK && ts_handle_decode(&m, &l->handle, error);
 	if (r == TS_CALL_FAILED)
 		g_set_error(error, TS_ERROR, TS_ERROR_REFUSED, "opening bucket " BUCKET ": %s",
 		            f.message);
@@ -144,46 +206,49 @@ static bool open_bucket(ts_backend *tb, ts_conn *c, int64_t deadline, GError **e
 	return ok;
 }
 
-/* Connect (again) unless connected, trying up to TRIES times; failures
+/* Connect L (again) unless connected, trying up to TRIES times; failures
  * back off, bounded by the deadline. */
-static bool ensure_conn(ts_backend *tb, int64_t deadline, int tries)
+static bool ensure_conn(ts_backend *tb, ts_link *l, int64_t deadline, int tries)
 {
-	for (int i = 0; !tb->conn; i++) {
+	for (int i = 0; !l->conn; i++) {
 		if (i == tries)
 			return false;
 		int64_t now = lockfs_mono_us();
-		if (now < tb->next_try_us) {
-			if (tb->next_try_us >= deadline)
+		if (now < l->next_try_us) {
+			if (l->next_try_us >= deadline)
 				return false;
-			g_usleep((gulong)(tb->next_try_us - now));
+			g_usleep((gulong)(l->next_try_us - now));
 		}
 		if (lockfs_mono_us() >= deadline)
 			return false;
 		GError *e = NULL;
 		ts_conn *c = ts_conn_open(&tb->target, deadline, &e);
-		if (c && !open_bucket(tb, c, deadline, &e)) {
+		if (c && !open_bucket(l, c, deadline, &e)) {
 			ts_conn_close(c);
 			c = NULL;
 		}
 		if (c) {
-			tb->conn = c;
-			tb->clock_offset_ms = ts_conn_clock_offset_ms(c);
-			tb->backoff_ms = 0;
-			tb->next_try_us = 0;
-			if (tb->last_error)
-				lockfs_log(G_LOG_LEVEL_INFO, NULL, "tinystore: connected again");
-			g_clear_pointer(&tb->last_error, g_free);
+			l->conn = c;
+			l->gen++;
+			__atomic_store_n(&tb->clock_offset_ms, ts_conn_clock_offset_ms(c),
+			                 __ATOMIC_RELAXED);
+			l->backoff_ms = 0;
+			l->next_try_us = 0;
+			if (l->last_error)
+				lockfs_log(G_LOG_LEVEL_INFO, NULL, "tinystore%s: connected again",
+				           l->role);
+			g_clear_pointer(&l->last_error, g_free);
 			return true;
 		}
-		note_down(tb, e->message);
+		note_down(l, e->message);
 		g_error_free(e);
-		tb->backoff_ms = CLAMP(tb->backoff_ms * 2, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
-		tb->next_try_us = lockfs_mono_us() + tb->backoff_ms * 1000;
+		l->backoff_ms = CLAMP(l->backoff_ms * 2, BACKOFF_MIN_MS, BACKOFF_MAX_MS);
+		l->next_try_us = lockfs_mono_us() + l->backoff_ms * 1000;
 	}
 	return true;
 }
 
-static void build(ts_backend *tb, uint16_t method, const req *q, ts_enc *e)
+static void build(ts_backend *tb, ts_link *l, uint16_t method, const req *q, ts_enc *e)
 {
 	switch (method) {
 	case TS_LOCKS_HOLD:
@@ -196,28 +261,32 @@ static void build(ts_backend *tb, uint16_t method, const req *q, ts_enc *e)
 		ts_enc_lease(e, q->id);
 		break;
 	case TS_KV_LIST:
-		ts_enc_kv_list(e, tb->handle, tb->lock_name, q->after, LIST_LIMIT);
+		ts_enc_kv_list(e, l->handle, tb->lock_name, q->after, LIST_LIMIT);
 		break;
 	default:
-		ts_enc_kv_call(e, tb->handle, tb->lock_name, q->key, q->value, q->value_len,
+		ts_enc_kv_call(e, l->handle, tb->lock_name, q->key, q->value, q->value_len,
 		               q->ttl_ms, q->if_version);
 	}
 }
 
-/* Send Q and wait: 0 with *ANS, 1 with *FAIL, or -EIO.  A broken connection
- * is replaced and Q sent again: every request lockfs sends is safe to
- * repeat (holds by their request id; the rest are settled by the callers). */
-static int rpc(ts_backend *tb, int64_t deadline, uint16_t method, const req *q, ts_msg *ans,
-               ts_failure *fail)
+/* Send Q on L and wait: 0 with *ANS, 1 with *FAIL, or -EIO.  A broken
+ * connection is replaced and Q sent again (every request lockfs sends is
+ * safe to repeat: holds by their request id; the rest are settled by the
+ * callers), unless RESEND is false: then E_BROKEN, also when L has no
+ * connection. */
+static int rpc(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t method, const req *q,
+               ts_msg *ans, ts_failure *fail, bool resend)
 {
 	for (int attempt = 0; attempt < ATTEMPTS; attempt++) {
-		if (!ensure_conn(tb, deadline, G_MAXINT))
+		if (!resend && !l->conn)
+			return E_BROKEN;
+		if (!ensure_conn(tb, l, deadline, G_MAXINT))
 			return -EIO;
 		ts_enc e;
 		ts_enc_init(&e);
-		build(tb, method, q, &e);
+		build(tb, l, method, q, &e);
 		GError *err = NULL;
-		ts_call_result r = ts_conn_call(tb->conn, method, e.buf.data, e.buf.size, deadline,
+		ts_call_result r = ts_conn_call(l->conn, method, e.buf.data, e.buf.size, deadline,
 		                                ans, fail, &err);
 		ts_enc_clear(&e);
 		if (r == TS_CALL_OK)
@@ -228,32 +297,36 @@ static int rpc(ts_backend *tb, int64_t deadline, uint16_t method, const req *q, 
 			    strcmp(fail->code, "closed") != 0)
 				return 1;
 			ts_failure_clear(fail);
-			drop_conn(tb);
+			drop_conn(l);
+			if (!resend)
+				return E_BROKEN;
 			continue;
 		}
 		bool garbage = err->code == TS_ERROR_PROTOCOL;
-		note_down(tb, err->message);
+		note_down(l, err->message);
 		g_error_free(err);
-		drop_conn(tb);
+		drop_conn(l);
 		/* A server that speaks garbage will do it again. */
 		if (garbage)
 			return -EIO;
+		if (!resend)
+			return E_BROKEN;
 	}
 	return -EIO;
 }
 
 /* Send Q: 0 with *M to decode, or what the server's Failure means to
  * lockfs (conflict, lost, in_use; invalid is -EINVAL; the rest, logged,
- * -EIO), or -EIO. */
-static int call(ts_backend *tb, int64_t deadline, uint16_t method, const req *q, const char *what,
-                ts_msg *m)
+ * -EIO), or -EIO, or E_BROKEN (see rpc). */
+static int call(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t method, const req *q,
+                const char *what, ts_msg *m, bool resend)
 {
 	static const struct {
 		const char *code;
 		int err;
 	} known[] = { { "conflict", E_CONFLICT }, { "lost", -ESTALE }, { "in_use", -EEXIST } };
 	ts_failure f;
-	int r = rpc(tb, deadline, method, q, m, &f);
+	int r = rpc(tb, l, deadline, method, q, m, &f, resend);
 	if (r != 1)
 		return r;
 	r = strcmp(f.code, "invalid") == 0 ? -EINVAL : -EIO;
@@ -275,7 +348,7 @@ static int bad_answer(const char *key, const char *what, GError *e)
 	return -EIO;
 }
 
-/* ---- lock calls ---- */
+/* ---- lock calls (on the main connection) ---- */
 
 /* 0 granted (*HELD), -EEXIST busy, -EINVAL, -EIO. */
 static int do_hold(ts_backend *tb, int64_t deadline, const char *key, const uint8_t *request,
@@ -283,7 +356,7 @@ static int do_hold(ts_backend *tb, int64_t deadline, const char *key, const uint
 {
 	req q = { .key = key, .id = request, .ttl_ms = (uint64_t)tb->ttl_ms };
 	ts_msg m;
-	int r = call(tb, deadline, TS_LOCKS_HOLD, &q, "locks.hold", &m);
+	int r = call(tb, &tb->main, deadline, TS_LOCKS_HOLD, &q, "locks.hold", &m, true);
 	if (r < 0)
 		return r == -EEXIST || r == -EINVAL ? r : -EIO;
 	GError *e = NULL;
@@ -291,22 +364,23 @@ static int do_hold(ts_backend *tb, int64_t deadline, const char *key, const uint
 	ts_msg_clear(&m);
 	if (!ok) {
 		/* Drop the connection: whatever it says next is not to be trusted. */
-		drop_conn(tb);
+		drop_conn(&tb->main);
 		return bad_answer(key, "locks.hold", e);
 	}
 	return held->acquired ? 0 : -EEXIST;
 }
 
-/* Renew or release (they answer {}): 0, -ESTALE (lost), -EIO. */
-static int lease_call(ts_backend *tb, int64_t deadline, uint16_t method, const char *key,
-                      const uint8_t *id)
+/* Renew or release (they answer {}) on L: 0, -ESTALE (lost), -EIO, or
+ * E_BROKEN when RESEND is false. */
+static int lease_call(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t method,
+                      const char *key, const uint8_t *id, bool resend)
 {
 	req q = { .key = key, .id = id, .ttl_ms = (uint64_t)tb->ttl_ms };
 	const char *what = method == TS_LOCKS_RENEW ? "locks.renew" : "locks.release";
 	ts_msg m;
-	int r = call(tb, deadline, method, &q, what, &m);
+	int r = call(tb, l, deadline, method, &q, what, &m, resend);
 	if (r < 0)
-		return r == -ESTALE ? r : -EIO;
+		return r == -ESTALE || r == E_BROKEN ? r : -EIO;
 	GError *e = NULL;
 	bool ok = ts_empty_decode(&m, &e);
 	ts_msg_clear(&m);
@@ -323,11 +397,11 @@ static void entry_clear(ts_entry *e)
 }
 
 /* 0 found (*E), -ENOENT, -EIO. */
-static int kv_get(ts_backend *tb, int64_t deadline, const char *key, ts_entry *e)
+static int kv_get(ts_backend *tb, ts_link *l, int64_t deadline, const char *key, ts_entry *e)
 {
 	req q = { .key = key };
 	ts_msg m;
-	int r = call(tb, deadline, TS_KV_GET, &q, "kv.get", &m);
+	int r = call(tb, l, deadline, TS_KV_GET, &q, "kv.get", &m, true);
 	if (r < 0)
 		return -EIO;
 	GError *err = NULL;
@@ -343,7 +417,7 @@ static int kv_get(ts_backend *tb, int64_t deadline, const char *key, ts_entry *e
 }
 
 /* kv.set / kv.create: 0 (*W), E_CONFLICT, -EIO. */
-static int kv_write(ts_backend *tb, int64_t deadline, uint16_t method, const char *key,
+static int kv_write(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t method, const char *key,
                     const GByteArray *value, uint64_t ttl_ms, const char *if_version, ts_written *w)
 {
 	req q = { .key = key,
@@ -353,7 +427,7 @@ static int kv_write(ts_backend *tb, int64_t deadline, uint16_t method, const cha
 		  .if_version = if_version && *if_version ? if_version : NULL };
 	const char *what = method == TS_KV_SET ? "kv.set" : "kv.create";
 	ts_msg m;
-	int r = call(tb, deadline, method, &q, what, &m);
+	int r = call(tb, l, deadline, method, &q, what, &m, true);
 	if (r < 0)
 		return r == E_CONFLICT ? r : -EIO;
 	GError *e = NULL;
@@ -369,13 +443,13 @@ static int kv_write(ts_backend *tb, int64_t deadline, uint16_t method, const cha
 }
 
 /* kv.expire / kv.delete guarded by IF_VERSION: 0 found, -ENOENT, E_CONFLICT, -EIO. */
-static int kv_touch(ts_backend *tb, int64_t deadline, uint16_t method, const char *key,
+static int kv_touch(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t method, const char *key,
                     uint64_t ttl_ms, const char *if_version)
 {
 	req q = { .key = key, .ttl_ms = ttl_ms, .if_version = if_version };
 	const char *what = method == TS_KV_DELETE ? "kv.delete" : "kv.expire";
 	ts_msg m;
-	int r = call(tb, deadline, method, &q, what, &m);
+	int r = call(tb, l, deadline, method, &q, what, &m, true);
 	if (r < 0)
 		return r == E_CONFLICT ? r : -EIO;
 	GError *e = NULL;
@@ -389,35 +463,38 @@ static int kv_touch(ts_backend *tb, int64_t deadline, uint16_t method, const cha
 
 /* ---- holder records ---- */
 
-/* Write LP's record for KEY where there may be none, a stale one, or (after
- * a retry) our own already; never over a newer holder's (-ESTALE). */
-static int write_record(ts_backend *tb, int64_t deadline, const char *key, ts_lease *lp)
+/* Write VALUE, the record of the lease LEASE with fence FENCE, for KEY where
+ * there may be none, a stale one, or (after a retry) ours already; never
+ * over a newer holder's (-ESTALE); expiring in TTL_MS.  0 with the version
+ * in VERSION. */
+static int write_record(ts_backend *tb, ts_link *l, int64_t deadline, const char *key,
+                        const GByteArray *value, uint64_t ttl_ms,
+                        const uint8_t lease[TS_ID_SIZE], const char *fence,
+                        char version[TS_VERSION_MAX + 1])
 {
-	g_autoptr(GByteArray) value = ts_record_encode(&lp->rec);
 	for (int i = 0; i < ATTEMPTS; i++) {
 		ts_written w;
-		int r = kv_write(tb, deadline, TS_KV_CREATE, key, value, (uint64_t)tb->ttl_ms, NULL,
-		                 &w);
+		int r = kv_write(tb, l, deadline, TS_KV_CREATE, key, value, ttl_ms, NULL, &w);
 		if (r < 0 && r != E_CONFLICT)
 			return r;
 		if (r == 0 && w.written) {
-			strcpy(lp->version, w.version);
+			strcpy(version, w.version);
 			return 0;
 		}
 		/* A live record is there: whose? */
 		ts_entry e;
-		r = kv_get(tb, deadline, key, &e);
+		r = kv_get(tb, l, deadline, key, &e);
 		if (r == -ENOENT)
 			continue;
 		if (r < 0)
 			return r;
 		ts_record old;
 		if (e.value && ts_record_decode(e.value, e.value_len, &old, NULL)) {
-			bool ours = memcmp(old.lease, lp->rec.lease, TS_ID_SIZE) == 0;
-			bool newer = lockfs_fence_cmp(old.fence, lp->rec.fence) > 0;
+			bool ours = memcmp(old.lease, lease, TS_ID_SIZE) == 0;
+			bool newer = lockfs_fence_cmp(old.fence, fence) > 0;
 			ts_record_clear(&old);
 			if (ours) {
-				strcpy(lp->version, e.version);
+				strcpy(version, e.version);
 				entry_clear(&e);
 				return 0;
 			}
@@ -426,11 +503,10 @@ static int write_record(ts_backend *tb, int64_t deadline, const char *key, ts_le
 				return -ESTALE;
 			}
 		}
-		r = kv_write(tb, deadline, TS_KV_SET, key, value, (uint64_t)tb->ttl_ms, e.version,
-		             &w);
+		r = kv_write(tb, l, deadline, TS_KV_SET, key, value, ttl_ms, e.version, &w);
 		entry_clear(&e);
 		if (r == 0) {
-			strcpy(lp->version, w.version);
+			strcpy(version, w.version);
 			return 0;
 		}
 		if (r != E_CONFLICT)
@@ -441,12 +517,13 @@ static int write_record(ts_backend *tb, int64_t deadline, const char *key, ts_le
 }
 
 /* Our record was not at the version we knew: adopt it if it is still ours,
- * give up if a newer holder wrote it, else write it again. */
-static int repair_record(ts_backend *tb, int64_t deadline, const char *key, ts_lease *lp,
-                         bool lease_checked)
+ * give up if a newer holder wrote it, else write VALUE again.  The caller is
+ * LP's writer. */
+static int repair_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp,
+                         const GByteArray *value, bool lease_checked)
 {
 	ts_entry e;
-	int r = kv_get(tb, deadline, key, &e);
+	int r = kv_get(tb, l, deadline, lp->key, &e);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	if (r == 0) {
@@ -466,28 +543,377 @@ static int repair_record(ts_backend *tb, int64_t deadline, const char *key, ts_l
 			return -ESTALE;
 	}
 	if (!lease_checked) {
-		r = lease_call(tb, deadline, TS_LOCKS_RENEW, key, lp->rec.lease);
+		r = lease_call(tb, l, deadline, TS_LOCKS_RENEW, lp->key, lp->rec.lease, true);
 		if (r < 0)
 			return r;
 	}
-	return write_record(tb, deadline, key, lp);
+	return write_record(tb, l, deadline, lp->key, value, (uint64_t)tb->ttl_ms, lp->rec.lease,
+	                    lp->rec.fence, lp->version);
 }
 
-/* ---- what we tell the filesystem ---- */
+/* Write VALUE over our record (kv.set at our version; TTL_MS 0 keeps its
+ * expiry): 0, -ESTALE, -EIO.  The caller is LP's writer. */
+static int rewrite_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp,
+                          const GByteArray *value, uint64_t ttl_ms)
+{
+	int r = E_CONFLICT;
+	for (int i = 0; i < 2 && r == E_CONFLICT; i++) {
+		ts_written w;
+		r = kv_write(tb, l, deadline, TS_KV_SET, lp->key, value, ttl_ms, lp->version, &w);
+		if (r == 0)
+			strcpy(lp->version, w.version);
+		else if (r == E_CONFLICT && (r = repair_record(tb, l, deadline, lp, value, false)) == 0)
+			r = E_CONFLICT; /* ours again, at a new version: write it */
+	}
+	return r == E_CONFLICT ? -EIO : r;
+}
+
+/* Refresh our record's expiry after a renewal: 0, -ESTALE, -EIO.  The caller
+ * is LP's writer. */
+static int expire_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp,
+                         const GByteArray *value)
+{
+	int k = kv_touch(tb, l, deadline, TS_KV_EXPIRE, lp->key, (uint64_t)tb->ttl_ms, lp->version);
+	if (k == E_CONFLICT || k == -ENOENT) {
+		k = repair_record(tb, l, deadline, lp, value, true);
+		if (k == 0)
+			k = kv_touch(tb, l, deadline, TS_KV_EXPIRE, lp->key, (uint64_t)tb->ttl_ms,
+			             lp->version);
+	}
+	return k == E_CONFLICT || k == -ENOENT ? -EIO : k;
+}
+
+/* Delete the record of a lease let go: at the version written when it is
+ * KNOWN, else (a write whose answer never came) only if the record there is
+ * ours.  0, or -EIO. */
+static int delete_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp, bool known)
+{
+	if (known)
+		return kv_touch(tb, l, deadline, TS_KV_DELETE, lp->key, 0, lp->version) == -EIO ? -EIO
+		                                                                                : 0;
+	ts_entry e;
+	int r = kv_get(tb, l, deadline, lp->key, &e);
+	if (r < 0)
+		return r == -ENOENT ? 0 : r;
+	ts_record old;
+	if (e.value && ts_record_decode(e.value, e.value_len, &old, NULL)) {
+		if (memcmp(old.lease, lp->rec.lease, TS_ID_SIZE) == 0)
+			r = kv_touch(tb, l, deadline, TS_KV_DELETE, lp->key, 0, e.version);
+		ts_record_clear(&old);
+	}
+	entry_clear(&e);
+	return r == -EIO ? -EIO : 0;
+}
+
+/* ---- what this instance holds, and records it let go of ---- */
+
+static void lease_unref(ts_lease *lp)
+{
+	if (!g_atomic_int_dec_and_test(&lp->refs))
+		return;
+	ts_record_clear(&lp->rec);
+	g_free(lp->key);
+	g_free(lp);
+}
 
 static bool is_mine(ts_backend *tb, const uint8_t lease[TS_ID_SIZE])
 {
 	g_autofree char *id = hex_id(lease);
-	g_mutex_lock(&tb->mine_mu);
+	g_mutex_lock(&tb->st_mu);
 	bool mine = g_hash_table_contains(tb->mine, id);
-	g_mutex_unlock(&tb->mine_mu);
+	g_mutex_unlock(&tb->st_mu);
 	return mine;
 }
+
+/* st_mu held. */
+static void forget(ts_backend *tb, ts_lease *lp)
+{
+	g_autofree char *id = hex_id(lp->rec.lease);
+	if (g_hash_table_lookup(tb->mine, id) == lp)
+		g_hash_table_remove(tb->mine, id);
+}
+
+/* A record of a lease this instance let go of is no lock, though it may be
+ * read until the publisher has deleted it (or it expired). */
+static bool is_released(ts_backend *tb, const uint8_t lease[TS_ID_SIZE])
+{
+	g_autofree char *id = hex_id(lease);
+	g_mutex_lock(&tb->st_mu);
+	int64_t *until = g_hash_table_lookup(tb->released, id);
+	bool released = until && *until > lockfs_mono_us();
+	if (until && !released)
+		g_hash_table_remove(tb->released, id);
+	g_mutex_unlock(&tb->st_mu);
+	return released;
+}
+
+/* st_mu held. */
+static void set_released(ts_backend *tb, ts_lease *lp, bool released)
+{
+	int64_t now = lockfs_mono_us();
+	if (!released) {
+		g_autofree char *id = hex_id(lp->rec.lease);
+		g_hash_table_remove(tb->released, id);
+		return;
+	}
+	if (g_hash_table_size(tb->released) >= 64) {
+		GHashTableIter it;
+		gpointer v;
+		g_hash_table_iter_init(&it, tb->released);
+		while (g_hash_table_iter_next(&it, NULL, &v))
+			if (*(int64_t *)v <= now)
+				g_hash_table_iter_remove(&it);
+	}
+	int64_t *until = g_new(int64_t, 1);
+	*until = now + tb->ttl_ms * 1000;
+	g_hash_table_replace(tb->released, hex_id(lp->rec.lease), until);
+}
+
+/* ---- the publisher ---- */
+
+static gpointer publisher_main(gpointer data);
+
+/* st_mu held. */
+static void wake_publisher(ts_backend *tb)
+{
+	if (!tb->publisher && !tb->stop)
+		tb->publisher = g_thread_new("lockfs-records", publisher_main, tb);
+	g_cond_signal(&tb->st_cv);
+}
+
+static gint by_due(gconstpointer a, gconstpointer b, gpointer unused)
+{
+	(void)unused;
+	const ts_lease *x = a, *y = b;
+	if (x->due_us != y->due_us)
+		return x->due_us < y->due_us ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Publish LP's record at DUE (or earlier, if it is queued for sooner). st_mu held. */
+static void queue_publish(ts_backend *tb, ts_lease *lp, int64_t due)
+{
+	if (tb->stop)
+		return;
+	if (lp->queued) {
+		if (due >= lp->due_us)
+			return;
+		g_sequence_remove(lp->queued);
+	} else {
+		g_atomic_int_inc(&lp->refs);
+	}
+	lp->due_us = due;
+	lp->seq = tb->pub_seq++;
+	lp->queued = g_sequence_insert_sorted(tb->pubq, lp, by_due, NULL);
+	wake_publisher(tb);
+}
+
+/* st_mu held; the caller holds a reference too. */
+static void unqueue_publish(ts_lease *lp)
+{
+	if (!lp->queued)
+		return;
+	g_sequence_remove(lp->queued);
+	lp->queued = NULL;
+	lease_unref(lp);
+}
+
+/* Rewrite or delete LP's record now.  st_mu held. */
+static void queue_work(ts_backend *tb, ts_lease *lp)
+{
+	if (lp->in_work)
+		return;
+	lp->in_work = true;
+	g_atomic_int_inc(&lp->refs);
+	g_queue_push_tail(&tb->work, lp);
+	wake_publisher(tb);
+}
+
+/* A write of LP's record ended well: what it still needs.  st_mu held. */
+static void after_write(ts_backend *tb, ts_lease *lp)
+{
+	if ((lp->state == PUB_DONE && lp->delete_wanted) ||
+	    (lp->state == PUB_PUBLISHED && lp->dirty && !lp->releasing))
+		queue_work(tb, lp);
+}
+
+/* LP's lease was let go (released, or broken here): no record is written
+ * any more, and one that may exist is the publisher's to delete (after a
+ * write under way), read as no lock meanwhile.  st_mu held. */
+static void let_go(ts_backend *tb, ts_lease *lp)
+{
+	lp->state = PUB_DONE;
+	unqueue_publish(lp);
+	forget(tb, lp);
+	if (lp->attempted) {
+		lp->delete_wanted = true;
+		set_released(tb, lp, true);
+		if (lp->writer == W_NONE)
+			queue_work(tb, lp);
+	}
+}
+
+/* The lease may have run out already by our clock (ttl less a fifth since
+ * the last renewal was sent, the filesystem's own margin): nothing is
+ * written for it, and no release may take its word. */
+static bool may_have_expired(ts_backend *tb, const ts_lease *lp, int64_t at)
+{
+	int64_t ttl = tb->ttl_ms * 1000;
+	return at >= lp->renewed_us + ttl - ttl / 5;
+}
+
+/* The first write of LP's record.  st_mu held; let go meanwhile. */
+static void publish(ts_backend *tb, ts_lease *lp)
+{
+	if (lp->state != PUB_PENDING || lp->releasing || lp->writer != W_NONE)
+		return;
+	/* Its renewal queues it again. */
+	if (may_have_expired(tb, lp, lockfs_mono_us()))
+		return;
+	lp->writer = W_PUBLISHER;
+	lp->attempted = true;
+	lp->dirty = false;
+	GByteArray *value = ts_record_encode(&lp->rec);
+	g_mutex_unlock(&tb->st_mu);
+	char version[TS_VERSION_MAX + 1];
+	/* A ttl from now: the record outlives the lease by the time since
+	 * the grant, never the other way round. */
+	int r = write_record(tb, &tb->pub, lockfs_mono_us() + tb->timeout_us, lp->key, value,
+	                     (uint64_t)tb->ttl_ms, lp->rec.lease, lp->rec.fence, version);
+	g_byte_array_unref(value);
+	g_mutex_lock(&tb->st_mu);
+	lp->writer = W_NONE;
+	if (r == 0) {
+		strcpy(lp->version, version);
+		lp->written = true;
+		if (lp->failures)
+			lockfs_log(G_LOG_LEVEL_INFO, lp->key,
+			           "tinystore: the holder record of %s is written", lp->key);
+		lp->failures = 0;
+		if (lp->state == PUB_PENDING)
+			lp->state = PUB_PUBLISHED;
+		after_write(tb, lp);
+		return;
+	}
+	if (r == -ESTALE) {
+		/* Our lease ran out and the key went on: its renewal will say so. */
+		lockfs_log(G_LOG_LEVEL_WARNING, lp->key,
+		           "tinystore: a newer holder's record of %s is there; not written",
+		           lp->key);
+		lp->lost = true;
+		lp->delete_wanted = false;
+		lp->state = PUB_DONE;
+		return;
+	}
+	if (lp->state == PUB_DONE) {
+		if (lp->delete_wanted)
+			queue_work(tb, lp); /* the write may have landed */
+		return;
+	}
+	if (lp->releasing)
+		return; /* the release decides */
+	if (lp->failures++ == 0)
+		lockfs_log(G_LOG_LEVEL_WARNING, lp->key,
+		           "tinystore: cannot write the holder record of %s; the lock is held, "
+		           "but other hosts do not see it until the record is written (retrying)",
+		           lp->key);
+	int64_t backoff = MIN((int64_t)BACKOFF_MIN_MS << MIN(lp->failures - 1, 5), BACKOFF_MAX_MS);
+	queue_publish(tb, lp, lockfs_mono_us() + backoff * 1000);
+}
+
+/* Rewrite or delete LP's record, within DEADLINE.  st_mu held; let go
+ * meanwhile. */
+static void work(ts_backend *tb, ts_lease *lp, int64_t deadline)
+{
+	if (lp->writer != W_NONE)
+		return; /* a heartbeat or renewal writes the latest itself */
+	if (lp->state == PUB_DONE && lp->delete_wanted) {
+		lp->delete_wanted = false;
+		lp->writer = W_PUBLISHER;
+		bool known = lp->written;
+		g_mutex_unlock(&tb->st_mu);
+		int r = delete_record(tb, &tb->pub, deadline, lp, known);
+		g_mutex_lock(&tb->st_mu);
+		lp->writer = W_NONE;
+		lp->written = false;
+		set_released(tb, lp, false);
+		if (r < 0)
+			lockfs_log(G_LOG_LEVEL_WARNING, lp->key,
+			           "tinystore: released %s; its holder record stays until it expires",
+			           lp->key);
+		return;
+	}
+	if (lp->state != PUB_PUBLISHED || !lp->dirty || lp->releasing)
+		return;
+	lp->writer = W_PUBLISHER;
+	lp->dirty = false;
+	GByteArray *value = ts_record_encode(&lp->rec);
+	g_mutex_unlock(&tb->st_mu);
+	int r = rewrite_record(tb, &tb->pub, deadline, lp, value, (uint64_t)tb->ttl_ms);
+	g_byte_array_unref(value);
+	g_mutex_lock(&tb->st_mu);
+	lp->writer = W_NONE;
+	if (r == 0) {
+		after_write(tb, lp);
+	} else if (r == -ESTALE) {
+		lp->lost = true;
+		lp->delete_wanted = false;
+		lp->state = PUB_DONE;
+	} else {
+		lp->dirty = true; /* the next renewal writes it */
+		if (lp->state == PUB_DONE && lp->delete_wanted)
+			queue_work(tb, lp);
+	}
+}
+
+static gpointer publisher_main(gpointer data)
+{
+	ts_backend *tb = data;
+	g_mutex_lock(&tb->st_mu);
+	while (!tb->stop) {
+		ts_lease *lp = g_queue_pop_head(&tb->work);
+		if (lp) {
+			lp->in_work = false;
+			work(tb, lp, lockfs_mono_us() + tb->timeout_us);
+			lease_unref(lp);
+			continue;
+		}
+		GSequenceIter *first = g_sequence_get_begin_iter(tb->pubq);
+		if (g_sequence_iter_is_end(first)) {
+			g_cond_wait(&tb->st_cv, &tb->st_mu);
+			continue;
+		}
+		lp = g_sequence_get(first);
+		if (lp->due_us > lockfs_mono_us()) {
+			g_cond_wait_until(&tb->st_cv, &tb->st_mu, lp->due_us);
+			continue;
+		}
+		g_sequence_remove(first);
+		lp->queued = NULL;
+		publish(tb, lp);
+		lease_unref(lp);
+	}
+	/* Unmounting: the records of locks let go are deleted within one
+	 * network timeout in all (they would expire with their ttl anyway);
+	 * what was not published yet never will be. */
+	int64_t end = lockfs_mono_us() + tb->timeout_us;
+	ts_lease *lp;
+	while ((lp = g_queue_pop_head(&tb->work))) {
+		lp->in_work = false;
+		if (lp->state == PUB_DONE && lp->delete_wanted && lockfs_mono_us() < end)
+			work(tb, lp, end);
+		lease_unref(lp);
+	}
+	g_mutex_unlock(&tb->st_mu);
+	return NULL;
+}
+
+/* ---- what we tell the filesystem ---- */
 
 /* Now by the server's clock, as measured at WELCOME (unix ms). */
 static int64_t server_now_ms(ts_backend *tb)
 {
-	return lockfs_now_us() / 1000 + tb->clock_offset_ms;
+	return lockfs_now_us() / 1000 + __atomic_load_n(&tb->clock_offset_ms, __ATOMIC_RELAXED);
 }
 
 /* Silent past stale_after: by the server's clock when the holder gave it,
@@ -499,6 +925,17 @@ static bool is_stale(ts_backend *tb, const ts_record *r)
 	if (r->server_ms)
 		return (server_now_ms(tb) - r->server_ms) * 1000 > tb->stale_after_us;
 	return lockfs_now_us() - r->holder.heartbeat_us > tb->stale_after_us;
+}
+
+static void copy_content(lockfs_lock_info *out, const ts_record *r)
+{
+	if (!r->content)
+		return;
+	/* NUL-terminated past its length, as the filesystem keeps content. */
+	out->content = g_malloc(r->content_len + 1);
+	memcpy(out->content, r->content, r->content_len);
+	out->content[r->content_len] = '\0';
+	out->content_len = r->content_len;
 }
 
 static void fill_info(ts_backend *tb, const char *key, const ts_record *r, const ts_entry *e,
@@ -514,14 +951,22 @@ static void fill_info(ts_backend *tb, const char *key, const ts_record *r, const
 		out->lease_left_ms = MAX(e->expires_ms - server_now_ms(tb), 0);
 	out->state = is_stale(tb, r) ? LOCKFS_STATE_STALE : LOCKFS_STATE_HELD;
 	out->mine = is_mine(tb, r->lease);
-	if (r->content) {
-		/* NUL-terminated past its length, as the filesystem keeps content. */
-		out->content = g_malloc(r->content_len + 1);
-		memcpy(out->content, r->content, r->content_len);
-		out->content[r->content_len] = '\0';
-		out->content_len = r->content_len;
-	}
+	copy_content(out, r);
 	out->server_time_us = r->server_ms * 1000;
+}
+
+/* What we know of our own lease LP, from memory.  st_mu held. */
+static void fill_own_info(ts_backend *tb, const ts_lease *lp, lockfs_lock_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->key = g_strdup(lp->key);
+	lockfs_holder_copy(&out->holder, &lp->rec.holder);
+	g_strlcpy(out->fence, lp->rec.fence, sizeof(out->fence));
+	out->lease_left_ms = MAX(lp->renewed_us + tb->ttl_ms * 1000 - lockfs_mono_us(), 0) / 1000;
+	out->state = is_stale(tb, &lp->rec) ? LOCKFS_STATE_STALE : LOCKFS_STATE_HELD;
+	out->mine = true;
+	copy_content(out, &lp->rec);
+	out->server_time_us = lp->rec.server_ms * 1000;
 }
 
 static bool key_ok(ts_backend *tb, const char *key)
@@ -530,17 +975,22 @@ static bool key_ok(ts_backend *tb, const char *key)
 	return n > 0 && n <= tb->key_max && g_utf8_validate(key, (gssize)n, NULL);
 }
 
-/* The record of KEY: 0, -ENOENT, -EIO (a record we cannot read). */
+/* The record of KEY: 0, -ENOENT (also the record of a lease we let go of),
+ * -EIO (a record we cannot read). */
 static int read_record(ts_backend *tb, int64_t deadline, const char *key, ts_entry *e, ts_record *r)
 {
-	int rc = kv_get(tb, deadline, key, e);
+	int rc = kv_get(tb, &tb->main, deadline, key, e);
 	if (rc < 0)
 		return rc;
 	GError *err = NULL;
 	if (!e->value) {
 		g_set_error(&err, TS_ERROR, TS_ERROR_PROTOCOL, "a holder record without a value");
 	} else if (ts_record_decode(e->value, e->value_len, r, &err)) {
-		return 0;
+		if (!is_released(tb, r->lease))
+			return 0;
+		ts_record_clear(r);
+		entry_clear(e);
+		return -ENOENT;
 	}
 	entry_clear(e);
 	return bad_answer(key, "holder record", err);
@@ -550,17 +1000,18 @@ static int read_record(ts_backend *tb, int64_t deadline, const char *key, ts_ent
 static int break_holder(ts_backend *tb, int64_t deadline, const char *key, const ts_record *r,
                         const ts_entry *e)
 {
-	int rc = lease_call(tb, deadline, TS_LOCKS_RELEASE, key, r->lease);
+	int rc = lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, r->lease, true);
 	if (rc < 0 && rc != -ESTALE)
 		return rc;
-	rc = kv_touch(tb, deadline, TS_KV_DELETE, key, 0, e->version);
+	rc = kv_touch(tb, &tb->main, deadline, TS_KV_DELETE, key, 0, e->version);
 	if (rc == E_CONFLICT) {
 		/* The holder wrote again meanwhile: its record, its lease, gone. */
 		ts_entry again;
 		ts_record now;
 		if (read_record(tb, deadline, key, &again, &now) == 0) {
 			if (memcmp(now.lease, r->lease, TS_ID_SIZE) == 0)
-				kv_touch(tb, deadline, TS_KV_DELETE, key, 0, again.version);
+				kv_touch(tb, &tb->main, deadline, TS_KV_DELETE, key, 0,
+				         again.version);
 			ts_record_clear(&now);
 			entry_clear(&again);
 		}
@@ -584,12 +1035,13 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 		g_free(lp);
 		return -EIO;
 	}
+	lp->refs = 1;
+	lp->key = g_strdup(key);
 	lockfs_holder_copy(&lp->rec.holder, who);
 	lp->rec.mount = g_strdup(tb->mount);
 	lp->rec.ttl_ms = tb->ttl_ms;
 	if (!take_conn(tb, deadline)) {
-		ts_record_clear(&lp->rec);
-		g_free(lp);
+		lease_unref(lp);
 		return -EIO;
 	}
 	int64_t sent = lockfs_mono_us();
@@ -617,17 +1069,12 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 		lp->rec.server_ms = server_now_ms(tb);
 		memcpy(lp->rec.lease, held.lease, TS_ID_SIZE);
 		g_strlcpy(lp->rec.fence, held.fence, sizeof(lp->rec.fence));
-		r = write_record(tb, deadline, key, lp);
-		if (r < 0) {
-			/* No record, no grant: others could neither see nor break it. */
-			lease_call(tb, deadline, TS_LOCKS_RELEASE, key, lp->rec.lease);
-			r = r == -ESTALE ? -EEXIST : -EIO;
-		}
+		lp->renewed_us = sent;
+		lp->gen = tb->main.gen; /* the connection that answered */
 	}
 	give_conn(tb);
 	if (r < 0) {
-		ts_record_clear(&lp->rec);
-		g_free(lp);
+		lease_unref(lp);
 		return r;
 	}
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
@@ -635,9 +1082,12 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	g_strlcpy(lease->fence, lp->rec.fence, sizeof(lease->fence));
 	lease->renewed_mono_us = sent;
 	lease->priv = lp;
-	g_mutex_lock(&tb->mine_mu);
-	g_hash_table_add(tb->mine, hex_id(lp->rec.lease));
-	g_mutex_unlock(&tb->mine_mu);
+	/* The record comes later, from the publisher: a grant no longer
+	 * waits for a kv commit. */
+	g_mutex_lock(&tb->st_mu);
+	g_hash_table_insert(tb->mine, hex_id(lp->rec.lease), lp);
+	queue_publish(tb, lp, lockfs_mono_us() + PUBLISH_DELAY_US);
+	g_mutex_unlock(&tb->st_mu);
 	*out = lease;
 	return 0;
 }
@@ -647,9 +1097,11 @@ static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, int64_t now_us,
 {
 	ts_backend *tb = (ts_backend *)be;
 	ts_lease *lp = lease->priv;
-	int64_t deadline = begin(tb);
-	if (!deadline)
-		return -EIO;
+	g_mutex_lock(&tb->st_mu);
+	if (lp->lost) {
+		g_mutex_unlock(&tb->st_mu);
+		return -ESTALE;
+	}
 	lp->rec.holder.heartbeat_us = now_us;
 	lp->rec.server_ms = server_now_ms(tb);
 	if (content) {
@@ -657,20 +1109,38 @@ static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, int64_t now_us,
 		lp->rec.content_len = MIN(len, LOCKFS_CONTENT_MAX);
 		lp->rec.content = g_memdup2(content, lp->rec.content_len);
 	}
-	g_autoptr(GByteArray) value = ts_record_encode(&lp->rec);
-	int r = E_CONFLICT;
-	for (int i = 0; i < 2 && r == E_CONFLICT; i++) {
-		ts_written w;
-		/* No ttl: the record keeps the expiry renewals give it. */
-		r = kv_write(tb, deadline, TS_KV_SET, lease->key, value, 0, lp->version, &w);
-		if (r == 0)
-			strcpy(lp->version, w.version);
-		else if (r == E_CONFLICT &&
-		         (r = repair_record(tb, deadline, lease->key, lp, false)) == 0)
-			r = E_CONFLICT; /* ours again, at a new version: write it */
+	if (lp->state != PUB_PUBLISHED || lp->writer != W_NONE || lp->releasing) {
+		/* Not written yet: its first write takes the latest.  Being
+		 * written: written again after that. */
+		if (lp->attempted)
+			lp->dirty = true;
+		after_write(tb, lp);
+		g_mutex_unlock(&tb->st_mu);
+		return 0;
 	}
-	give_conn(tb);
-	return r == E_CONFLICT ? -EIO : r;
+	lp->writer = W_CALLER;
+	lp->dirty = false;
+	GByteArray *value = ts_record_encode(&lp->rec);
+	g_mutex_unlock(&tb->st_mu);
+	int64_t deadline = begin(tb);
+	int r = -EIO;
+	if (deadline) {
+		/* No ttl: the record keeps the expiry renewals give it. */
+		r = rewrite_record(tb, &tb->main, deadline, lp, value, 0);
+		give_conn(tb);
+	}
+	g_byte_array_unref(value);
+	g_mutex_lock(&tb->st_mu);
+	lp->writer = W_NONE;
+	if (r == -ESTALE) {
+		lp->lost = true;
+		lp->state = PUB_DONE;
+	} else if (r < 0) {
+		lp->dirty = true;
+	}
+	after_write(tb, lp);
+	g_mutex_unlock(&tb->st_mu);
+	return r;
 }
 
 static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
@@ -682,35 +1152,76 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 		return -EIO;
 	/* The lease runs from when the renewal was sent, not answered. */
 	int64_t sent = lockfs_mono_us();
-	int r = lease_call(tb, deadline, TS_LOCKS_RENEW, lease->key, lp->rec.lease);
+	int r = lease_call(tb, &tb->main, deadline, TS_LOCKS_RENEW, lease->key, lp->rec.lease, true);
 	if (r == 0) {
 		lease->renewed_mono_us = sent;
-		int k = kv_touch(tb, deadline, TS_KV_EXPIRE, lease->key, (uint64_t)tb->ttl_ms,
-		                 lp->version);
-		if (k == E_CONFLICT || k == -ENOENT) {
-			k = repair_record(tb, deadline, lease->key, lp, true);
-			if (k == 0)
-				k = kv_touch(tb, deadline, TS_KV_EXPIRE, lease->key,
-				             (uint64_t)tb->ttl_ms, lp->version);
+		GByteArray *value = NULL;
+		bool dirty = false;
+		g_mutex_lock(&tb->st_mu);
+		lp->renewed_us = sent;
+		lp->gen = tb->main.gen;
+		if (lp->state == PUB_PUBLISHED && lp->writer == W_NONE && !lp->releasing) {
+			/* The record goes on with the lease. */
+			lp->writer = W_CALLER;
+			dirty = lp->dirty;
+			lp->dirty = false;
+			value = ts_record_encode(&lp->rec);
+		} else if (lp->state == PUB_PUBLISHED) {
+			lp->dirty = true; /* the write under way is followed by one with the ttl */
+		} else if (lp->state == PUB_PENDING && (!lp->queued || lp->failures)) {
+			/* Not written because the lease might have run out, or the
+			 * server could not be reached: now. */
+			queue_publish(tb, lp, lockfs_mono_us());
 		}
-		/* The lease is what counts; the record is only its description. */
-		if (k < 0)
-			lockfs_log(G_LOG_LEVEL_WARNING, lease->key,
-			           "tinystore: lease renewed, holder record not (%s)",
-			           g_strerror(-k));
+		g_mutex_unlock(&tb->st_mu);
+		if (value) {
+			int k = dirty ? rewrite_record(tb, &tb->main, deadline, lp, value,
+			                               (uint64_t)tb->ttl_ms)
+			              : expire_record(tb, &tb->main, deadline, lp, value);
+			g_byte_array_unref(value);
+			/* The lease is what counts; the record is only its description. */
+			if (k < 0)
+				lockfs_log(G_LOG_LEVEL_WARNING, lease->key,
+				           "tinystore: lease renewed, holder record not (%s)",
+				           g_strerror(-k));
+			g_mutex_lock(&tb->st_mu);
+			lp->writer = W_NONE;
+			if (k < 0 && dirty)
+				lp->dirty = true;
+			after_write(tb, lp);
+			g_mutex_unlock(&tb->st_mu);
+		}
+	} else if (r == -ESTALE) {
+		g_mutex_lock(&tb->st_mu);
+		lp->lost = true;
+		if (lp->state == PUB_PENDING) {
+			lp->state = PUB_DONE;
+			unqueue_publish(lp);
+		}
+		g_mutex_unlock(&tb->st_mu);
 	}
 	give_conn(tb);
 	return r;
 }
 
-static void forget(ts_backend *tb, const uint8_t lease[TS_ID_SIZE])
-{
-	g_autofree char *id = hex_id(lease);
-	g_mutex_lock(&tb->mine_mu);
-	g_hash_table_remove(tb->mine, id);
-	g_mutex_unlock(&tb->mine_mu);
-}
-
+/* Releasing.  tinystore's locks.release answers {} for any lease, held or
+ * not, so in general a renewal first tells whether this one still holds its
+ * key (lost: -ENOENT, and nothing is deleted), and the record, if any, is
+ * deleted afterwards by the publisher.
+ *
+ * A lease whose record was never written (nor is being written: the pending
+ * publication is cancelled here, under st_mu) is released with one
+ * locks.release, answered 0, when both of these hold:
+ *  - nobody else can have ended it: a lease ends only by its ttl, by a
+ *    server restart, or by a release naming its 16-byte id, and the id is
+ *    known only to this process until the record publishes it;
+ *  - neither of the others can have happened: the release goes out on the
+ *    very connection that answered the hold or the last renewal (a restarted
+ *    server would have closed it), and the call ends within the network
+ *    timeout, before ttl less a fifth has passed since that hold or renewal
+ *    was sent (the margin the filesystem itself declares loss at).
+ * If that connection is gone or breaks during the call, the general way
+ * decides. */
 static int ts_release(lockfs_backend *be, lockfs_lease *lease)
 {
 	ts_backend *tb = (ts_backend *)be;
@@ -718,18 +1229,56 @@ static int ts_release(lockfs_backend *be, lockfs_lease *lease)
 	int64_t deadline = begin(tb);
 	if (!deadline)
 		return -EIO;
-	/* tinystore's release answers {} for any lease, held or not: a renewal
-	 * first tells whether this one still holds its key. */
-	int r = lease_call(tb, deadline, TS_LOCKS_RENEW, lease->key, lp->rec.lease);
-	if (r == 0)
-		r = lease_call(tb, deadline, TS_LOCKS_RELEASE, lease->key, lp->rec.lease);
-	if (r == 0 && kv_touch(tb, deadline, TS_KV_DELETE, lease->key, 0, lp->version) == -EIO)
-		lockfs_log(G_LOG_LEVEL_WARNING, lease->key,
-		           "tinystore: released; the holder record stays until it expires");
+	g_mutex_lock(&tb->st_mu);
+	lp->releasing = true;
+	bool unwritten = lp->state == PUB_PENDING && !lp->attempted;
+	bool fast = unwritten && !lp->lost && tb->main.conn && lp->gen == tb->main.gen &&
+	            !may_have_expired(tb, lp, deadline);
+	g_mutex_unlock(&tb->st_mu);
+	int r = E_BROKEN;
+	if (fast)
+		r = lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, lease->key, lp->rec.lease,
+		               false);
+	if (r == E_BROKEN) {
+		r = lease_call(tb, &tb->main, deadline, TS_LOCKS_RENEW, lease->key, lp->rec.lease,
+		               true);
+		if (r == 0)
+			r = lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, lease->key,
+			               lp->rec.lease, true);
+	}
+	g_mutex_lock(&tb->st_mu);
+	if (r == 0) {
+		let_go(tb, lp);
+	} else if (r == -ESTALE) {
+		lp->lost = true;
+		lp->state = PUB_DONE;
+		unqueue_publish(lp);
+	} else {
+		/* Kept: published as if nothing happened. */
+		lp->releasing = false;
+		if (lp->state == PUB_PENDING)
+			queue_publish(tb, lp, lockfs_mono_us());
+		after_write(tb, lp);
+	}
+	g_mutex_unlock(&tb->st_mu);
 	give_conn(tb);
-	if (r == 0)
-		forget(tb, lp->rec.lease);
 	return r == -ESTALE ? -ENOENT : r;
+}
+
+/* A lock of KEY held through this instance (with FENCE, when given), that
+ * is neither lost nor being let go.  st_mu held. */
+static ts_lease *own_lease(ts_backend *tb, const char *key, const char *fence)
+{
+	GHashTableIter it;
+	gpointer v;
+	g_hash_table_iter_init(&it, tb->mine);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		ts_lease *lp = v;
+		if (strcmp(lp->key, key) == 0 && !lp->lost && !lp->releasing &&
+		    lp->state != PUB_DONE && (!fence || lockfs_fence_cmp(fence, lp->rec.fence) == 0))
+			return lp;
+	}
+	return NULL;
 }
 
 static int ts_break(lockfs_backend *be, const char *key, const char *fence,
@@ -742,6 +1291,34 @@ static int ts_break(lockfs_backend *be, const char *key, const char *fence,
 	int64_t deadline = begin(tb);
 	if (!deadline)
 		return -EIO;
+	/* Our own lock (its record may not be written yet): we know its
+	 * lease. */
+	g_mutex_lock(&tb->st_mu);
+	ts_lease *own = own_lease(tb, key, fence);
+	if (own) {
+		g_atomic_int_inc(&own->refs);
+		own->releasing = true;
+	}
+	g_mutex_unlock(&tb->st_mu);
+	if (own) {
+		int rc = lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, own->rec.lease,
+		                    true);
+		g_mutex_lock(&tb->st_mu);
+		if (rc == 0) {
+			if (broken)
+				fill_own_info(tb, own, broken);
+			let_go(tb, own);
+		} else {
+			own->releasing = false;
+			if (own->state == PUB_PENDING)
+				queue_publish(tb, own, lockfs_mono_us());
+			after_write(tb, own);
+		}
+		g_mutex_unlock(&tb->st_mu);
+		lease_unref(own);
+		give_conn(tb);
+		return rc == 0 ? 0 : -EIO;
+	}
 	ts_entry e;
 	ts_record r;
 	int rc = read_record(tb, deadline, key, &e, &r);
@@ -779,7 +1356,7 @@ static int ts_inspect(lockfs_backend *be, const char *key, lockfs_lock_info *out
 	return rc;
 }
 
-/* Add E's record to INFOS if its key starts with PREFIX. */
+/* Add E's record to INFOS (unless it is of a lease we let go of). */
 static void list_entry(ts_backend *tb, const char *key, const ts_entry *e, GPtrArray *infos)
 {
 	ts_record r;
@@ -790,10 +1367,12 @@ static void list_entry(ts_backend *tb, const char *key, const ts_entry *e, GPtrA
 		g_clear_error(&err);
 		return;
 	}
-	lockfs_lock_info *info = g_new(lockfs_lock_info, 1);
-	fill_info(tb, key, &r, e, info);
+	if (!is_released(tb, r.lease)) {
+		lockfs_lock_info *info = g_new(lockfs_lock_info, 1);
+		fill_info(tb, key, &r, e, info);
+		g_ptr_array_add(infos, info);
+	}
 	ts_record_clear(&r);
-	g_ptr_array_add(infos, info);
 }
 
 static void info_free(gpointer p)
@@ -811,7 +1390,7 @@ static int list_records(ts_backend *tb, int64_t deadline, const char *prefix, GP
 		if (!key_ok(tb, prefix))
 			return 0;
 		ts_entry e;
-		int r = kv_get(tb, deadline, prefix, &e);
+		int r = kv_get(tb, &tb->main, deadline, prefix, &e);
 		if (r == 0) {
 			list_entry(tb, prefix, &e, infos);
 			entry_clear(&e);
@@ -823,7 +1402,7 @@ static int list_records(ts_backend *tb, int64_t deadline, const char *prefix, GP
 	for (;;) {
 		req q = { .after = after };
 		ts_msg m;
-		if (call(tb, deadline, TS_KV_LIST, &q, "kv.list", &m) < 0)
+		if (call(tb, &tb->main, deadline, TS_KV_LIST, &q, "kv.list", &m, true) < 0)
 			return -EIO;
 		ts_page page;
 		GError *err = NULL;
@@ -886,14 +1465,22 @@ static int ts_list(lockfs_backend *be, const char *prefix, lockfs_list_cb cb, vo
 	return r;
 }
 
+/* A lease the filesystem is done with.  Released or not (a lost lock), no
+ * record is written for it any more; one written stays until it expires
+ * unless the release handed it to the publisher. */
 static void ts_lease_free(lockfs_backend *be, lockfs_lease *lease)
 {
 	if (!lease)
 		return;
+	ts_backend *tb = (ts_backend *)be;
 	ts_lease *lp = lease->priv;
-	forget((ts_backend *)be, lp->rec.lease);
-	ts_record_clear(&lp->rec);
-	g_free(lp);
+	g_mutex_lock(&tb->st_mu);
+	forget(tb, lp);
+	if (lp->state == PUB_PENDING)
+		lp->state = PUB_DONE;
+	unqueue_publish(lp);
+	g_mutex_unlock(&tb->st_mu);
+	lease_unref(lp);
 	g_free(lease->key);
 	g_free(lease);
 }
@@ -912,15 +1499,42 @@ static void target_clear(ts_target *t)
 static void ts_destroy(lockfs_backend *be)
 {
 	ts_backend *tb = (ts_backend *)be;
-	drop_conn(tb);
+	/* The publisher ends within one network timeout. */
+	g_mutex_lock(&tb->st_mu);
+	tb->stop = true;
+	g_cond_broadcast(&tb->st_cv);
+	GThread *publisher = tb->publisher;
+	g_mutex_unlock(&tb->st_mu);
+	if (publisher)
+		g_thread_join(publisher);
+	g_mutex_lock(&tb->st_mu);
+	ts_lease *lp;
+	while (!g_sequence_is_empty(tb->pubq)) {
+		GSequenceIter *first = g_sequence_get_begin_iter(tb->pubq);
+		lp = g_sequence_get(first);
+		g_sequence_remove(first);
+		lp->queued = NULL;
+		lease_unref(lp);
+	}
+	while ((lp = g_queue_pop_head(&tb->work))) {
+		lp->in_work = false;
+		lease_unref(lp);
+	}
+	g_mutex_unlock(&tb->st_mu);
+	g_sequence_free(tb->pubq);
+	drop_conn(&tb->main);
+	drop_conn(&tb->pub);
 	target_clear(&tb->target);
 	g_free(tb->lock_name);
 	g_free(tb->mount);
-	g_free(tb->last_error);
+	g_free(tb->main.last_error);
+	g_free(tb->pub.last_error);
 	g_hash_table_destroy(tb->mine);
+	g_hash_table_destroy(tb->released);
 	g_mutex_clear(&tb->mu);
 	g_cond_clear(&tb->cv);
-	g_mutex_clear(&tb->mine_mu);
+	g_mutex_clear(&tb->st_mu);
+	g_cond_clear(&tb->st_cv);
 	g_free(tb);
 }
 
@@ -1135,13 +1749,19 @@ lockfs_backend *lockfs_tinystore_backend_new(const lockfs_config *cfg, const cha
 	tb->key_max = MIN(KEY_MAX, KV_PATH_MAX - 3 - strlen(tb->lock_name));
 	g_mutex_init(&tb->mu);
 	g_cond_init(&tb->cv);
-	g_mutex_init(&tb->mine_mu);
+	tb->main.role = "";
+	tb->pub.role = " (holder records)";
+	g_mutex_init(&tb->st_mu);
+	g_cond_init(&tb->st_cv);
+	tb->pubq = g_sequence_new(NULL);
+	g_queue_init(&tb->work);
 	tb->mine = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	tb->released = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 
 	/* Say now if the server cannot be reached (it may come later). */
 	int64_t deadline = lockfs_mono_us() + MIN(tb->timeout_us, PROBE_MS * 1000);
 	if (take_conn(tb, deadline)) {
-		ensure_conn(tb, deadline, 1);
+		ensure_conn(tb, &tb->main, deadline, 1);
 		give_conn(tb);
 	}
 	return &tb->base;

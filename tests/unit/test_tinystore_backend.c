@@ -286,6 +286,42 @@ static int raw_record(const char *key, ts_record *out)
 	return r;
 }
 
+/* Records are written by the holder's publisher, 50 ms after the grant, and
+ * deleted by it after the release: other instances see them a little later. */
+
+/* Wait until BE reads a record of KEY (with FENCE, when given): 0, or what
+ * inspect last said. */
+static int wait_record(lockfs_backend *be, const char *key, const char *fence)
+{
+	int r = -ENOENT;
+	for (int64_t end = lockfs_mono_us() + 3000000; lockfs_mono_us() < end; g_usleep(5000)) {
+		lockfs_lock_info info;
+		r = be->inspect(be, key, &info);
+		if (r == 0) {
+			bool same = !fence || strcmp(info.fence, fence) == 0;
+			lockfs_lock_info_clear(&info);
+			if (same)
+				return 0;
+			r = -ESTALE;
+		}
+	}
+	return r;
+}
+
+/* Wait until BE reads no record of KEY: -ENOENT, or what inspect last said. */
+static int wait_no_record(lockfs_backend *be, const char *key)
+{
+	int r = 0;
+	for (int64_t end = lockfs_mono_us() + 3000000; lockfs_mono_us() < end; g_usleep(5000)) {
+		lockfs_lock_info info;
+		r = be->inspect(be, key, &info);
+		if (r != 0)
+			return r;
+		lockfs_lock_info_clear(&info);
+	}
+	return r;
+}
+
 /* ---- locks ---- */
 
 static void test_acquire_release(void)
@@ -334,6 +370,7 @@ static void test_release_only_own(void)
 	lockfs_lease *la = take(a, key, "host-a");
 	lockfs_holder hb = holder("host-b", 2);
 	lockfs_lock_info broken = { 0 };
+	g_assert_cmpint(wait_record(b, key, la->fence), ==, 0);
 	g_assert_cmpint(b->break_lock(b, key, NULL, &hb, &broken), ==, 0);
 	g_assert_cmpstr(broken.holder.host, ==, "host-a");
 	g_assert_cmpstr(broken.fence, ==, la->fence);
@@ -344,6 +381,7 @@ static void test_release_only_own(void)
 	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
 	a->lease_free(a, la);
 	lockfs_lock_info info;
+	g_assert_cmpint(wait_record(c, key, lb->fence), ==, 0);
 	g_assert_cmpint(c->inspect(c, key, &info), ==, 0);
 	g_assert_cmpstr(info.holder.host, ==, "host-b");
 	g_assert_cmpstr(info.fence, ==, lb->fence);
@@ -351,7 +389,7 @@ static void test_release_only_own(void)
 	g_assert_cmpint(b->renew(b, lb), ==, 0);
 	g_assert_cmpint(try_take(c, key, "host-c"), ==, -EEXIST);
 	give(b, lb);
-	g_assert_cmpint(c->inspect(c, key, &info), ==, -ENOENT);
+	g_assert_cmpint(wait_no_record(c, key), ==, -ENOENT);
 	a->destroy(a);
 	b->destroy(b);
 	c->destroy(c);
@@ -398,6 +436,8 @@ static void test_inspect_list(void)
 	g_autofree char *sub = g_strconcat(dir, "sub/", NULL);
 	lockfs_lease *la = take(a, ka, "host-a");
 	lockfs_lease *lb = take(a, kb, "host-a");
+	g_assert_cmpint(wait_record(b, ka, NULL), ==, 0);
+	g_assert_cmpint(wait_record(b, kb, NULL), ==, 0);
 
 	lockfs_lock_info info;
 	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
@@ -468,6 +508,13 @@ static void test_inspect_list(void)
 
 	give(a, la);
 	give(a, lb);
+	/* Gone at once for the instance that let go; for others once the
+	 * publisher has deleted the records. */
+	g_assert_cmpint(a->inspect(a, ka, &info), ==, -ENOENT);
+	g_autoptr(GPtrArray) gone = list_keys(a, dir, NULL);
+	g_assert_cmpuint(gone->len, ==, 0);
+	g_assert_cmpint(wait_no_record(b, ka), ==, -ENOENT);
+	g_assert_cmpint(wait_no_record(b, kb), ==, -ENOENT);
 	g_assert_cmpint(raw_record(ka, &r), ==, -ENOENT);
 	g_autoptr(GPtrArray) none = list_keys(b, dir, NULL);
 	g_assert_cmpuint(none->len, ==, 0);
@@ -486,6 +533,7 @@ static void test_break(void)
 	lockfs_lease *la = take(a, key, "host-a");
 	g_assert_cmpint(b->break_lock(b, key, "1", &hb, &broken), ==, -ENOENT);
 	g_assert_cmpint(try_take(c, key, "host-c"), ==, -EEXIST);
+	g_assert_cmpint(wait_record(b, key, la->fence), ==, 0);
 	g_assert_cmpint(b->break_lock(b, key, la->fence, &hb, &broken), ==, 0);
 	g_assert_cmpstr(broken.holder.host, ==, "host-a");
 	g_assert_cmpstr(broken.fence, ==, la->fence);
@@ -502,6 +550,119 @@ static void test_break(void)
 	a->destroy(a);
 	b->destroy(b);
 	c->destroy(c);
+}
+
+/* A lock held through this instance is broken through it even before its
+ * record is written: it knows the lease. */
+static void test_break_own(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be();
+	g_autofree char *key = new_key("own-break.lock");
+	lockfs_lease *la = take(a, key, "host-a");
+	lockfs_lock_info broken;
+	g_assert_cmpint(a->break_lock(a, key, "1", NULL, &broken), ==, -ENOENT);
+	g_assert_cmpint(a->break_lock(a, key, la->fence, NULL, &broken), ==, 0);
+	g_assert_cmpstr(broken.key, ==, key);
+	g_assert_cmpstr(broken.holder.host, ==, "host-a");
+	g_assert_cmpstr(broken.fence, ==, la->fence);
+	g_assert_true(broken.mine);
+	lockfs_lock_info_clear(&broken);
+	lockfs_lease *lb = take(b, key, "host-b"); /* the lease is gone */
+	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
+	g_assert_cmpint(a->heartbeat(a, la, lockfs_now_us(), NULL, 0), ==, -ESTALE);
+	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
+	a->lease_free(a, la);
+	g_assert_cmpint(wait_record(a, key, lb->fence), ==, 0);
+	give(b, lb);
+
+	/* Once written, the record goes with it. */
+	la = take(a, key, "host-a");
+	g_assert_cmpint(wait_record(b, key, la->fence), ==, 0);
+	g_assert_cmpint(a->break_lock(a, key, NULL, NULL, NULL), ==, 0);
+	g_assert_cmpint(a->inspect(a, key, &broken), ==, -ENOENT);
+	g_assert_cmpint(wait_no_record(b, key), ==, -ENOENT);
+	g_assert_cmpint(try_take(b, key, "host-b"), ==, 0);
+	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
+	a->lease_free(a, la);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+/* Records are written a little after the grant, with what the holder wrote
+ * meanwhile; a lock let go before that never has one. */
+static void test_publication(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be();
+	g_autofree char *key = new_key("pub.lock");
+	ts_record r;
+	int checked = 0;
+	for (int i = 0; i < 5; i++) {
+		int64_t t0 = lockfs_mono_us();
+		lockfs_lease *l = take(a, key, "host-a");
+		give(a, l);
+		if (lockfs_mono_us() - t0 > 25000)
+			continue; /* a busy machine: it may have been written */
+		checked++;
+		for (int64_t end = lockfs_mono_us() + 150000; lockfs_mono_us() < end;
+		     g_usleep(10000))
+			g_assert_cmpint(raw_record(key, &r), ==, -ENOENT);
+	}
+	g_test_message("%d of 5 quick releases checked", checked);
+
+	lockfs_lease *la = take(a, key, "host-a");
+	int64_t beat = lockfs_now_us() + 1000;
+	g_assert_cmpint(a->heartbeat(a, la, beat, "77\n", 3), ==, 0);
+	g_assert_cmpint(wait_record(b, key, la->fence), ==, 0);
+	lockfs_lock_info info;
+	g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
+	g_assert_cmpmem(info.content, info.content_len, "77\n", 3);
+	g_assert_cmpint(info.holder.heartbeat_us, ==, beat);
+	g_assert_cmpint(info.lease_left_ms, >, 3000);
+	g_assert_false(info.mine);
+	lockfs_lock_info_clear(&info);
+	g_assert_cmpint(a->inspect(a, key, &info), ==, 0);
+	g_assert_true(info.mine);
+	lockfs_lock_info_clear(&info);
+	/* Let go: gone at once for this instance, for others once deleted. */
+	give(a, la);
+	g_assert_cmpint(a->inspect(a, key, &info), ==, -ENOENT);
+	g_assert_cmpint(wait_no_record(b, key), ==, -ENOENT);
+	g_assert_cmpint(raw_record(key, &r), ==, -ENOENT);
+
+	/* Unmounting deletes the records of what it let go of. */
+	la = take(a, key, "host-a");
+	g_assert_cmpint(wait_record(b, key, la->fence), ==, 0);
+	give(a, la);
+	a->destroy(a);
+	g_assert_cmpint(raw_record(key, &r), ==, -ENOENT);
+	b->destroy(b);
+}
+
+/* A record that cannot be written yet (the server is stopped) does not stop
+ * the lock from being held; it is written when the server answers again. */
+static void test_publish_later(void)
+{
+	NEED(own_skip);
+	g_autofree char *pidfile = g_build_filename(srv_dir, "pid", NULL);
+	g_autofree char *text = NULL;
+	g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
+	pid_t pid = (pid_t)atoi(text);
+	g_assert_cmpint(pid, >, 1);
+	lockfs_backend *a = local_be("5s", "500ms"), *b = default_be();
+	g_autofree char *key = new_key("later.lock");
+	lockfs_lease *la = take(a, key, "host-a");
+	g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+	g_usleep(1200000); /* the first write times out; retries back off */
+	g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+	g_assert_cmpint(wait_record(b, key, la->fence), ==, 0);
+	g_assert_cmpint(a->renew(a, la), ==, 0);
+	g_assert_cmpint(try_take(b, key, "host-b"), ==, -EEXIST);
+	give(a, la);
+	g_assert_cmpint(wait_no_record(b, key), ==, -ENOENT);
+	a->destroy(a);
+	b->destroy(b);
 }
 
 static void test_stale_broken_by_acquire(void)
@@ -590,6 +751,7 @@ static void test_expiry(void)
 	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
 	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
 	lockfs_lock_info info;
+	g_assert_cmpint(wait_record(a, key, lb->fence), ==, 0);
 	g_assert_cmpint(a->inspect(a, key, &info), ==, 0);
 	g_assert_cmpstr(info.holder.host, ==, "host-b");
 	lockfs_lock_info_clear(&info);
@@ -604,10 +766,17 @@ static void test_restart(void)
 	NEED(own_skip);
 	lockfs_backend *a = default_be(), *b = default_be();
 	g_autofree char *key = new_key("restart.lock");
+	g_autofree char *key2 = new_key("restart2.lock");
 	lockfs_lease *la = take(a, key, "host-a");
+	lockfs_lease *la2 = take(a, key2, "host-a");
 	g_autofree char *err = NULL;
 	const char *restart[] = { "restart", srv_dir, NULL };
 	g_assert_cmpint(run_script(restart, NULL, &err), ==, 0);
+	/* A release that never had a record is one call on the connection
+	 * that granted it; that connection is gone with the old server, so
+	 * the release asks again and learns the lease was lost. */
+	g_assert_cmpint(a->release(a, la2), ==, -ENOENT);
+	a->lease_free(a, la2);
 	/* Leases live in the server's memory: gone, and the fence goes on. */
 	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
 	lockfs_lease *lb = take(b, key, "host-b");
@@ -615,6 +784,7 @@ static void test_restart(void)
 	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
 	a->lease_free(a, la);
 	lockfs_lock_info info;
+	g_assert_cmpint(wait_record(a, key, lb->fence), ==, 0);
 	g_assert_cmpint(a->inspect(a, key, &info), ==, 0);
 	g_assert_cmpstr(info.holder.host, ==, "host-b");
 	lockfs_lock_info_clear(&info);
@@ -692,6 +862,7 @@ static void test_tcp(void)
 	lockfs_lease *lr = take(r, key, "host-tcp");
 	g_assert_cmpint(try_take(l, key, "host-local"), ==, -EEXIST);
 	lockfs_lock_info info;
+	g_assert_cmpint(wait_record(l, key, lr->fence), ==, 0);
 	g_assert_cmpint(l->inspect(l, key, &info), ==, 0);
 	g_assert_cmpstr(info.holder.host, ==, "host-tcp");
 	lockfs_lock_info_clear(&info);
@@ -746,6 +917,7 @@ static void test_tls(void)
 	lockfs_lease *l = take(be, key, "host-tls");
 	g_assert_cmpint(try_take(be, key, "host-tls"), ==, -EEXIST);
 	lockfs_lock_info info;
+	g_assert_cmpint(wait_record(be, key, l->fence), ==, 0);
 	g_assert_cmpint(be->inspect(be, key, &info), ==, 0);
 	g_assert_true(info.mine);
 	lockfs_lock_info_clear(&info);
@@ -1279,6 +1451,9 @@ int main(int argc, char **argv)
 	g_test_add_func("/tinystore/release-only-own", test_release_only_own);
 	g_test_add_func("/tinystore/inspect-list", test_inspect_list);
 	g_test_add_func("/tinystore/break", test_break);
+	g_test_add_func("/tinystore/break-own", test_break_own);
+	g_test_add_func("/tinystore/publication", test_publication);
+	g_test_add_func("/tinystore/publish-later", test_publish_later);
 	g_test_add_func("/tinystore/stale-broken-by-acquire", test_stale_broken_by_acquire);
 	g_test_add_func("/tinystore/renew-keeps", test_renew_keeps);
 	g_test_add_func("/tinystore/expiry", test_expiry);
