@@ -85,6 +85,7 @@ struct lfs_dentry {
 	int64_t heartbeat_us;   /* last heartbeat seen (wall clock) */
 	int64_t hb_sent_mono;   /* last heartbeat sent to the backend */
 	int64_t renewed_mono;   /* when the last successful renewal was sent */
+	int64_t granted_mono;   /* when it was granted */
 	bool lost;              /* the lease is gone: shown as lost until unlinked */
 };
 
@@ -102,6 +103,7 @@ typedef struct {
 	int64_t stale_after_us;
 	int64_t heartbeat_min_us;
 	GHashTable *held; /* lease key → lock dentry holding it here */
+	GHashTable *saw_free; /* "pid:key" → when that process last found KEY free */
 	/* How long the kernel may trust attributes: 0 where other hosts change
 	 * locks; otherwise every change goes through the kernel, or through
 	 * lockfs, which invalidates what it changed (fs_inval). */
@@ -203,6 +205,11 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out);
  * fresh lock of an unknown holder when it has no record (for list_cache).
  * Called without fs->mu. */
 void remote_note_refused(lfs *fs, const char *key);
+
+/* fs_locks.c: a lookup by PID found lock KEY free; whether PID last found KEY
+ * free before D was granted (and lately): its unlink is then no release. */
+void locks_saw_free(lfs *fs, pid_t pid, const char *key);
+bool locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d);
 /* Every lock under PREFIX (lockfs_lock_info *, free with remote_info_free). */
 GPtrArray *remote_list(lfs *fs, const char *prefix);
 void remote_info_free(gpointer p);

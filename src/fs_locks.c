@@ -52,12 +52,12 @@ static lfs_dentry *claim_dentry(lfs *fs, lfs_dentry *d, const char *key)
 }
 
 /* Run a backend call of a claimed key without fs->mu. */
-#define UNLOCKED(fs, expr)                                                                         \
-	({                                                                                         \
-		pthread_mutex_unlock(&(fs)->mu);                                                   \
-		int r_ = (expr);                                                                   \
-		pthread_mutex_lock(&(fs)->mu);                                                     \
-		r_;                                                                                \
+#define UNLOCKED(fs, expr)                       \
+	({                                       \
+		pthread_mutex_unlock(&(fs)->mu); \
+		int r_ = (expr);                 \
+		pthread_mutex_lock(&(fs)->mu);   \
+		r_;                              \
 	})
 
 static void describe(const lockfs_holder *h, GString *out)
@@ -149,7 +149,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	d->lease = lease;
 	d->holder = holder;
 	d->heartbeat_us = now;
-	d->hb_sent_mono = lockfs_mono_us();
+	d->hb_sent_mono = d->granted_mono = lockfs_mono_us();
 	d->renewed_mono = sent;
 	node->lost = false;
 	g_hash_table_insert(fs->held, lease->key, d);
@@ -180,8 +180,56 @@ static void remove_broken(lfs *fs, lfs_dentry *d)
 	dentry_remove(fs, d);
 }
 
+/* How long a process's finding a lock name free counts (below). */
+#define SAW_FREE_US (2 * G_USEC_PER_SEC)
+
+static char *saw_key(pid_t pid, const char *key)
+{
+	return g_strdup_printf("%d:%s", (int)pid, key);
+}
+
+void locks_saw_free(lfs *fs, pid_t pid, const char *key)
+{
+	if (!fs->saw_free)
+		fs->saw_free = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	int64_t now = lockfs_mono_us();
+	if (g_hash_table_size(fs->saw_free) > 4096) {
+		GHashTableIter it;
+		gpointer v;
+		g_hash_table_iter_init(&it, fs->saw_free);
+		while (g_hash_table_iter_next(&it, NULL, &v))
+			if (now - *(int64_t *)v > SAW_FREE_US)
+				g_hash_table_iter_remove(&it);
+		if (g_hash_table_size(fs->saw_free) > 4096)
+			g_hash_table_remove_all(fs->saw_free);
+	}
+	g_hash_table_replace(fs->saw_free, saw_key(pid, key), g_memdup2(&now, sizeof(now)));
+}
+
+/* liblockfile's stale check stat()s the lock it could not take, and when
+ * that finds nothing (the holder let go meanwhile) it unlinks the name
+ * anyway, as stale: by then it may be the next holder's lock, which the
+ * unlink, from the same uid, would release.  A process that last found the
+ * name free before the lock was granted has never seen this lock: its
+ * unlink answers ENOENT, which is what it expected. */
+bool locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d)
+{
+	if (!fs->saw_free || pid == (pid_t)d->holder.pid || !d->lease)
+		return false;
+	g_autofree char *k = saw_key(pid, d->lease->key);
+	const int64_t *at = g_hash_table_lookup(fs->saw_free, k);
+	return at && *at < d->granted_mono && lockfs_mono_us() - *at < SAW_FREE_US;
+}
+
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 {
+	if (locks_unseen_by(fs, who->pid, d)) {
+		lockfs_log(G_LOG_LEVEL_INFO, d->lease->key,
+		           "pid %d removed %s after finding it free; the lock taken since (pid %" G_GINT64_FORMAT
+		           ") is left alone, ENOENT",
+		           who->pid, d->lease->key, d->holder.pid);
+		return -ENOENT;
+	}
 	if (who->uid != d->holder.uid) {
 		/* Someone else: the kernel has checked directory permissions
 		 * (sticky bit included), so this is a break. */
@@ -202,6 +250,11 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		lockfs_log(G_LOG_LEVEL_WARNING, key,
 		           "%s was no longer held by this mount when released; nothing deleted",
 		           key);
+	else
+		lockfs_log(G_LOG_LEVEL_DEBUG, key,
+		           "released %s for pid %d uid %u (holder pid %" G_GINT64_FORMAT
+		           "), fence %s",
+		           key, who->pid, who->uid, d->holder.pid, d->lease->fence);
 	dentry_remove(fs, d);
 	remote_forget(fs, key);
 	locks_unclaim(fs, key);
@@ -221,8 +274,9 @@ int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who, const char
 	lockfs_holder_fill(&breaker, who->pid, who->uid, who->gid, 0, lockfs_now_us());
 	lockfs_lock_info prev;
 	int r = d->lost ? -ENOENT
-	                : backend_errno(UNLOCKED(fs, fs->be->break_lock(fs->be, key, d->lease->fence,
-	                                                                &breaker, &prev)));
+	                : backend_errno(
+	                          UNLOCKED(fs, fs->be->break_lock(fs->be, key, d->lease->fence,
+	                                                          &breaker, &prev)));
 	if (r == -EIO) {
 		lockfs_holder_clear(&breaker);
 		locks_unclaim(fs, key);
@@ -247,7 +301,7 @@ int locks_break_remote(lfs *fs, const char *key, const char *fence, const struct
 	lockfs_holder_fill(&breaker, who->pid, who->uid, who->gid, 0, lockfs_now_us());
 	lockfs_lock_info prev;
 	int r = backend_errno(
-		UNLOCKED(fs, fs->be->break_lock(fs->be, key, fence, &breaker, &prev)));
+	        UNLOCKED(fs, fs->be->break_lock(fs->be, key, fence, &breaker, &prev)));
 	if (r == 0) {
 		log_break("lock broken:", key, &prev, &breaker);
 		lockfs_lock_info_clear(&prev);
@@ -353,7 +407,7 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, bool con
 			content[len] = '\0';
 		}
 		int r = backend_errno(
-			UNLOCKED(fs, fs->be->heartbeat(fs->be, d->lease, now, content, len)));
+		        UNLOCKED(fs, fs->be->heartbeat(fs->be, d->lease, now, content, len)));
 		g_free(content);
 		if (r == -ESTALE || r == -ENOENT) {
 			locks_mark_lost(fs, d, "the backend no longer has it");

@@ -141,9 +141,17 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, lfs_node **ou
 		lockfs_lock_info_clear(&info);
 		return -ENOENT;
 	}
+	lockfs_log(G_LOG_LEVEL_DEBUG, key, "lookup %s: held elsewhere (host %s pid %" G_GINT64_FORMAT ", fence %s)",
+	           key, info.holder.host ? info.holder.host : "-", info.holder.pid, info.fence);
 	*out = remote_node_new(fs, &info);
 	lockfs_lock_info_clear(&info);
 	return 0;
+}
+
+static void locks_saw_free_name(lfs *fs, fuse_req_t req, lfs_node *dir, const char *name)
+{
+	g_autofree char *key = node_key(dir, name);
+	locks_saw_free(fs, fuse_req_ctx(req)->pid, key);
 }
 
 static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -167,8 +175,8 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			n = d->node;
 		else if (!name_is_lock(fs, name))
 			r = dir->kind == NODE_DISK ? disk_lookup(fs, dir, name, &n) : -ENOENT;
-		else
-			r = lookup_remote(fs, dir, name, &n);
+		else if ((r = lookup_remote(fs, dir, name, &n)) == -ENOENT)
+			locks_saw_free_name(fs, req, dir, name);
 	}
 	if (!r)
 		r = make_entry(fs, n, &e);
