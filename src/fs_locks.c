@@ -111,6 +111,16 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	}
 	lockfs_holder holder;
 	lockfs_holder_fill(&holder, who->pid, who->uid, who->gid, node->mode, now);
+	/* Linked from a temp file the tool already wrote (a pid): recorded
+	 * with the grant, so other hosts read the same bytes. */
+	g_autofree char *initial = NULL;
+	if (fs->shared && node->kind == NODE_MEM && S_ISREG(node->mode) && node->size) {
+		holder.initial_content_len = MIN(node->size, (size_t)LOCKFS_CONTENT_MAX);
+		initial = g_malloc(holder.initial_content_len + 1);
+		memcpy(initial, node->data, holder.initial_content_len);
+		initial[holder.initial_content_len] = '\0';
+		holder.initial_content = initial;
+	}
 	lockfs_lease *lease = NULL;
 	lockfs_acquire_result res;
 	/* The node and its directory may have no other reference meanwhile. */
@@ -148,20 +158,13 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	lfs_dentry *d = dentry_add(fs, dir, name, node);
 	d->lease = lease;
 	d->holder = holder;
+	d->holder.initial_content = NULL; /* freed below */
+	d->holder.initial_content_len = 0;
 	d->heartbeat_us = now;
 	d->hb_sent_mono = d->granted_mono = lockfs_mono_us();
 	d->renewed_mono = sent;
 	node->lost = false;
 	g_hash_table_insert(fs->held, lease->key, d);
-	if (fs->shared && node->kind == NODE_MEM && S_ISREG(node->mode) && node->size) {
-		/* Linked from a temp file the tool already wrote (a pid): other
-		 * hosts read the same bytes. */
-		size_t len = MIN(node->size, (size_t)LOCKFS_CONTENT_MAX);
-		g_autofree char *content = g_malloc(len + 1);
-		memcpy(content, node->data, len);
-		content[len] = '\0';
-		UNLOCKED(fs, fs->be->heartbeat(fs->be, lease, now, content, len));
-	}
 	locks_unclaim(fs, key);
 	lockfs_log(G_LOG_LEVEL_DEBUG, key, "took %s for pid %d uid %u, fence %s", key, who->pid,
 	           who->uid, lease->fence);
@@ -256,7 +259,12 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		           "), fence %s",
 		           key, who->pid, who->uid, d->holder.pid, d->lease->fence);
 	dentry_remove(fs, d);
-	remote_forget(fs, key);
+	/* Just let go: free for as long as a lookup may believe the backend
+	 * (the next create's lookup then costs no round trip). */
+	if (r)
+		remote_forget(fs, key);
+	else
+		remote_note_free(fs, key);
 	locks_unclaim(fs, key);
 	return r ? -ENOENT : 0;
 }

@@ -54,6 +54,11 @@ typedef struct {
 	int64_t acquired_us;  /* unix time, µs */
 	int64_t heartbeat_us; /* last heartbeat, unix time, µs */
 	uint32_t mode;        /* st_mode the lock file was made with (type+perm) */
+	/* acquire() only: what the lock file holds already (a temp file the
+	 * tool wrote its pid in, then linked), for the backend to record with
+	 * the grant; borrowed, never copied, NULL when empty. */
+	const char *initial_content;
+	size_t initial_content_len;
 } lockfs_holder;
 
 /* What a backend knows of one lock. */

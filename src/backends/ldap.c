@@ -271,7 +271,7 @@ static int refresh(ll_op *op, const char *dn, const char *key)
  * fence; if another block was reserved meanwhile, reserve one now, while the
  * entry is ours, and rewrite the notes only while they are still ours. */
 static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t fence, uint64_t end,
-                          int64_t sent, lockfs_holder *h, lockfs_lease **out)
+                          int64_t sent, lockfs_holder *h, GBytes *content, lockfs_lease **out)
 {
 	ll_backend *be = op->be;
 	g_autofree char *fence_value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, fence);
@@ -296,7 +296,7 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 			return e;
 		}
 		g_autofree char *value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, again);
-		g_autoptr(GPtrArray) desc = ll_notes_build(key, h, value, ll_now_us(be), NULL);
+		g_autoptr(GPtrArray) desc = ll_notes_build(key, h, value, ll_now_us(be), content);
 		rc = ll_replace_notes(op, dn, fence_value, desc);
 		if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_NO_SUCH_ATTRIBUTE) {
 			lockfs_log(G_LOG_LEVEL_WARNING, key,
@@ -316,6 +316,7 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 	g_mutex_init(&p->mu);
 	p->dn = g_strdup(dn);
 	p->fence_value = g_strdup(fence_value);
+	p->content = content ? g_bytes_ref(content) : NULL;
 	lockfs_holder_copy(&p->holder, h);
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
 	lease->key = g_strdup(key);
@@ -347,6 +348,12 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 	lockfs_holder h;
 	lockfs_holder_copy(&h, who);
 	h.acquired_us = h.heartbeat_us = ll_now_us(be);
+	/* What the lock file holds already goes in with the add. */
+	g_autoptr(GBytes) initial =
+	        who->initial_content
+	                ? g_bytes_new(who->initial_content,
+	                              MIN(who->initial_content_len, (size_t)LOCKFS_CONTENT_MAX))
+	                : NULL;
 	uint64_t fence = 0, end = 0;
 	if (take_fence(&op, &fence, &end) != LDAP_SUCCESS) {
 		r = failed(&op, "take a fence for", key);
@@ -361,11 +368,11 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 	/* Add; if a stale lock is in the way, break it and add once more. */
 	for (int round = 0; round < 3; round++) {
 		g_autoptr(GPtrArray) desc =
-		        ll_notes_build(key, &h, fence_value, h.acquired_us, NULL);
+		        ll_notes_build(key, &h, fence_value, h.acquired_us, initial);
 		int64_t sent = lockfs_mono_us();
 		int rc = ll_add(&op, dn, (be->caps & LL_CAP_DDS) ? dynamic : plain, "cn", cn, desc);
 		if (rc == LDAP_SUCCESS) {
-			r = finish_acquire(&op, key, dn, fence, end, sent, &h, out);
+			r = finish_acquire(&op, key, dn, fence, end, sent, &h, initial, out);
 			break;
 		}
 		if (rc != LDAP_ALREADY_EXISTS) {

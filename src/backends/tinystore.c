@@ -1038,6 +1038,10 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	lp->refs = 1;
 	lp->key = g_strdup(key);
 	lockfs_holder_copy(&lp->rec.holder, who);
+	if (who->initial_content) { /* a linked temp file's bytes, published with the record */
+		lp->rec.content_len = MIN(who->initial_content_len, LOCKFS_CONTENT_MAX);
+		lp->rec.content = g_memdup2(who->initial_content, lp->rec.content_len);
+	}
 	lp->rec.mount = g_strdup(tb->mount);
 	lp->rec.ttl_ms = tb->ttl_ms;
 	if (!take_conn(tb, deadline)) {

@@ -29,6 +29,14 @@ wait_until 5 b_shows_x
 like "$(status_line x.lock "$B")" '^x\.lock state=held .* host=hostA ' "hostB's status shows hostA holding it"
 ok "hostB lists x.lock" bash -c 'ls "$1" | grep -qx x.lock' _ "$B"
 is "$(cat "$B/x.lock")" "$(cat "$A/x.lock")" "hostB reads what hostA's holder wrote"
+# A lock linked from a temp file the tool wrote first (liblockfile's pid):
+# the bytes go with the grant.
+printf '4242\n' >"$A/tmp.y"
+ln "$A/tmp.y" "$A/y.lock"
+rm -f "$A/tmp.y"
+y_seen() { [[ $(timeout 10 cat -- "$B/y.lock" 2>/dev/null) == 4242 ]]; }
+ok "hostB reads what the linked temp file held" wait_until 5 y_seen
+rm -f "$A/y.lock"
 rm -f "$A/x.lock"
 x_free_on_b() { [[ $(fsop1 lstat "$B/x.lock") == ENOENT ]]; }
 ok "released on hostA: gone for hostB" wait_until 5 x_free_on_b
