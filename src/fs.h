@@ -199,6 +199,8 @@ void xattr_list(lfs *fs, lfs_node *n, GString *out);
  * Called without fs->mu: they may wait on the network. */
 void remote_init(lfs *fs);
 void remote_forget(lfs *fs, const char *key);
+/* This mount just released KEY: free, as far as lookups within list_cache go. */
+void remote_note_free(lfs *fs, const char *key);
 /* KEY as the backend has it, at most list_cache old unless FRESH. */
 int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out);
 /* The backend refused KEY as held: remember what it says of the holder, or a

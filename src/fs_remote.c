@@ -97,6 +97,12 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
 	return r;
 }
 
+void remote_note_free(lfs *fs, const char *key)
+{
+	if (fs->shared)
+		store(fs, key, -ENOENT, NULL, fs->set->list_cache_ms * 1000);
+}
+
 void remote_note_refused(lfs *fs, const char *key)
 {
 	if (!fs->shared || !(fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED))
