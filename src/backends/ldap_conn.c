@@ -475,7 +475,8 @@ int ll_op_begin(ll_backend *be, ll_op *op)
 	if (!ld) {
 		be->backoff_us = CLAMP(be->backoff_us * 2, BACKOFF_MIN_US, BACKOFF_MAX_US);
 		be->retry_mono_us = lockfs_mono_us() + be->backoff_us;
-		if (!be->last_error || strcmp(be->last_error, why) != 0)
+		/* At mount the error is the mount's one line; later, log each new one. */
+		if (be->set_up && (!be->last_error || strcmp(be->last_error, why) != 0))
 			lockfs_log(G_LOG_LEVEL_WARNING, NULL,
 			           "ldap: cannot use %s: %s; locks answer EIO until it is back",
 			           be->cfg.uri, why);
@@ -1257,7 +1258,7 @@ bool ll_setup(ll_backend *be, GError **error)
 	op.deadline_mono_us = lockfs_mono_us() + be->cfg.timeout_us;
 	if (!ensure_fence(&op, error))
 		goto out;
-	ok = true;
+	ok = be->set_up = true;
 	lockfs_log(G_LOG_LEVEL_INFO, NULL,
 	           "ldap: %s, base %s: dynamic entries %s, assertions %s, fence by %s", be->cfg.uri,
 	           be->cfg.base, be->caps & LL_CAP_DDS ? "yes" : "no",

@@ -74,6 +74,7 @@ typedef struct {
 	uint64_t block_next, block_end; /* this instance's fence block; end 0: none */
 	int dds_default_s;              /* the entryTtl a new dynamic entry gets; 0: unknown */
 	bool short_grant_logged;
+	bool set_up; /* ll_setup() succeeded: the mount is up */
 	GMutex log_mu;
 	int64_t skew_logged_mono_us;
 
