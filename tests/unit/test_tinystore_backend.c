@@ -176,7 +176,8 @@ static lockfs_backend *local_be(const char *ttl, const char *timeout)
 	lockfs_backend *be = backend_opts(opts, &err);
 	g_assert_no_error(err);
 	g_assert_nonnull(be);
-	g_assert_cmpuint(be->flags, ==, LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES);
+	g_assert_cmpuint(be->flags, ==,
+	                 LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES | LOCKFS_BACKEND_UNDESCRIBED);
 	return be;
 }
 
