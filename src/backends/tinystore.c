@@ -103,6 +103,7 @@ typedef struct {
 	GMutex mu;
 	GCond cv;
 	bool busy;
+	int waiters; /* for the connection: signalled only when there are */
 	ts_link main;
 
 	/* Holder records: the publisher thread, started at the first grant
@@ -113,6 +114,12 @@ typedef struct {
 	GMutex st_mu; /* guards the rest, and the leases' publication state */
 	GCond st_cv;
 	bool stop;
+	/* When the publisher wakes up by itself: INT64_MIN while it runs (it
+	 * looks at its queues before it sleeps again), INT64_MAX when it waits
+	 * for a signal.  A grant due later needs no signal: a thread wake-up
+	 * per lock cycle is a measurable part of one. */
+	int64_t pub_sleep_until;
+	int64_t last_queued_us; /* the last publication queued */
 	GSequence *pubq;      /* leases to publish, by due time */
 	GQueue work;          /* leases whose record to rewrite or delete now */
 	uint64_t pub_seq;
@@ -146,7 +153,10 @@ static bool take_conn(ts_backend *tb, int64_t deadline)
 {
 	g_mutex_lock(&tb->mu);
 	while (tb->busy) {
-		if (!g_cond_wait_until(&tb->cv, &tb->mu, deadline)) {
+		tb->waiters++;
+		bool woken = g_cond_wait_until(&tb->cv, &tb->mu, deadline);
+		tb->waiters--;
+		if (!woken) {
 			g_mutex_unlock(&tb->mu);
 			return false;
 		}
@@ -168,7 +178,8 @@ static void give_conn(ts_backend *tb)
 {
 	g_mutex_lock(&tb->mu);
 	tb->busy = false;
-	g_cond_signal(&tb->cv);
+	if (tb->waiters)
+		g_cond_signal(&tb->cv);
 	g_mutex_unlock(&tb->mu);
 }
 
@@ -673,12 +684,13 @@ static void set_released(ts_backend *tb, ts_lease *lp, bool released)
 
 static gpointer publisher_main(gpointer data);
 
-/* st_mu held. */
-static void wake_publisher(ts_backend *tb)
+/* Work for the publisher at DUE (INT64_MIN: now).  st_mu held. */
+static void wake_publisher(ts_backend *tb, int64_t due)
 {
 	if (!tb->publisher && !tb->stop)
 		tb->publisher = g_thread_new("lockfs-records", publisher_main, tb);
-	g_cond_signal(&tb->st_cv);
+	else if (due < tb->pub_sleep_until)
+		g_cond_signal(&tb->st_cv);
 }
 
 static gint by_due(gconstpointer a, gconstpointer b, gpointer unused)
@@ -705,7 +717,8 @@ static void queue_publish(ts_backend *tb, ts_lease *lp, int64_t due)
 	lp->due_us = due;
 	lp->seq = tb->pub_seq++;
 	lp->queued = g_sequence_insert_sorted(tb->pubq, lp, by_due, NULL);
-	wake_publisher(tb);
+	tb->last_queued_us = lockfs_mono_us();
+	wake_publisher(tb, due);
 }
 
 /* st_mu held; the caller holds a reference too. */
@@ -726,7 +739,7 @@ static void queue_work(ts_backend *tb, ts_lease *lp)
 	lp->in_work = true;
 	g_atomic_int_inc(&lp->refs);
 	g_queue_push_tail(&tb->work, lp);
-	wake_publisher(tb);
+	wake_publisher(tb, INT64_MIN);
 }
 
 /* A write of LP's record ended well: what it still needs.  st_mu held. */
@@ -879,13 +892,25 @@ static gpointer publisher_main(gpointer data)
 			continue;
 		}
 		GSequenceIter *first = g_sequence_get_begin_iter(tb->pubq);
+		int64_t now = lockfs_mono_us();
 		if (g_sequence_iter_is_end(first)) {
-			g_cond_wait(&tb->st_cv, &tb->st_mu);
+			/* While grants keep coming, look again a publication
+			 * delay on by ourselves, before any of them is due. */
+			tb->pub_sleep_until = now - tb->last_queued_us < G_USEC_PER_SEC
+			                              ? now + PUBLISH_DELAY_US
+			                              : INT64_MAX;
+			if (tb->pub_sleep_until == INT64_MAX)
+				g_cond_wait(&tb->st_cv, &tb->st_mu);
+			else
+				g_cond_wait_until(&tb->st_cv, &tb->st_mu, tb->pub_sleep_until);
+			tb->pub_sleep_until = INT64_MIN;
 			continue;
 		}
 		lp = g_sequence_get(first);
-		if (lp->due_us > lockfs_mono_us()) {
+		if (lp->due_us > now) {
+			tb->pub_sleep_until = lp->due_us;
 			g_cond_wait_until(&tb->st_cv, &tb->st_mu, lp->due_us);
+			tb->pub_sleep_until = INT64_MIN;
 			continue;
 		}
 		g_sequence_remove(first);
@@ -1757,6 +1782,7 @@ lockfs_backend *lockfs_tinystore_backend_new(const lockfs_config *cfg, const cha
 	tb->pub.role = " (holder records)";
 	g_mutex_init(&tb->st_mu);
 	g_cond_init(&tb->st_cv);
+	tb->pub_sleep_until = INT64_MIN;
 	tb->pubq = g_sequence_new(NULL);
 	g_queue_init(&tb->work);
 	tb->mine = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
