@@ -114,6 +114,7 @@ typedef struct {
 	GMutex st_mu; /* guards the rest, and the leases' publication state */
 	GCond st_cv;
 	bool stop;
+	int64_t stop_deadline; /* destroy waits for the publisher until then */
 	/* When the publisher wakes up by itself: INT64_MIN while it runs (it
 	 * looks at its queues before it sleeps again), INT64_MAX when it waits
 	 * for a signal.  A grant due later needs no signal: a thread wake-up
@@ -918,10 +919,11 @@ static gpointer publisher_main(gpointer data)
 		publish(tb, lp);
 		lease_unref(lp);
 	}
-	/* Unmounting: the records of locks let go are deleted within one
-	 * network timeout in all (they would expire with their ttl anyway);
-	 * what was not published yet never will be. */
-	int64_t end = lockfs_mono_us() + tb->timeout_us;
+	/* Unmounting: the records of locks let go are deleted until one
+	 * network timeout after destroy began, a write under way included
+	 * (they would expire with their ttl anyway); what was not published
+	 * yet never will be. */
+	int64_t end = tb->stop_deadline;
 	ts_lease *lp;
 	while ((lp = g_queue_pop_head(&tb->work))) {
 		lp->in_work = false;
@@ -1531,6 +1533,7 @@ static void ts_destroy(lockfs_backend *be)
 	/* The publisher ends within one network timeout. */
 	g_mutex_lock(&tb->st_mu);
 	tb->stop = true;
+	tb->stop_deadline = lockfs_mono_us() + tb->timeout_us;
 	g_cond_broadcast(&tb->st_cv);
 	GThread *publisher = tb->publisher;
 	g_mutex_unlock(&tb->st_mu);

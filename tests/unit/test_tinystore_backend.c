@@ -662,7 +662,19 @@ static void test_publish_later(void)
 	g_assert_cmpint(try_take(b, key, "host-b"), ==, -EEXIST);
 	give(a, la);
 	g_assert_cmpint(wait_no_record(b, key), ==, -ENOENT);
+
+	/* Unmounting while the record's write hangs waits at most one
+	 * network timeout for it. */
+	la = take(a, key, "host-a");
+	g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+	g_usleep(200000); /* the publisher is waiting for the server */
+	a->lease_free(a, la);
+	int64_t t0 = lockfs_mono_us();
 	a->destroy(a);
+	int64_t took = lockfs_mono_us() - t0;
+	g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+	g_test_message("destroy took %" G_GINT64_FORMAT " ms", took / 1000);
+	g_assert_cmpint(took, <, 500000 + 300000);
 	b->destroy(b);
 }
 
