@@ -659,15 +659,10 @@ static bool is_released(ts_backend *tb, const uint8_t lease[TS_ID_SIZE])
 	return released;
 }
 
-/* st_mu held. */
-static void set_released(ts_backend *tb, ts_lease *lp, bool released)
+/* LP's record reads as no lock until UNTIL_MONO.  st_mu held. */
+static void set_released_until(ts_backend *tb, ts_lease *lp, int64_t until_mono)
 {
 	int64_t now = lockfs_mono_us();
-	if (!released) {
-		g_autofree char *id = hex_id(lp->rec.lease);
-		g_hash_table_remove(tb->released, id);
-		return;
-	}
 	if (g_hash_table_size(tb->released) >= 64) {
 		GHashTableIter it;
 		gpointer v;
@@ -677,7 +672,7 @@ static void set_released(ts_backend *tb, ts_lease *lp, bool released)
 				g_hash_table_iter_remove(&it);
 	}
 	int64_t *until = g_new(int64_t, 1);
-	*until = now + tb->ttl_ms * 1000;
+	*until = until_mono;
 	g_hash_table_replace(tb->released, hex_id(lp->rec.lease), until);
 }
 
@@ -761,7 +756,7 @@ static void let_go(ts_backend *tb, ts_lease *lp)
 	forget(tb, lp);
 	if (lp->attempted) {
 		lp->delete_wanted = true;
-		set_released(tb, lp, true);
+		set_released_until(tb, lp, lockfs_mono_us() + tb->ttl_ms * 1000);
 		if (lp->writer == W_NONE)
 			queue_work(tb, lp);
 	}
@@ -850,7 +845,10 @@ static void work(ts_backend *tb, ts_lease *lp, int64_t deadline)
 		g_mutex_lock(&tb->st_mu);
 		lp->writer = W_NONE;
 		lp->written = false;
-		set_released(tb, lp, false);
+		/* Still read as released for a while: a list may have fetched the
+		 * record just before it went, and looks at it only now. */
+		if (r == 0)
+			set_released_until(tb, lp, lockfs_mono_us() + tb->timeout_us);
 		if (r < 0)
 			lockfs_log(G_LOG_LEVEL_WARNING, lp->key,
 			           "tinystore: released %s; its holder record stays until it expires",
