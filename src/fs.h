@@ -86,6 +86,8 @@ struct lfs_dentry {
 	int64_t hb_sent_mono;   /* last heartbeat sent to the backend */
 	int64_t renewed_mono;   /* when the last successful renewal was sent */
 	int64_t granted_mono;   /* when it was granted */
+	uint64_t serial;        /* which grant: a claim re-finds the dentry by it */
+	bool fence_final;       /* the backend has confirmed lease->fence */
 	bool lost;              /* the lease is gone: shown as lost until unlinked */
 };
 
@@ -100,6 +102,7 @@ typedef struct {
 	lfs_node *control; /* .lockfs */
 	GHashTable *disk_nodes; /* "dev:ino" → lfs_node */
 	uint64_t next_ino;
+	uint64_t next_serial; /* of lock grants */
 	int64_t stale_after_us;
 	int64_t heartbeat_min_us;
 	GHashTable *held; /* lease key → lock dentry holding it here */
@@ -211,6 +214,12 @@ void remote_note_refused(lfs *fs, const char *key);
 /* fs_locks.c: a lookup by PID found lock KEY free; whether PID last found KEY
  * free before D was granted (and lately): its unlink is then no release. */
 void locks_saw_free(lfs *fs, pid_t pid, const char *key);
+/* Make the fences of this mount's locks final before they are shown
+ * (backends with confirm()): ONLY_KEY's, or all when NULL, of locks
+ * granted at least OLDER_THAN_US ago.  Called with fs->mu. */
+void locks_confirm(lfs *fs, const char *only_key, int64_t older_than_us);
+/* The renew thread confirms the fences of locks held this long. */
+#define CONFIRM_AFTER_US (100 * 1000)
 bool locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d);
 /* Every lock under PREFIX (lockfs_lock_info *, free with remote_info_free). */
 GPtrArray *remote_list(lfs *fs, const char *prefix);

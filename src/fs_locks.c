@@ -35,16 +35,15 @@ void locks_unclaim(lfs *fs, const char *key)
 
 /* Claim D's key.  Waiting for the claim lets go of fs->mu, and the thread
  * that held it may have removed D (two tools breaking one stale lock, a
- * lookup expiring it): D is looked up again by key and fence, which no
- * later holder shares.  Returns the same dentry, or NULL (then unclaimed)
- * when it is gone. */
+ * lookup expiring it): D is looked up again by key and grant serial, which
+ * no later holder shares (the fence may still change: see locks_confirm).
+ * Returns the same dentry, or NULL (then unclaimed) when it is gone. */
 static lfs_dentry *claim_dentry(lfs *fs, lfs_dentry *d, const char *key)
 {
-	char fence[LOCKFS_FENCE_MAX];
-	g_strlcpy(fence, d->lease->fence, sizeof(fence));
+	uint64_t serial = d->serial;
 	locks_claim(fs, key);
 	lfs_dentry *now = g_hash_table_lookup(fs->held, key);
-	if (!now || strcmp(now->lease->fence, fence) != 0) {
+	if (!now || now->serial != serial) {
 		locks_unclaim(fs, key);
 		return NULL;
 	}
@@ -162,6 +161,8 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	d->holder.initial_content_len = 0;
 	d->heartbeat_us = now;
 	d->hb_sent_mono = d->granted_mono = lockfs_mono_us();
+	d->serial = ++fs->next_serial;
+	d->fence_final = !fs->be->confirm;
 	d->renewed_mono = sent;
 	node->lost = false;
 	g_hash_table_insert(fs->held, lease->key, d);
@@ -227,10 +228,11 @@ bool locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d)
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 {
 	if (locks_unseen_by(fs, who->pid, d)) {
-		lockfs_log(G_LOG_LEVEL_INFO, d->lease->key,
-		           "pid %d removed %s after finding it free; the lock taken since (pid %" G_GINT64_FORMAT
-		           ") is left alone, ENOENT",
-		           who->pid, d->lease->key, d->holder.pid);
+		lockfs_log(
+		        G_LOG_LEVEL_INFO, d->lease->key,
+		        "pid %d removed %s after finding it free; the lock taken since (pid %" G_GINT64_FORMAT
+		        ") is left alone, ENOENT",
+		        who->pid, d->lease->key, d->holder.pid);
 		return -ENOENT;
 	}
 	if (who->uid != d->holder.uid) {
@@ -428,10 +430,53 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, bool con
 	return result;
 }
 
+/* Confirm the fence of KEY's lock here (see the backend's confirm()); a
+ * lock the backend no longer has is lost.  Called with fs->mu. */
+static void confirm_key(lfs *fs, const char *key)
+{
+	locks_claim(fs, key);
+	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+	if (d && !d->fence_final && !d->lost) {
+		char fence[LOCKFS_FENCE_MAX];
+		g_strlcpy(fence, d->lease->fence, sizeof(fence));
+		int r = backend_errno(UNLOCKED(fs, fs->be->confirm(fs->be, d->lease, fence)));
+		/* D stays: removing it needs the claim. */
+		if (r == 0) {
+			g_strlcpy(d->lease->fence, fence, sizeof(d->lease->fence));
+			d->fence_final = true;
+		} else if (r == -ESTALE || r == -ENOENT) {
+			locks_mark_lost(fs, d, "the backend no longer has it");
+		}
+	}
+	locks_unclaim(fs, key);
+}
+
+void locks_confirm(lfs *fs, const char *only_key, int64_t older_than_us)
+{
+	if (!fs->be->confirm)
+		return;
+	int64_t mono = lockfs_mono_us();
+	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+	GHashTableIter it;
+	gpointer k, v;
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		lfs_dentry *d = v;
+		if (!d->fence_final && !d->lost && (!only_key || strcmp(k, only_key) == 0) &&
+		    mono - d->granted_mono >= older_than_us)
+			g_ptr_array_add(keys, g_strdup(k));
+	}
+	for (guint i = 0; i < keys->len; i++)
+		confirm_key(fs, keys->pdata[i]);
+}
+
 /* One round of lease renewal: every lease whose renew interval has passed
  * is renewed; one that cannot be renewed before it may expire is lost. */
 void locks_renew_due(lfs *fs)
 {
+	/* Fences are shown to other hosts too: confirm those of locks held
+	 * a while, even if nobody here asked. */
+	locks_confirm(fs, NULL, CONFIRM_AFTER_US);
 	int64_t interval = fs->set->renew_ms * 1000;
 	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
 	GHashTableIter it;

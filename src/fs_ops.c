@@ -845,6 +845,8 @@ static void lfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (writing != n->ctl_break) {
 			r = n->ctl_break ? -EACCES : -EROFS;
 		} else {
+			/* Fences are final before they are shown. */
+			locks_confirm(fs, NULL, 0);
 			lfs_handle *h = handle_new(n, -1);
 			h->snap = control_render(fs, n, &h->snap_len);
 			fi->fh = (uintptr_t)h;
@@ -1203,6 +1205,11 @@ static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	lfs *fs = F(req);
 	g_autoptr(GString) v = g_string_new(NULL);
 	LOCK(fs);
+	lfs_dentry *d = node_lock_dentry(fs, node_of(fs, ino));
+	if (d && d->lease && !d->fence_final) {
+		g_autofree char *key = g_strdup(d->lease->key);
+		locks_confirm(fs, key, 0);
+	}
 	int r = xattr_get(fs, node_of(fs, ino), name, v);
 	UNLOCK(fs);
 	if (r)

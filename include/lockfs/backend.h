@@ -143,6 +143,12 @@ struct lockfs_backend {
 	/* Every lock whose key starts with PREFIX ("" for all). */
 	int (*list)(lockfs_backend *be, const char *prefix, lockfs_list_cb cb, void *user);
 
+	/* Make LEASE's fence final before anyone is shown it, writing it to
+	 * FENCE (LOCKFS_FENCE_MAX bytes): 0, -ESTALE (the lock is gone) or -EIO.
+	 * NULL where fences are final at the grant.  (LDAP checks its fence block
+	 * only here, so a lock taken and let go unseen costs no check.) */
+	int (*confirm)(lockfs_backend *be, lockfs_lease *lease, char *fence);
+
 	void (*lease_free)(lockfs_backend *be, lockfs_lease *lease);
 	void (*destroy)(lockfs_backend *be);
 };

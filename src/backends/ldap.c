@@ -18,7 +18,9 @@
 typedef struct {
 	GMutex mu; /* one write at a time on this lease */
 	char *dn;
-	char *fence_value; /* "fence=N": the note that says the entry is still ours */
+	char *fence_value;  /* "fence=N": the note that says the entry is still ours */
+	uint64_t block_end; /* the fence's block, for the check in confirm() */
+	bool unchecked;     /* the fence is not checked yet */
 	lockfs_holder holder;
 	GBytes *content;
 } ll_lease;
@@ -266,10 +268,41 @@ static int refresh(ll_op *op, const char *dn, const char *key)
 	return rc;
 }
 
+/* Check FENCE (of the block ending at END, in the notes of our entry DN as
+ * *FENCE_VALUE): good if the counter still reads END.  If another block was
+ * reserved meanwhile, reserve one now, while the entry is ours, and swap the
+ * notes' fence only while they are still ours: *FENCE_VALUE is then the new
+ * note.  LDAP_SUCCESS, LDAP_NO_SUCH_OBJECT (the entry is no longer ours) or
+ * another LDAP error. */
+static int check_fence(ll_op *op, const char *key, const char *dn, uint64_t end,
+                       const lockfs_holder *h, GBytes *content, char **fence_value)
+{
+	ll_backend *be = op->be;
+	int rc = ll_fence_counter_is(op, end);
+	if (rc == LDAP_COMPARE_TRUE)
+		return LDAP_SUCCESS;
+	if (rc != LDAP_COMPARE_FALSE)
+		return rc;
+	drop_block(be, end);
+	uint64_t again = 0;
+	if ((rc = take_fence(op, &again, &end)) != LDAP_SUCCESS)
+		return rc;
+	g_autofree char *value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, again);
+	g_autoptr(GPtrArray) desc = ll_notes_build(key, h, value, ll_now_us(be), content);
+	rc = ll_replace_notes(op, dn, *fence_value, desc);
+	if (rc == LDAP_NO_SUCH_ATTRIBUTE)
+		rc = LDAP_NO_SUCH_OBJECT;
+	if (rc == LDAP_SUCCESS) {
+		g_free(*fence_value);
+		*fence_value = g_steal_pointer(&value);
+	}
+	return rc;
+}
+
 /* Our add succeeded with FENCE (of the block ending at END) in its notes:
- * make the entry dynamic unless the server's default will do, and check the
- * fence; if another block was reserved meanwhile, reserve one now, while the
- * entry is ours, and rewrite the notes only while they are still ours. */
+ * make the entry dynamic unless the server's default will do.  The fence is
+ * checked later, by confirm(), before anyone is shown it: most locks are
+ * let go unseen, and an unseen fence orders nothing. */
 static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t fence, uint64_t end,
                           int64_t sent, lockfs_holder *h, GBytes *content, lockfs_lease **out)
 {
@@ -281,41 +314,12 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 		undo_add(op, dn, fence_value);
 		return e;
 	}
-	int rc = ll_fence_counter_is(op, end);
-	if (rc != LDAP_COMPARE_TRUE && rc != LDAP_COMPARE_FALSE) {
-		int e = failed(op, "check the fence counter for", key);
-		undo_add(op, dn, fence_value);
-		return e;
-	}
-	if (rc == LDAP_COMPARE_FALSE) {
-		drop_block(be, end);
-		uint64_t again = 0;
-		if (take_fence(op, &again, &end) != LDAP_SUCCESS) {
-			int e = failed(op, "take a fence for", key);
-			undo_add(op, dn, fence_value);
-			return e;
-		}
-		g_autofree char *value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, again);
-		g_autoptr(GPtrArray) desc = ll_notes_build(key, h, value, ll_now_us(be), content);
-		rc = ll_replace_notes(op, dn, fence_value, desc);
-		if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_NO_SUCH_ATTRIBUTE) {
-			lockfs_log(G_LOG_LEVEL_WARNING, key,
-			           "ldap: %s was taken from us while being taken; answered EIO",
-			           key);
-			return -EIO;
-		}
-		if (rc != LDAP_SUCCESS) {
-			int e = failed(op, "record the fence of", key);
-			undo_add(op, dn, fence_value);
-			return e;
-		}
-		g_free(fence_value);
-		fence_value = g_steal_pointer(&value);
-	}
 	ll_lease *p = g_new0(ll_lease, 1);
 	g_mutex_init(&p->mu);
 	p->dn = g_strdup(dn);
 	p->fence_value = g_strdup(fence_value);
+	p->block_end = end;
+	p->unchecked = true;
 	p->content = content ? g_bytes_ref(content) : NULL;
 	lockfs_holder_copy(&p->holder, h);
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
@@ -489,6 +493,35 @@ static int ll_renew(lockfs_backend *b, lockfs_lease *lease)
 		lease->renewed_mono_us = mono;
 	else if (r == -EIO)
 		failed(&op, "renew", lease->key);
+	lease_end(p, &op);
+	return r;
+}
+
+static int ll_confirm(lockfs_backend *b, lockfs_lease *lease, char *fence)
+{
+	ll_backend *be = (ll_backend *)b;
+	ll_lease *p = lease->priv;
+	ll_op op;
+	if (lease_begin(be, p, &op) != 0)
+		return -EIO;
+	int r = 0;
+	if (p->unchecked) {
+		g_autofree char *old = g_strdup(p->fence_value + 6);
+		int rc = check_fence(&op, lease->key, p->dn, p->block_end, &p->holder, p->content,
+		                     &p->fence_value);
+		if (rc == LDAP_SUCCESS) {
+			p->unchecked = false;
+			if (strcmp(old, p->fence_value + 6) != 0) {
+				mine_drop(be, lease->key, old);
+				mine_set(be, lease->key, p->fence_value + 6);
+			}
+		} else {
+			r = rc == LDAP_NO_SUCH_OBJECT
+			            ? -ESTALE
+			            : failed(&op, "check the fence of", lease->key);
+		}
+	}
+	g_strlcpy(fence, p->fence_value + 6, LOCKFS_FENCE_MAX);
 	lease_end(p, &op);
 	return r;
 }
@@ -707,6 +740,7 @@ lockfs_backend *lockfs_ldap_backend_new(const lockfs_config *cfg, const char *mo
 		.break_lock = ll_break,
 		.inspect = ll_inspect,
 		.list = ll_list,
+		.confirm = ll_confirm,
 		.lease_free = ll_lease_free,
 		.destroy = ll_destroy,
 	};

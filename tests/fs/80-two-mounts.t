@@ -44,6 +44,23 @@ take "$B/x.lock"
 is "$?" 0 "hostB takes it once hostA let go"
 rm -f "$B/x.lock"
 
+# Fences grow as the lock goes from host to host and back, also when a
+# mount's fences come from a block another host has since moved past (LDAP
+# checks a fence when it is first shown, and takes a new one then).
+take "$A/f.lock"
+fa=$(xattr "$A/f.lock" user.lockfs.fence)
+rm -f "$A/f.lock"
+take "$B/f.lock"
+fb=$(xattr "$B/f.lock" user.lockfs.fence)
+rm -f "$B/f.lock"
+take "$A/f.lock"
+fa2=$(xattr "$A/f.lock" user.lockfs.fence)
+fence_gt "$fb" "$fa" "hostB's fence is larger than hostA's before it"
+fence_gt "$fa2" "$fb" "hostA's next fence is larger than hostB's"
+b_sees() { [[ $(xattr "$B/f.lock" user.lockfs.fence) == "$fa2" ]]; }
+ok "hostB reads the fence hostA was shown ($fa2)" wait_until 5 b_sees
+rm -f "$A/f.lock"
+
 # Workers on both mounts, one name, a marker on the local disk in each
 # critical section: zero overlaps.
 MARK=$TESTDIR/marker

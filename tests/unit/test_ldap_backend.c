@@ -325,6 +325,12 @@ static int take(lockfs_backend *be, const char *key, const char *host, lockfs_le
 	if (!res && r == 0 && mine.broke)
 		lockfs_lock_info_clear(&mine.previous);
 	lockfs_holder_clear(&h);
+	/* As the filesystem does before it shows a fence: confirm it. */
+	if (r == 0) {
+		char fence[LOCKFS_FENCE_MAX];
+		g_assert_cmpint(be->confirm(be, *lease, fence), ==, 0);
+		g_strlcpy((*lease)->fence, fence, sizeof((*lease)->fence));
+	}
 	return r;
 }
 
@@ -597,6 +603,12 @@ static void fence_blocks(unsigned no_caps, const char *name)
 			lockfs_lock_info_clear(&info);
 		}
 		release_ok(be, l);
+		/* Taken and let go unseen, unconfirmed: a fence nobody is shown. */
+		lockfs_holder h = holder("hostb", 1);
+		lockfs_lease *u = NULL;
+		g_assert_cmpint(b->acquire(b, "turns.lock", &h, &u, NULL), ==, 0);
+		lockfs_holder_clear(&h);
+		release_ok(b, u);
 	}
 	a->destroy(a);
 	b->destroy(b);
