@@ -31,21 +31,6 @@ fence_of() { xattr "$1" user.lockfs.fence; }
 # shows the name held for 20 ms (lockfs.conf(5)).
 excl_ok() { [[ $(fsop1 excl "$@") == OK ]]; }
 excl_soon() { wait_until 3 excl_ok "$@"; }
-# excl_then_lstat FILE: "R1 R2", R1 of an O_EXCL create, R2 of an lstat right after.
-excl_then_lstat() {
-    timeout 10 "$PYTHON" -c '
-import errno, os, sys
-def res(f):
-    try:
-        f()
-        return "OK"
-    except OSError as e:
-        return errno.errorcode.get(e.errno, str(e.errno))
-p = sys.argv[1]
-print(res(lambda: os.close(os.open(p, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))),
-      res(lambda: os.lstat(p)))' "$1"
-}
-
 # cli_hold ID LOCK KEY [WAIT]: run the CLI in the background holding LOCK/KEY
 # (--wait WAIT, default 0); its command writes $TINYSTORE_FENCE to
 # $TESTDIR/ID.fence, then waits for a line on the FIFO $TESTDIR/ID.go and
@@ -92,7 +77,7 @@ if ok "the CLI holds lockfs/x.lock" wait_until 15 cli_holding x; then
     # (once what the earlier refusals left is forgotten, so that the create
     # reaches lockfs; then the lstat follows it within microseconds)
     ok "x.lock looks free once the refusals are forgotten" wait_until 3 gone "$L/x.lock"
-    is "$(excl_then_lstat "$L/x.lock")" "EEXIST OK" "refused again, and lstat right after finds x.lock"
+    is "$(fsop seq excl "$L/x.lock" lstat "$L/x.lock")" "EEXIST OK" "refused again, and lstat right after finds x.lock"
     is "$(xattr "$L/x.lock" user.lockfs.state)/$(xattr "$L/x.lock" user.lockfs.host)" "held/" "held, by an unknown holder"
     nok "the CLI's key is not listed (no holder record)" bash -c 'ls -a "$1" | grep -qx x.lock' _ "$L"
     is "$(status_line x.lock)" "" "x.lock has no .lockfs/status line"

@@ -20,6 +20,7 @@ import errno
 import os
 import random
 import stat
+import subprocess
 import sys
 import time
 
@@ -98,6 +99,32 @@ def _create(path, flags, mode, data):
     finally:
         os.close(fd)
     return 'OK size_at_open=%d nlink_at_open=%d written=%d pid=%d' % (st.st_size, st.st_nlink, n, os.getpid())
+
+
+def cmd_seq(a):
+    """OP PATH [OP PATH ...] in this one process, back to back: lstat, excl
+    (O_CREAT|O_EXCL, 0644, closed), unlink, or childexcl (excl in a child
+    process, which then is the lock's holder).  Prints each outcome."""
+    def one(op, path):
+        if op == 'childexcl':
+            r = subprocess.run([sys.executable, __file__, 'excl', path],
+                               stdout=subprocess.PIPE, check=False)
+            return r.stdout.decode().split(' ')[0].strip() or 'FAIL'
+        try:
+            if op == 'lstat':
+                os.lstat(b(path))
+            elif op == 'excl':
+                os.close(os.open(b(path), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644))
+            elif op == 'unlink':
+                os.unlink(b(path))
+            else:
+                raise ValueError('unknown op %s' % op)
+            return 'OK'
+        except OSError as e:
+            return err(e)
+    if not a or len(a) % 2:
+        raise IndexError('OP PATH pairs')
+    return ' '.join(one(a[i], a[i + 1]) for i in range(0, len(a), 2))
 
 
 def cmd_excl(a):
