@@ -75,7 +75,7 @@ static const general_key general_keys[] = {
 	{ .name = "network_timeout", .kind = KIND_DURATION,
 	  .offset = offsetof(lockfs_settings, network_timeout_ms), .def = "10s", .min_ms = 1 },
 	{ .name = "heartbeat_min_interval", .kind = KIND_DURATION,
-	  .offset = offsetof(lockfs_settings, heartbeat_min_ms), .def = "5s" },
+	  .offset = offsetof(lockfs_settings, heartbeat_min_ms), .def = "2s" },
 	{ .name = "list_cache", .kind = KIND_DURATION,
 	  .offset = offsetof(lockfs_settings, list_cache_ms), .def = "200ms" },
 	{ .name = "host", .kind = KIND_HOST, .offset = offsetof(lockfs_settings, host) },

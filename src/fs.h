@@ -62,6 +62,9 @@ struct lfs_node {
 	/* Locks held through another mount (shared backends): a read-only
 	 * snapshot made at lookup, freed when the kernel forgets it. */
 	lockfs_lock_info *remote;
+	/* Its lock was lost: what it was, for xattrs read through descriptors
+	 * still open on it once the name has gone. */
+	lockfs_lock_info *lost_info;
 
 	/* NODE_DISK */
 	int fd;    /* O_PATH */
@@ -84,6 +87,8 @@ struct lfs_dentry {
 	lockfs_holder holder;
 	int64_t heartbeat_us;   /* last heartbeat seen (wall clock) */
 	int64_t hb_sent_mono;   /* last heartbeat sent to the backend */
+	bool hb_unsent;         /* a heartbeat since then, not yet sent */
+	bool beat_pending;      /* a change the rate limit held back */
 	int64_t renewed_mono;   /* when the last successful renewal was sent */
 	int64_t granted_mono;   /* when it was granted */
 	uint64_t serial;        /* which grant: a claim re-finds the dentry by it */
@@ -107,6 +112,9 @@ typedef struct {
 	int64_t heartbeat_min_us;
 	GHashTable *held; /* lease key → lock dentry holding it here */
 	GHashTable *saw_free; /* "pid:key" → when that process last found KEY free */
+	/* key → lfs_lost: locks this mount lost lately, shown in .lockfs/ as
+	 * lost while nobody else holds the name (fs_locks.c). */
+	GHashTable *lost_recent;
 	/* How long the kernel may trust attributes: 0 where other hosts change
 	 * locks; otherwise every change goes through the kernel, or through
 	 * lockfs, which invalidates what it changed (fs_inval). */
@@ -172,9 +180,22 @@ int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who, const char
 int locks_break_remote(lfs *fs, const char *key, const char *fence,
                        const struct lfs_caller *who);
 void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why);
+/* A lost lock leaves the namespace: remove D's name (true when it went). */
+bool locks_drop_lost(lfs *fs, lfs_dentry *d);
+/* What this mount lost of KEY lately, or NULL (fs->mu held). */
+const lockfs_lock_info *locks_lost_info(lfs *fs, const char *key);
+/* Every recent loss under PREFIX not in SEEN (key set), appended to OUT as
+ * copies (lockfs_lock_info *). */
+void locks_lost_list(lfs *fs, const char *prefix, GHashTable *seen, GPtrArray *out);
 bool locks_lease_expired(lfs *fs, lfs_dentry *d);
 void locks_renew_due(lfs *fs);
-int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, bool content_changed);
+/* What a holder changed of its lock file (locks_heartbeat). */
+enum {
+	BEAT_HEARTBEAT = 1u << 0, /* a heartbeat: touch, utimes near now, write */
+	BEAT_CONTENT = 1u << 1,   /* the content (write, truncate) */
+	BEAT_ATTRS = 1u << 2,     /* times or mode, as shown on other hosts */
+};
+int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned what);
 /* Break D if its lock is stale; true when it was removed. */
 bool locks_expire_if_stale(lfs *fs, lfs_dentry *d);
 void locks_release_all(lfs *fs);

@@ -38,11 +38,18 @@ static int info_for(lfs *fs, const char *key, lockfs_lock_info *out)
 		info_from_dentry(fs, d, out);
 		return 0;
 	}
-	if (!fs->shared)
-		return -ENOENT;
-	pthread_mutex_unlock(&fs->mu);
-	int r = remote_get(fs, key, false, out);
-	pthread_mutex_lock(&fs->mu);
+	int r = -ENOENT;
+	if (fs->shared) {
+		pthread_mutex_unlock(&fs->mu);
+		r = remote_get(fs, key, false, out);
+		pthread_mutex_lock(&fs->mu);
+	}
+	/* Lost here lately, and nobody holds it now. */
+	const lockfs_lock_info *lost = r == -ENOENT ? locks_lost_info(fs, key) : NULL;
+	if (lost) {
+		remote_info_copy(out, lost);
+		r = 0;
+	}
 	return r;
 }
 
@@ -186,6 +193,11 @@ static GPtrArray *all_locks(lfs *fs, const char *prefix)
 		info_from_dentry(fs, v, info);
 		g_ptr_array_add(out, info);
 	}
+	/* Locks lost here lately, where nobody holds the name now. */
+	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+	for (guint i = 0; i < out->len; i++)
+		g_hash_table_add(seen, ((lockfs_lock_info *)out->pdata[i])->key);
+	locks_lost_list(fs, prefix, seen, out);
 	g_ptr_array_sort(out, by_key);
 	return out;
 }
@@ -276,7 +288,7 @@ static const char *const xattr_names[] = {"fence", "state", "host", "pid", "user
 int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out)
 {
 	lfs_dentry *d = node_lock_dentry(fs, n);
-	if ((!d || !d->lease) && !n->remote)
+	if ((!d || !d->lease) && !n->remote && !n->lost_info)
 		return -ENODATA;
 	if (!g_str_has_prefix(name, XATTR_PREFIX))
 		return -ENODATA;
@@ -285,7 +297,7 @@ int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out)
 	if (d && d->lease)
 		info_from_dentry(fs, d, &i);
 	else
-		remote_info_copy(&i, n->remote);
+		remote_info_copy(&i, n->remote ? n->remote : n->lost_info);
 	const lockfs_holder *h = &i.holder;
 	int r = 0;
 	if (!strcmp(k, "fence"))
@@ -315,7 +327,7 @@ int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out)
 void xattr_list(lfs *fs, lfs_node *n, GString *out)
 {
 	lfs_dentry *d = node_lock_dentry(fs, n);
-	if ((!d || !d->lease) && !n->remote)
+	if ((!d || !d->lease) && !n->remote && !n->lost_info)
 		return;
 	for (size_t i = 0; i < G_N_ELEMENTS(xattr_names); i++) {
 		g_string_append(out, XATTR_PREFIX);

@@ -98,6 +98,24 @@ static int backend_errno(int r)
 	}
 }
 
+static int64_t us_of(struct timespec ts)
+{
+	return (int64_t)ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+static char *saw_key(pid_t pid, const char *key)
+{
+	return g_strdup_printf("%d:%s", (int)pid, key);
+}
+
+static void forget_saw_free(lfs *fs, pid_t pid, const char *key)
+{
+	if (!fs->saw_free)
+		return;
+	g_autofree char *k = saw_key(pid, key);
+	g_hash_table_remove(fs->saw_free, k);
+}
+
 int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
                   const struct lfs_caller *who, lfs_dentry **out)
 {
@@ -110,10 +128,18 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	}
 	lockfs_holder holder;
 	lockfs_holder_fill(&holder, who->pid, who->uid, who->gid, node->mode, now);
-	/* Linked from a temp file the tool already wrote (a pid): recorded
-	 * with the grant, so other hosts read the same bytes. */
+	/* The process tries the name itself: it knows now whether it is held,
+	 * so what it found before is no reason to refuse its unlink. */
+	forget_saw_free(fs, who->pid, key);
+	/* Linked from a temp file the tool already wrote (a pid), or a
+	 * symlink's target: recorded with the grant, so other hosts read the
+	 * same bytes; and the times the file has, as every host shows them. */
 	g_autofree char *initial = NULL;
-	if (fs->shared && node->kind == NODE_MEM && S_ISREG(node->mode) && node->size) {
+	holder.mtime_us = us_of(node->mtime);
+	holder.atime_us = us_of(node->atime);
+	holder.ctime_us = us_of(node->ctime);
+	if (fs->shared && node->kind == NODE_MEM && (S_ISREG(node->mode) || S_ISLNK(node->mode)) &&
+	    node->size) {
 		holder.initial_content_len = MIN(node->size, (size_t)LOCKFS_CONTENT_MAX);
 		initial = g_malloc(holder.initial_content_len + 1);
 		memcpy(initial, node->data, holder.initial_content_len);
@@ -166,6 +192,8 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	d->renewed_mono = sent;
 	node->lost = false;
 	g_hash_table_insert(fs->held, lease->key, d);
+	if (fs->lost_recent) /* taken again: the new lock is what counts */
+		g_hash_table_remove(fs->lost_recent, key);
 	locks_unclaim(fs, key);
 	lockfs_log(G_LOG_LEVEL_DEBUG, key, "took %s for pid %d uid %u, fence %s", key, who->pid,
 	           who->uid, lease->fence);
@@ -186,11 +214,6 @@ static void remove_broken(lfs *fs, lfs_dentry *d)
 
 /* How long a process's finding a lock name free counts (below). */
 #define SAW_FREE_US (2 * G_USEC_PER_SEC)
-
-static char *saw_key(pid_t pid, const char *key)
-{
-	return g_strdup_printf("%d:%s", (int)pid, key);
-}
 
 void locks_saw_free(lfs *fs, pid_t pid, const char *key)
 {
@@ -347,8 +370,94 @@ bool locks_expire_if_stale(lfs *fs, lfs_dentry *d)
 	return true;
 }
 
-/* The lease of D can no longer be counted on: say so once, keep the name
- * shown as lost until its holder unlinks it, and fail its heartbeats. */
+/* How long, and how many, lost locks .lockfs/ still shows. */
+#define LOST_SHOWN_US (10 * 60 * G_USEC_PER_SEC)
+#define LOST_SHOWN_MAX 4096
+
+typedef struct {
+	lockfs_lock_info info;
+	int64_t at_mono;
+} lfs_lost;
+
+static void lost_free(gpointer p)
+{
+	lfs_lost *l = p;
+	lockfs_lock_info_clear(&l->info);
+	g_free(l);
+}
+
+static void lost_remember(lfs *fs, lfs_dentry *d)
+{
+	if (!fs->lost_recent)
+		fs->lost_recent = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, lost_free);
+	int64_t mono = lockfs_mono_us();
+	if (g_hash_table_size(fs->lost_recent) >= LOST_SHOWN_MAX) {
+		GHashTableIter it;
+		gpointer v;
+		g_hash_table_iter_init(&it, fs->lost_recent);
+		while (g_hash_table_iter_next(&it, NULL, &v))
+			if (mono - ((lfs_lost *)v)->at_mono > LOST_SHOWN_US)
+				g_hash_table_iter_remove(&it);
+		if (g_hash_table_size(fs->lost_recent) >= LOST_SHOWN_MAX)
+			g_hash_table_remove_all(fs->lost_recent);
+	}
+	lfs_lost *l = g_new0(lfs_lost, 1);
+	l->at_mono = mono;
+	l->info.key = g_strdup(d->lease->key);
+	lockfs_holder_copy(&l->info.holder, &d->holder);
+	l->info.holder.heartbeat_us = d->heartbeat_us;
+	g_strlcpy(l->info.fence, d->lease->fence, sizeof(l->info.fence));
+	l->info.lease_left_ms = (fs->be->flags & LOCKFS_BACKEND_LEASES) ? 0 : -1;
+	l->info.state = LOCKFS_STATE_LOST;
+	l->info.mine = true;
+	/* For xattrs read through descriptors still open on the node. */
+	lfs_node *n = d->node;
+	if (!n->lost_info)
+		n->lost_info = g_new0(lockfs_lock_info, 1);
+	else
+		lockfs_lock_info_clear(n->lost_info);
+	remote_info_copy(n->lost_info, &l->info);
+	g_hash_table_replace(fs->lost_recent, g_strdup(d->lease->key), l);
+}
+
+const lockfs_lock_info *locks_lost_info(lfs *fs, const char *key)
+{
+	lfs_lost *l = fs->lost_recent ? g_hash_table_lookup(fs->lost_recent, key) : NULL;
+	if (!l)
+		return NULL;
+	if (lockfs_mono_us() - l->at_mono > LOST_SHOWN_US) {
+		g_hash_table_remove(fs->lost_recent, key);
+		return NULL;
+	}
+	return &l->info;
+}
+
+void locks_lost_list(lfs *fs, const char *prefix, GHashTable *seen, GPtrArray *out)
+{
+	if (!fs->lost_recent)
+		return;
+	int64_t mono = lockfs_mono_us();
+	GHashTableIter it;
+	gpointer k, v;
+	g_hash_table_iter_init(&it, fs->lost_recent);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		lfs_lost *l = v;
+		if (mono - l->at_mono > LOST_SHOWN_US) {
+			g_hash_table_iter_remove(&it);
+			continue;
+		}
+		if (!g_str_has_prefix(k, prefix) || g_hash_table_contains(seen, k))
+			continue;
+		lockfs_lock_info *copy = g_new0(lockfs_lock_info, 1);
+		remote_info_copy(copy, &l->info);
+		g_ptr_array_add(out, copy);
+	}
+}
+
+/* The lease of D can no longer be counted on: say so once, fail its
+ * heartbeats and writes, and let the name go (locks_drop_lost): from now
+ * on it is what the backend says it is, free or another host's, so that
+ * the next acquisition here asks the backend. */
 void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why)
 {
 	if (d->lost)
@@ -359,7 +468,40 @@ void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why)
 	           "lost %s (fence %s, held by %s:%" G_GINT64_FORMAT " uid %u): %s", d->lease->key,
 	           d->lease->fence, d->holder.host, d->holder.pid, d->holder.uid, why);
 	lockfs_notify("lost", d->lease->key, &d->holder, NULL, d->lease->fence);
+	lost_remember(fs, d);
 	inval_node(fs, d->node);
+	inval_entry(fs, d->dir, d->name);
+}
+
+bool locks_drop_lost(lfs *fs, lfs_dentry *d)
+{
+	g_autofree char *key = g_strdup(d->lease->key);
+	if (!(d = claim_dentry(fs, d, key)))
+		return true;
+	bool gone = d->lost;
+	if (gone) {
+		remove_broken(fs, d);
+		remote_forget(fs, key);
+	}
+	locks_unclaim(fs, key);
+	return gone;
+}
+
+/* Every lost name leaves the namespace (after the renewal round). */
+static void drop_all_lost(lfs *fs)
+{
+	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+	GHashTableIter it;
+	gpointer k, v;
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, &k, &v))
+		if (((lfs_dentry *)v)->lost)
+			g_ptr_array_add(keys, g_strdup(k));
+	for (guint i = 0; i < keys->len; i++) {
+		lfs_dentry *d = g_hash_table_lookup(fs->held, keys->pdata[i]);
+		if (d && d->lost)
+			locks_drop_lost(fs, d);
+	}
 }
 
 /* True when D's lease may already have run out at the backend: the last
@@ -381,7 +523,46 @@ int locks_check_writable(lfs *fs, lfs_node *n)
 	return n->lost ? -ESTALE : 0;
 }
 
-int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, bool content_changed)
+/* Send what D's holder changed since the last send: its heartbeat, its
+ * content (WITH_CONTENT), and where other hosts show it, the lock file's
+ * times and mode.  D's key is claimed; called with fs->mu, let go meanwhile. */
+static int send_beat(lfs *fs, lfs_dentry *d, bool with_content)
+{
+	lfs_node *n = d->node;
+	lockfs_beat beat = {.heartbeat_us = d->hb_unsent ? d->heartbeat_us : 0};
+	if (fs->shared) {
+		beat.mtime_us = us_of(n->mtime);
+		beat.atime_us = us_of(n->atime);
+		beat.ctime_us = us_of(n->ctime);
+		beat.mode = n->mode;
+	}
+	g_autofree char *content = NULL;
+	if (with_content && n->kind == NODE_MEM && S_ISREG(n->mode)) {
+		beat.content_len = MIN(n->size, (size_t)LOCKFS_CONTENT_MAX);
+		content = g_malloc(beat.content_len + 1);
+		if (beat.content_len)
+			memcpy(content, n->data, beat.content_len);
+		content[beat.content_len] = '\0';
+		beat.content = content;
+	}
+	int64_t mono = lockfs_mono_us();
+	bool had_hb = d->hb_unsent;
+	d->hb_unsent = false;
+	d->beat_pending = false;
+	int r = backend_errno(UNLOCKED(fs, fs->be->heartbeat(fs->be, d->lease, &beat)));
+	if (r == -ESTALE || r == -ENOENT) {
+		locks_mark_lost(fs, d, "the backend no longer has it");
+	} else if (r == 0) {
+		d->hb_sent_mono = mono;
+	} else {
+		/* Not recorded: the next round tries again. */
+		d->hb_unsent = d->hb_unsent || had_hb;
+		d->beat_pending = true;
+	}
+	return r;
+}
+
+int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned what)
 {
 	if (locks_check_writable(fs, n))
 		return -ESTALE;
@@ -390,44 +571,60 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, bool con
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
 		if (who->uid != 0 && who->uid != d->holder.uid)
 			return -EPERM;
+	/* Only a heartbeat or new content matters where no other host shows
+	 * the lock file. */
+	if (!fs->shared && !(what & (BEAT_HEARTBEAT | BEAT_CONTENT)))
+		return 0;
 	int64_t now = lockfs_now_us(), mono = lockfs_mono_us();
 	/* Collect first: the list may change while a call runs unlocked. */
 	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock) {
-		d->heartbeat_us = now;
-		if (content_changed || mono - d->hb_sent_mono >= fs->heartbeat_min_us)
+		if (what & BEAT_HEARTBEAT) {
+			d->heartbeat_us = now;
+			d->hb_unsent = true;
+		}
+		/* Rate-limited, so a tight touch loop cannot flood the backend;
+		 * what is held back goes with the next renewal round once the
+		 * interval has passed (locks_flush_beats). */
+		if ((what & BEAT_CONTENT) || mono - d->hb_sent_mono >= fs->heartbeat_min_us)
 			g_ptr_array_add(keys, g_strdup(d->lease->key));
+		else
+			d->beat_pending = true;
 	}
 	int result = 0;
 	for (guint i = 0; i < keys->len; i++) {
 		const char *key = keys->pdata[i];
 		locks_claim(fs, key);
 		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
-		if (!d || d->node != n || d->lost) {
-			locks_unclaim(fs, key);
-			continue;
-		}
-		char *content = NULL;
-		size_t len = 0;
-		if (content_changed && n->kind == NODE_MEM && S_ISREG(n->mode)) {
-			len = MIN(n->size, (size_t)LOCKFS_CONTENT_MAX);
-			content = g_malloc(len + 1);
-			if (len)
-				memcpy(content, n->data, len);
-			content[len] = '\0';
-		}
-		int r = backend_errno(
-		        UNLOCKED(fs, fs->be->heartbeat(fs->be, d->lease, now, content, len)));
-		g_free(content);
-		if (r == -ESTALE || r == -ENOENT) {
-			locks_mark_lost(fs, d, "the backend no longer has it");
+		if (d && d->node == n && !d->lost && send_beat(fs, d, what & BEAT_CONTENT) == -ESTALE)
 			result = -ESTALE;
-		} else if (r == 0) {
-			d->hb_sent_mono = mono;
-		}
 		locks_unclaim(fs, key);
 	}
 	return result;
+}
+
+/* Send the heartbeats and attribute changes the rate limit held back, once
+ * their interval has passed.  Called with fs->mu. */
+static void locks_flush_beats(lfs *fs)
+{
+	int64_t mono = lockfs_mono_us();
+	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+	GHashTableIter it;
+	gpointer k, v;
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		lfs_dentry *d = v;
+		if (d->beat_pending && !d->lost && mono - d->hb_sent_mono >= fs->heartbeat_min_us)
+			g_ptr_array_add(keys, g_strdup(k));
+	}
+	for (guint i = 0; i < keys->len; i++) {
+		const char *key = keys->pdata[i];
+		locks_claim(fs, key);
+		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+		if (d && d->beat_pending && !d->lost)
+			send_beat(fs, d, false);
+		locks_unclaim(fs, key);
+	}
 }
 
 /* Confirm the fence of KEY's lock here (see the backend's confirm()); a
@@ -492,6 +689,7 @@ void locks_renew_due(lfs *fs)
 		else if (mono - d->renewed_mono >= interval)
 			g_ptr_array_add(keys, g_strdup(k));
 	}
+	locks_flush_beats(fs);
 	for (guint i = 0; i < keys->len; i++) {
 		const char *key = keys->pdata[i];
 		locks_claim(fs, key);
@@ -508,6 +706,7 @@ void locks_renew_due(lfs *fs)
 		}
 		locks_unclaim(fs, key);
 	}
+	drop_all_lost(fs);
 }
 
 void locks_release_all(lfs *fs)

@@ -45,6 +45,10 @@ static void node_free(lfs *fs, lfs_node *n)
 		lockfs_lock_info_clear(n->remote);
 		g_free(n->remote);
 	}
+	if (n->lost_info) {
+		lockfs_lock_info_clear(n->lost_info);
+		g_free(n->lost_info);
+	}
 	g_free(n);
 }
 

@@ -20,6 +20,10 @@
  * host's memory; lock files hold what tools write (a pid). */
 #define MEM_FILE_MAX (64u << 20)
 
+/* An explicit mtime at most this far behind now is a heartbeat (utimes
+ * with the current time, read a moment earlier). */
+#define EXPLICIT_BEAT_US (5 * G_USEC_PER_SEC)
+
 typedef struct {
 	lfs_node *n;
 	int fd;       /* disk nodes */
@@ -52,10 +56,20 @@ static lfs *F(fuse_req_t req)
 	return fuse_req_userdata(req);
 }
 
+/* Whether C may change lock file N (write, truncate, set times): only its
+ * holder's uid and root; any file that is no lock. */
+static bool may_change(lfs_node *n, const struct lfs_caller *c)
+{
+	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
+		if (c->uid != 0 && c->uid != d->holder.uid)
+			return false;
+	return true;
+}
+
 static struct lfs_caller caller_of(fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	return (struct lfs_caller){.pid = ctx->pid, .uid = ctx->uid, .gid = ctx->gid};
+	return (struct lfs_caller){.pid = lockfs_tgid(ctx->pid), .uid = ctx->uid, .gid = ctx->gid};
 }
 
 /* Count a kernel reference and fill the reply; every timeout is 0. */
@@ -102,7 +116,7 @@ static int check_name(const char *name)
 static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
 {
 	lfs_dentry *d = dentry_find(dir, name);
-	if (d && d->lease && locks_expire_if_stale(fs, d))
+	if (d && d->lease && (d->lost ? locks_drop_lost(fs, d) : locks_expire_if_stale(fs, d)))
 		return dentry_find(dir, name); /* a new holder may have taken it meanwhile */
 	return d;
 }
@@ -151,7 +165,7 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, lfs_node **ou
 static void locks_saw_free_name(lfs *fs, fuse_req_t req, lfs_node *dir, const char *name)
 {
 	g_autofree char *key = node_key(dir, name);
-	locks_saw_free(fs, fuse_req_ctx(req)->pid, key);
+	locks_saw_free(fs, lockfs_tgid(fuse_req_ctx(req)->pid), key);
 }
 
 static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -299,19 +313,22 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	}
 	bool times = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME);
 	bool size = to_set & FUSE_SET_ATTR_SIZE;
-	/* utimensat(NULL) and truncation of a lock are heartbeats; explicit
-	 * times (touch -d) only set what is shown. */
-	bool beat = (to_set & FUSE_SET_ATTR_MTIME_NOW) || size;
+	bool mode = to_set & FUSE_SET_ATTR_MODE;
+	/* utimensat(NULL), truncation, and explicit times that are not in the
+	 * past (utimes(now, now), as lock libraries refresh; flufl.lock's
+	 * expiry ahead) are heartbeats; an mtime set back (touch -d) only sets
+	 * what is shown. */
+	bool beat = (to_set & FUSE_SET_ATTR_MTIME_NOW) || size ||
+	            ((to_set & FUSE_SET_ATTR_MTIME) &&
+	             (int64_t)attr->st_mtim.tv_sec * G_USEC_PER_SEC + attr->st_mtim.tv_nsec / 1000 >=
+	                     lockfs_now_us() - EXPLICIT_BEAT_US);
 	if (n->lost && (times || size)) {
 		r = -ESTALE; /* its lock was broken or lost */
 		goto out;
 	}
-	if (n->locks && (times || size)) {
-		for (lfs_dentry *d = n->locks; d; d = d->next_lock)
-			if (c.uid != 0 && c.uid != d->holder.uid) {
-				r = -EPERM;
-				goto out;
-			}
+	if (n->locks && (times || size) && !may_change(n, &c)) {
+		r = -EPERM;
+		goto out;
 	}
 	if (size && n->locks && attr->st_size > LOCKFS_CONTENT_MAX) {
 		r = -EFBIG;
@@ -348,8 +365,9 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 			n->mtime = time_of(attr, FUSE_SET_ATTR_MTIME, to_set);
 		node_touch(n, false, true);
 	}
-	if (n->locks && beat)
-		r = locks_heartbeat(fs, n, &c, size);
+	if (n->locks && (beat || times || mode))
+		r = locks_heartbeat(fs, n, &c,
+		                    (beat ? BEAT_HEARTBEAT : 0) | (size ? BEAT_CONTENT : 0) | BEAT_ATTRS);
 	if (!r)
 		r = node_getattr(fs, n, &st);
 out:
@@ -433,13 +451,20 @@ static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, cons
 
 	/* An ordinary name in a directory of the disk underneath. */
 	bool chown_it = geteuid() == 0;
+	/* In a setgid directory the file takes the directory's group, as the
+	 * kernel gave it when lockfs made it (Debian's /var/mail is 2775
+	 * root:mail): only the owner is the caller's. */
+	struct stat dst;
+	gid_t gid = c->gid;
+	if (fstatat(dir->fd, "", &dst, AT_EMPTY_PATH) == 0 && (dst.st_mode & S_ISGID))
+		gid = (gid_t)-1;
 	int dfd = -1;
 	if (S_ISREG(mode)) {
 		int flags = (open_flags >= 0 ? open_flags : O_WRONLY) & ~(O_TRUNC | O_NOFOLLOW);
 		dfd = openat(dir->fd, name, flags | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
 		if (dfd < 0)
 			return -errno;
-		if (chown_it && fchown(dfd, c->uid, c->gid) != 0)
+		if (chown_it && fchown(dfd, c->uid, gid) != 0)
 			r = -errno;
 	} else if (S_ISDIR(mode)) {
 		if (mkdirat(dir->fd, name, mode & 07777) != 0)
@@ -452,7 +477,7 @@ static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, cons
 			return -errno;
 	}
 	if (!r && chown_it && !S_ISREG(mode) &&
-	    fchownat(dir->fd, name, c->uid, c->gid, AT_SYMLINK_NOFOLLOW) != 0)
+	    fchownat(dir->fd, name, c->uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
 		r = -errno;
 	lfs_node *n = NULL;
 	if (!r)
@@ -616,6 +641,18 @@ static int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct 
 	lfs_dentry *d = dentry_find(dir, name);
 	if (d && d->lease)
 		return locks_unlink(fs, d, c);
+	/* A lock this mount lost: an unlink here by its holder's uid is the
+	 * holder's late release (the rm after its critical section), not a
+	 * break of whoever holds the name now.  Breaking that lock on purpose
+	 * goes through .lockfs/break or lockfsctl unlock. */
+	const lockfs_lock_info *lost = locks_lost_info(fs, key);
+	if (lost && lost->holder.uid == c->uid) {
+		lockfs_log(G_LOG_LEVEL_INFO, key,
+		           "pid %d removed %s, whose lock (fence %s) this mount lost; "
+		           "nothing deleted, ENOENT",
+		           c->pid, key, lost->fence);
+		return -ENOENT;
+	}
 	pthread_mutex_unlock(&fs->mu);
 	int r = remote_get(fs, key, true, &info);
 	pthread_mutex_lock(&fs->mu);
@@ -655,6 +692,8 @@ static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	fuse_reply_err(req, -r);
 }
 
+static bool has_locks_in(lfs *fs, lfs_node *dir, const char *name);
+
 static void lfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	lfs *fs = F(req);
@@ -673,6 +712,10 @@ static void lfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		r = -EBUSY;
 	else if (d && d->lease)
 		r = locks_unlink(fs, d, &c);
+	else if (!name_is_lock(fs, name) && has_locks_in(fs, dir, name))
+		r = -ENOTEMPTY;
+	else if (d && d != dentry_find(dir, name)) /* changed while the check waited */
+		r = -EBUSY;
 	else if (d)
 		dentry_remove(fs, d);
 	else if (!name_is_lock(fs, name))
@@ -776,17 +819,48 @@ static int rename_to_lock(lfs *fs, lfs_node *dir, const char *name, lfs_node *ne
 	return r;
 }
 
+static bool any_key_under(GHashTable *keys, const char *prefix)
+{
+	GHashTableIter it;
+	gpointer k;
+	g_hash_table_iter_init(&it, keys);
+	while (g_hash_table_iter_next(&it, &k, NULL))
+		if (g_str_has_prefix(k, prefix))
+			return true;
+	return false;
+}
+
 /* Whether the directory NAME in DIR holds locks: a lock's key is its path,
- * so such a directory cannot move without moving the locks. */
+ * so such a directory cannot move without moving the locks.  A lock being
+ * taken or let go inside it is waited for first, so that its name and key
+ * stay together (the key was made from the path before the backend call). */
 static bool holds_locks(lfs *fs, lfs_node *dir, const char *name)
 {
 	g_autofree char *key = node_key(dir, name);
 	g_autofree char *prefix = g_strconcat(key, "/", NULL);
-	GHashTableIter it;
-	gpointer k;
-	g_hash_table_iter_init(&it, fs->held);
-	while (g_hash_table_iter_next(&it, &k, NULL))
-		if (g_str_has_prefix(k, prefix))
+	while (any_key_under(fs->busy, prefix))
+		pthread_cond_wait(&fs->cond, &fs->mu);
+	return any_key_under(fs->held, prefix);
+}
+
+/* Whether the directory NAME in DIR has locks in it, here or held through
+ * another mount: rmdir then answers ENOTEMPTY, as for a directory with a
+ * file in it (`ls` shows those locks there). */
+static bool has_locks_in(lfs *fs, lfs_node *dir, const char *name)
+{
+	if (holds_locks(fs, dir, name))
+		return true;
+	if (!fs->shared)
+		return false;
+	g_autofree char *key = node_key(dir, name);
+	g_autofree char *prefix = g_strconcat(key, "/", NULL);
+	dir->nlookup++;
+	pthread_mutex_unlock(&fs->mu);
+	g_autoptr(GPtrArray) infos = remote_list(fs, prefix);
+	pthread_mutex_lock(&fs->mu);
+	dir->nlookup--;
+	for (guint i = 0; i < infos->len; i++)
+		if (((lockfs_lock_info *)infos->pdata[i])->state != LOCKFS_STATE_STALE)
 			return true;
 	return false;
 }
@@ -862,15 +936,19 @@ static void lfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		r = -EPERM;
 	} else if (writing && (n->locks || n->lost) && (r = locks_check_writable(fs, n))) {
 		/* lost */
+	} else if (writing && !may_change(n, &c)) {
+		r = -EPERM; /* before O_TRUNC could empty it */
 	} else if (n->kind == NODE_DISK) {
 		fd = disk_open(n, fi->flags);
 		if (fd < 0)
 			r = fd;
+		else if ((fi->flags & O_TRUNC) && n->locks)
+			r = locks_heartbeat(fs, n, &c, BEAT_HEARTBEAT | BEAT_ATTRS);
 	} else if ((fi->flags & O_TRUNC) && writing && n->size) {
 		n->size = 0;
 		node_touch(n, true, true);
 		if (n->locks)
-			r = locks_heartbeat(fs, n, &c, true);
+			r = locks_heartbeat(fs, n, &c, BEAT_HEARTBEAT | BEAT_CONTENT | BEAT_ATTRS);
 	}
 	if (!r)
 		fi->fh = (uintptr_t)handle_new(n, fd);
@@ -931,11 +1009,10 @@ static void lfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 			r = -ESTALE;
 			goto out;
 		}
-		for (lfs_dentry *d = n->locks; d; d = d->next_lock)
-			if (c.uid != 0 && c.uid != d->holder.uid) {
-				r = -EPERM;
-				goto out;
-			}
+		if (!may_change(n, &c)) {
+			r = -EPERM;
+			goto out;
+		}
 		if ((size_t)off + size > LOCKFS_CONTENT_MAX) {
 			r = -EFBIG;
 			goto out;
@@ -958,7 +1035,7 @@ static void lfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 		node_touch(n, true, true);
 	}
 	if (n->locks)
-		r = locks_heartbeat(fs, n, &c, true);
+		r = locks_heartbeat(fs, n, &c, BEAT_HEARTBEAT | BEAT_CONTENT | BEAT_ATTRS);
 out:
 	UNLOCK(fs);
 	if (r)

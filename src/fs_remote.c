@@ -163,6 +163,16 @@ uint64_t remote_ino(const char *key)
 	return h | (1ull << 63);
 }
 
+static struct timespec ts_of(int64_t us)
+{
+	int64_t s = us / G_USEC_PER_SEC, rest = us % G_USEC_PER_SEC;
+	if (rest < 0) {
+		s--;
+		rest += G_USEC_PER_SEC;
+	}
+	return (struct timespec){s, rest * 1000};
+}
+
 lfs_node *remote_node_new(lfs *fs, const lockfs_lock_info *info)
 {
 	mode_t mode = info->holder.mode ? info->holder.mode : (S_IFREG | 0644);
@@ -175,8 +185,11 @@ lfs_node *remote_node_new(lfs *fs, const lockfs_lock_info *info)
 		n->data = g_memdup2(info->content, info->content_len + 1);
 		n->size = n->cap = info->content_len;
 	}
-	int64_t hb = info->holder.heartbeat_us, acq = info->holder.acquired_us;
-	n->mtime = n->ctime = (struct timespec){hb / G_USEC_PER_SEC, (hb % G_USEC_PER_SEC) * 1000};
-	n->atime = (struct timespec){acq / G_USEC_PER_SEC, (acq % G_USEC_PER_SEC) * 1000};
+	/* The times its holder's mount shows: set ones where recorded, else
+	 * the last heartbeat (mtime, ctime) and the acquisition (atime). */
+	const lockfs_holder *h = &info->holder;
+	n->mtime = ts_of(h->mtime_us ? h->mtime_us : h->heartbeat_us);
+	n->ctime = ts_of(h->ctime_us ? h->ctime_us : h->heartbeat_us);
+	n->atime = ts_of(h->atime_us ? h->atime_us : h->acquired_us);
 	return n;
 }

@@ -4,6 +4,7 @@
 #include <glib.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,11 +17,65 @@ static char *host_name;
 static GMutex cache_mu;
 static GHashTable *user_names; /* uid → name */
 static GHashTable *cmdlines;   /* pid → struct cmd */
+static GHashTable *tgids;      /* thread id → struct tgid */
 
 struct cmd {
 	char *text;
 	int64_t at_mono;
 };
+
+/* How long a thread's process is believed without reading /proc again: a
+ * thread id names another process only after the id space wraps. */
+#define TGID_CACHE_US (1 * G_USEC_PER_SEC)
+
+struct tgid {
+	pid_t tgid;
+	int64_t at_mono;
+};
+
+static pid_t read_tgid(pid_t tid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return tid;
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return tid;
+	buf[n] = '\0';
+	const char *t = strstr(buf, "\nTgid:");
+	long v = t ? strtol(t + 6, NULL, 10) : 0;
+	return v > 0 ? (pid_t)v : tid;
+}
+
+pid_t lockfs_tgid(pid_t tid)
+{
+	if (tid <= 0)
+		return tid;
+	int64_t mono = lockfs_mono_us();
+	g_mutex_lock(&cache_mu);
+	if (!tgids)
+		tgids = g_hash_table_new_full(g_direct_hash, g_direct_equal, NULL, g_free);
+	struct tgid *t = g_hash_table_lookup(tgids, GINT_TO_POINTER(tid));
+	if (t && mono - t->at_mono < TGID_CACHE_US) {
+		pid_t r = t->tgid;
+		g_mutex_unlock(&cache_mu);
+		return r;
+	}
+	g_mutex_unlock(&cache_mu);
+	pid_t r = read_tgid(tid);
+	g_mutex_lock(&cache_mu);
+	if (g_hash_table_size(tgids) > CACHE_MAX)
+		g_hash_table_remove_all(tgids);
+	t = g_new0(struct tgid, 1);
+	t->tgid = r;
+	t->at_mono = mono;
+	g_hash_table_replace(tgids, GINT_TO_POINTER(tid), t);
+	g_mutex_unlock(&cache_mu);
+	return r;
+}
 
 static void cmd_free(gpointer p)
 {

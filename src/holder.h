@@ -14,6 +14,11 @@ const char *lockfs_holder_host(void);
 void lockfs_holder_fill(lockfs_holder *h, pid_t pid, uid_t uid, gid_t gid, mode_t mode,
                         int64_t now_us);
 
+/* The process (thread group) of thread TID: FUSE reports the calling
+ * thread, and a process is its thread group wherever lockfs reasons about
+ * who took, found free, holds or releases a lock. */
+pid_t lockfs_tgid(pid_t tid);
+
 /* Unix time in µs, and CLOCK_MONOTONIC in µs. */
 int64_t lockfs_now_us(void);
 int64_t lockfs_mono_us(void);

@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define LOCKFS_BACKEND_VERSION 1
+#define LOCKFS_BACKEND_VERSION 2
 
 /* Fences are decimal strings: tinystore's are u128, LDAP's and local's u64. */
 #define LOCKFS_FENCE_MAX 40
@@ -53,7 +53,11 @@ typedef struct {
 	char *command;        /* command line, spaces between arguments */
 	int64_t acquired_us;  /* unix time, µs */
 	int64_t heartbeat_us; /* last heartbeat, unix time, µs */
-	uint32_t mode;        /* st_mode the lock file was made with (type+perm) */
+	uint32_t mode;        /* st_mode of the lock file (type+perm), as its holder set it */
+	/* The lock file's times as its holder set them (touch -d, utimes), unix
+	 * µs; 0: the heartbeat's (mtime, ctime) or the acquisition's (atime).
+	 * What every host shows; staleness goes by heartbeat_us alone. */
+	int64_t mtime_us, atime_us, ctime_us;
 	/* acquire() only: what the lock file holds already (a temp file the
 	 * tool wrote its pid in, then linked), for the backend to record with
 	 * the grant; borrowed, never copied, NULL when empty. */
@@ -95,6 +99,19 @@ typedef struct {
 
 typedef struct lockfs_backend lockfs_backend;
 
+/* What heartbeat() records, all from the holder's mount. */
+typedef struct {
+	int64_t heartbeat_us; /* a holder heartbeat at this unix time, or 0: none */
+	/* The lock file's attributes as its holder set them: times in unix µs
+	 * and st_mode, each 0 when unchanged. */
+	int64_t mtime_us, atime_us, ctime_us;
+	uint32_t mode;
+	/* The lock file's new content (≤ LOCKFS_CONTENT_MAX), or NULL when
+	 * unchanged.  Borrowed for the call. */
+	const void *content;
+	size_t content_len;
+} lockfs_beat;
+
 typedef void (*lockfs_list_cb)(const lockfs_lock_info *info, void *user);
 
 /* Backend properties the filesystem adapts to. */
@@ -119,11 +136,10 @@ struct lockfs_backend {
 	int (*acquire)(lockfs_backend *be, const char *key, const lockfs_holder *who,
 	               lockfs_lease **out, lockfs_acquire_result *res);
 
-	/* Record a holder heartbeat: its time and, when CONTENT is not NULL, the
-	 * lock file's new content (backends that share holder records keep it so
-	 * other hosts read what the holder wrote). */
-	int (*heartbeat)(lockfs_backend *be, lockfs_lease *lease, int64_t now_us,
-	                 const void *content, size_t len);
+	/* Record a holder heartbeat and what the holder changed of the lock
+	 * file (backends that share holder records keep content, times and
+	 * mode so other hosts show what the holder's mount shows). */
+	int (*heartbeat)(lockfs_backend *be, lockfs_lease *lease, const lockfs_beat *beat);
 
 	/* Renew the lease (host liveness).  -ESTALE when it is gone or replaced. */
 	int (*renew)(lockfs_backend *be, lockfs_lease *lease);

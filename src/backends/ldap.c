@@ -455,19 +455,29 @@ static void lease_end(ll_lease *p, ll_op *op)
 	ll_op_end(op);
 }
 
-static int ll_heartbeat(lockfs_backend *b, lockfs_lease *lease, int64_t now_us, const void *content,
-                        size_t len)
+static int ll_heartbeat(lockfs_backend *b, lockfs_lease *lease, const lockfs_beat *beat)
 {
 	ll_backend *be = (ll_backend *)b;
 	ll_lease *p = lease->priv;
 	ll_op op;
 	if (lease_begin(be, p, &op) != 0)
 		return -EIO;
-	p->holder.heartbeat_us = now_us + be->clock_offset_us;
-	if (content) {
+	lockfs_holder *h = &p->holder;
+	if (beat->heartbeat_us)
+		h->heartbeat_us = beat->heartbeat_us + be->clock_offset_us;
+	if (beat->mtime_us)
+		h->mtime_us = beat->mtime_us + be->clock_offset_us;
+	if (beat->atime_us)
+		h->atime_us = beat->atime_us + be->clock_offset_us;
+	if (beat->ctime_us)
+		h->ctime_us = beat->ctime_us + be->clock_offset_us;
+	if (beat->mode)
+		h->mode = beat->mode;
+	if (beat->content) {
 		if (p->content)
 			g_bytes_unref(p->content);
-		p->content = g_bytes_new(content, MIN(len, (size_t)LOCKFS_CONTENT_MAX));
+		p->content =
+		        g_bytes_new(beat->content, MIN(beat->content_len, (size_t)LOCKFS_CONTENT_MAX));
 	}
 	int r = write_notes(&op, lease->key, p, ll_now_us(be));
 	if (r == -EIO)

@@ -326,6 +326,16 @@ GPtrArray *ll_notes_build(const char *key, const lockfs_holder *h, const char *f
 	g_ptr_array_add(d, g_strconcat("renewed=", renewed, NULL));
 	g_ptr_array_add(d, g_strdup(fence_value));
 	g_ptr_array_add(d, g_strdup_printf("mode=%o", h->mode));
+	/* Times the holder set apart from its heartbeats (utimes, touch -d). */
+	const struct {
+		const char *name;
+		int64_t us;
+	} shown[] = {{"mtime=", h->mtime_us}, {"atime=", h->atime_us}, {"ctime=", h->ctime_us}};
+	for (size_t i = 0; i < G_N_ELEMENTS(shown); i++)
+		if (shown[i].us > 0) {
+			g_autofree char *t = ll_time_format(shown[i].us);
+			g_ptr_array_add(d, g_strconcat(shown[i].name, t, NULL));
+		}
 	gsize len = 0;
 	const guchar *data = content ? g_bytes_get_data(content, &len) : NULL;
 	for (gsize off = 0, i = 0; off < len; off += CONTENT_CHUNK, i++) {
@@ -411,6 +421,15 @@ void ll_notes_parse(ll_lock *l, char **values, size_t n)
 			g_free(l->note_key);
 			l->note_key =
 			        raw && !memchr(raw, '\0', len) ? g_strndup((char *)raw, len) : NULL;
+		} else if (IS("mtime")) {
+			if (ll_time_parse(val, &t))
+				l->holder.mtime_us = t;
+		} else if (IS("atime")) {
+			if (ll_time_parse(val, &t))
+				l->holder.atime_us = t;
+		} else if (IS("ctime")) {
+			if (ll_time_parse(val, &t))
+				l->holder.ctime_us = t;
 		} else if (IS("mode")) {
 			l->holder.mode = (uint32_t)g_ascii_strtoull(val, NULL, 8);
 		} else if (IS("content") || (nl > 8 && strncmp(v, "content.", 8) == 0)) {

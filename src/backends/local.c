@@ -100,16 +100,14 @@ static int local_acquire(lockfs_backend *be, const char *key, const lockfs_holde
 	return 0;
 }
 
-static int local_heartbeat(lockfs_backend *be, lockfs_lease *lease, int64_t now_us,
-                           const void *content, size_t len)
+static int local_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_beat *beat)
 {
-	(void)content; /* the filesystem keeps local content itself */
-	(void)len;
+	/* The filesystem keeps local content and attributes itself. */
 	local_backend *lb = (local_backend *)be;
 	g_mutex_lock(&lb->mu);
 	local_lock *l = owned(lb, lease);
-	if (l)
-		l->holder.heartbeat_us = now_us;
+	if (l && beat->heartbeat_us)
+		l->holder.heartbeat_us = beat->heartbeat_us;
 	g_mutex_unlock(&lb->mu);
 	return l ? 0 : -ESTALE;
 }

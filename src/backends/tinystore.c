@@ -1121,8 +1121,7 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	return 0;
 }
 
-static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, int64_t now_us,
-                        const void *content, size_t len)
+static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_beat *beat)
 {
 	ts_backend *tb = (ts_backend *)be;
 	ts_lease *lp = lease->priv;
@@ -1131,12 +1130,25 @@ static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, int64_t now_us,
 		g_mutex_unlock(&tb->st_mu);
 		return -ESTALE;
 	}
-	lp->rec.holder.heartbeat_us = now_us;
-	lp->rec.server_ms = server_now_ms(tb);
-	if (content) {
+	lockfs_holder *h = &lp->rec.holder;
+	if (beat->heartbeat_us) {
+		/* server_ms dates the last heartbeat, which staleness goes by:
+		 * a change of shown attributes alone does not move it. */
+		h->heartbeat_us = beat->heartbeat_us;
+		lp->rec.server_ms = server_now_ms(tb);
+	}
+	if (beat->mtime_us)
+		h->mtime_us = beat->mtime_us;
+	if (beat->atime_us)
+		h->atime_us = beat->atime_us;
+	if (beat->ctime_us)
+		h->ctime_us = beat->ctime_us;
+	if (beat->mode)
+		h->mode = beat->mode;
+	if (beat->content) {
 		g_free(lp->rec.content);
-		lp->rec.content_len = MIN(len, LOCKFS_CONTENT_MAX);
-		lp->rec.content = g_memdup2(content, lp->rec.content_len);
+		lp->rec.content_len = MIN(beat->content_len, LOCKFS_CONTENT_MAX);
+		lp->rec.content = g_memdup2(beat->content, lp->rec.content_len);
 	}
 	if (lp->state != PUB_PUBLISHED || lp->writer != W_NONE || lp->releasing) {
 		/* Not written yet: its first write takes the latest.  Being

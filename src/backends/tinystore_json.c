@@ -513,6 +513,13 @@ GByteArray *ts_record_encode(const ts_record *r)
 	                       ",\"heartbeat_us\":%" G_GINT64_FORMAT ",\"ttl_ms\":%" G_GINT64_FORMAT
 	                       ",\"server_ms\":%" G_GINT64_FORMAT ",",
 	                       h->acquired_us, h->heartbeat_us, r->ttl_ms, r->server_ms);
+	/* Shown times, where the holder set them apart from its heartbeats. */
+	if (h->mtime_us)
+		g_string_append_printf(s, "\"mtime_us\":%" G_GINT64_FORMAT ",", h->mtime_us);
+	if (h->atime_us)
+		g_string_append_printf(s, "\"atime_us\":%" G_GINT64_FORMAT ",", h->atime_us);
+	if (h->ctime_us)
+		g_string_append_printf(s, "\"ctime_us\":%" G_GINT64_FORMAT ",", h->ctime_us);
 	json_str(s, "fence", r->fence);
 	g_autofree char *lease = g_malloc(TS_ID_SIZE * 2 + 1);
 	for (int i = 0; i < TS_ID_SIZE; i++)
@@ -567,6 +574,9 @@ bool ts_record_decode(const uint8_t *value, size_t len, ts_record *r, GError **e
 	    !get_str(v, what, "command", &h->command, error) ||
 	    !get_int(v, what, "acquired_us", INT64_MIN, INT64_MAX, &acq, error) ||
 	    !get_int(v, what, "heartbeat_us", INT64_MIN, INT64_MAX, &hb, error) ||
+	    !get_int(v, what, "mtime_us", INT64_MIN, INT64_MAX, &h->mtime_us, error) ||
+	    !get_int(v, what, "atime_us", INT64_MIN, INT64_MAX, &h->atime_us, error) ||
+	    !get_int(v, what, "ctime_us", INT64_MIN, INT64_MAX, &h->ctime_us, error) ||
 	    !get_int(v, what, "ttl_ms", 0, INT64_MAX, &ttl, error) ||
 	    !get_int(v, what, "server_ms", 0, INT64_MAX / 1000, &r->server_ms, error) ||
 	    !get_str(v, what, "fence", &fence, error) ||

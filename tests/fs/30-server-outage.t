@@ -7,7 +7,9 @@
 #    timeout — not EEXIST, not success — on the holder's mount and on
 #    another; the held lock shows `lost` no later than ttl after the server
 #    went (the last renewal can only be older), and heartbeats and writes
-#    through it fail with ESTALE.  Once the server is back, acquisitions work
+#    through descriptors still open on it fail with ESTALE.  Lost, the name
+#    leaves hostA's namespace: it is what the backend says, and new
+#    acquisitions on hostA go to the backend at once.  Once the server is back, acquisitions work
 #    again, the lock can be taken by another mount with a larger fence, and
 #    there is one holder: the old one shows its lock lost, never held, and
 #    its late rm answers ENOENT.  On LDAP this runs with dynamic entries (the
@@ -76,7 +78,16 @@ timed() {
     MS=$(ms_since "$t0")
 }
 
-state_of() { xattr "$1" user.lockfs.state; } # no backend call: the mount's own view
+# The mount's own view, no backend call (a descriptor's /proc path followed).
+state_of() { timeout 10 getfattr --absolute-names --only-values -n user.lockfs.state -- "$1" 2>/dev/null; }
+# A descriptor kept open on a lock: once lost, its name is gone, but what
+# the descriptor reaches still says lost.  Sets FD_PATH.
+open_fd() {
+    local fd
+    exec {fd}<"$1"
+    FD_PATH=/proc/$$/fd/$fd FD_NUM=$fd
+}
+close_fd() { local fd=$1; exec {fd}<&-; }
 is_lost() { [[ $(state_of "$1") == lost ]]; }
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
 takes() { [[ $(fsop1 excl "$1" 0644 "${2:-}") == OK ]]; }
@@ -118,12 +129,14 @@ long_outage() {
 
     ok "$label: hostA takes x.lock" takes "$A/x.lock" 'hostA\n'
     fa=$(xattr "$A/x.lock" user.lockfs.fence)
+    open_fd "$A/x.lock"
+    local xfd=$FD_PATH xfd_num=$FD_NUM
     ok "$label: hostB sees x.lock held by hostA" wait_until 10 held_by "$B" x.lock hostA "$fa"
 
     server_stop
     t_down=$(date +%s%N) # the server is gone: hostA's last renewal was before this
     ok "$label: hostA shows x.lock lost once its lease could not be renewed" \
-        wait_until $((ttl_ms / 1000 + 7)) is_lost "$A/x.lock"
+        wait_until $((ttl_ms / 1000 + 7)) is_lost "$xfd"
     lost_ms=$(ms_since "$t_down")
     cmp_ok "$lost_ms" -le $((ttl_ms + 500)) \
         "$label: declared lost within ttl (${ttl_ms} ms) of the last possible renewal: after ${lost_ms} ms"
@@ -146,9 +159,10 @@ long_outage() {
     is "$R" EIO "$label: server down: hostB's O_EXCL create of x.lock answers EIO"
     cmp_ok "$MS" -le "$EIO_BOUND_MS" "$label: ... within the network timeout (${MS} ms)"
 
-    # The lost lock: heartbeats and writes fail.
-    is "$(fsop1 utime "$A/x.lock")" ESTALE "$label: touch of the lost x.lock: ESTALE"
-    is "$(fsop1 write "$A/x.lock" more)" ESTALE "$label: write to the lost x.lock: ESTALE"
+    # The lost lock: heartbeats and writes through it fail; its name is gone.
+    is "$(fsop1 utime "$xfd")" ESTALE "$label: touch of the lost x.lock through its descriptor: ESTALE"
+    is "$(fsop1 write "$xfd" more)" ESTALE "$label: write to the lost x.lock through its descriptor: ESTALE"
+    is "$(fsop1 lstat "$A/x.lock")" EIO "$label: the name x.lock is the backend's again (server down: EIO)"
 
     server_restart_or_bail
     # hostA reconnects after its back-off (at most 2 s).
@@ -164,18 +178,18 @@ long_outage() {
     b_takes_x() {
         takes "$B/x.lock" 'hostB\n' || return 1
         granted=1
-        [[ $(state_of "$A/x.lock") == held ]] && double=1
+        [[ $(state_of "$xfd") == held ]] && double=1
         return 0
     }
     ok "$label: hostB takes x.lock after the restart" wait_until 20 b_takes_x
     is "$double" 0 "$label: hostA did not show x.lock held when hostB was granted it"
     fb=$(xattr "$B/x.lock" user.lockfs.fence)
     fence_gt "$fb" "$fa" "$label: hostB's fence is larger than hostA's, across the server restart"
-    is "$(state_of "$A/x.lock")" lost "$label: hostA still shows its x.lock lost, not held"
+    is "$(state_of "$xfd")" lost "$label: hostA still shows its x.lock lost, not held"
     ok "$label: hostB's status: x.lock held by hostB" held_by "$B" x.lock hostB "$fb"
     local held_lines
-    held_lines=$( (status_line x.lock "$A"; status_line x.lock "$B") | grep -c ' state=held ')
-    is "$held_lines" 1 "$label: one holder: of both mounts' status lines for x.lock, one says held"
+    held_lines=$( (status_line x.lock "$A"; status_line x.lock "$B") | grep -c ' state=held .*host=hostA ')
+    is "$held_lines" 0 "$label: one holder: neither mount's status says hostA holds x.lock"
     is "$(fsop1 unlink "$A/x.lock")" ENOENT "$label: hostA's late rm of its lost lock answers ENOENT"
     ok "$label: hostA now sees hostB holding x.lock" wait_until 10 held_by "$A" x.lock hostB "$fb"
     is "$(xattr "$B/x.lock" user.lockfs.fence)" "$fb" "$label: hostB's lock untouched (same fence)"
@@ -184,6 +198,7 @@ long_outage() {
         ok "$label: hostB broke hostA's expired entry (logged)" log_has 'broke stale lock x\.lock' "$log_b"
     fi
 
+    close_fd "$xfd_num"
     rm -f "$A/n.lock" "$B/x.lock" "$B/tmp.B"
     lockfs_stop "$pid_a" || fail "$label: stop hostA's mount"
     lockfs_stop "$pid_b" || fail "$label: stop hostB's mount"
@@ -237,6 +252,8 @@ rm -f "$S/h.lock" "$S/i.lock"
 
 ok "quick restart: hostS takes k.lock" takes "$S/k.lock"
 fk=$(xattr "$S/k.lock" user.lockfs.fence)
+open_fd "$S/k.lock"
+kfd=$FD_PATH kfd_num=$FD_NUM
 ok "quick restart: hostB sees it" wait_until 10 held_by "$B" k.lock hostS "$fk"
 t0=$(date +%s%N)
 server_stop
@@ -250,10 +267,10 @@ cmp_ok "$outage_ms" -lt $((TTL_S_MS / 2)) "quick restart: stopped and restarted 
 double=0 b_got=0
 settled() {
     renewed_since "$S" k.lock "$t_back" "$TTL_S_MS" && return 0
-    is_lost "$S/k.lock" && return 0
+    is_lost "$kfd" && return 0
     if takes "$B/k.lock"; then
         b_got=1
-        [[ $(state_of "$S/k.lock") == held ]] && double=1
+        [[ $(state_of "$kfd") == held ]] && double=1
     fi
     return 1
 }
@@ -271,20 +288,21 @@ if [[ $LOCKFS_BACKEND == ldap ]]; then
 else
     # tinystore forgets every lease when it restarts (lockfs.conf(5)).
     ok "quick restart, tinystore: hostS shows k.lock lost (leases live in the server's memory)" \
-        wait_until 10 is_lost "$S/k.lock"
+        wait_until 10 is_lost "$kfd"
     ok "quick restart, tinystore: hostS logged the loss" log_has 'lost k\.lock' "$LOG_S"
-    is "$(fsop1 utime "$S/k.lock")" ESTALE "quick restart, tinystore: touch of the lost k.lock: ESTALE"
+    is "$(fsop1 utime "$kfd")" ESTALE "quick restart, tinystore: touch of the lost k.lock through its descriptor: ESTALE"
     b_takes_k() {
         takes "$B/k.lock" || [[ $b_got == 1 && $(status_field "$(status_line k.lock "$B")" host) == hostB ]]
     }
     ok "quick restart, tinystore: hostB can take k.lock now" wait_until 20 b_takes_k
     fb=$(xattr "$B/k.lock" user.lockfs.fence)
     fence_gt "$fb" "$fk" "quick restart, tinystore: with a larger fence"
-    is "$(state_of "$S/k.lock")" lost "quick restart, tinystore: hostS still shows its k.lock lost"
+    is "$(state_of "$kfd")" lost "quick restart, tinystore: hostS still shows its k.lock lost"
     is "$(fsop1 unlink "$S/k.lock")" ENOENT "quick restart, tinystore: hostS's late rm answers ENOENT"
     ok "quick restart, tinystore: hostB still holds k.lock" held_by "$B" k.lock hostB "$fb"
     rm -f "$B/k.lock"
 fi
+close_fd "$kfd_num"
 ok "quick restart: new acquisitions work" wait_until 10 takes "$S/l.lock"
 rm -f "$S/l.lock"
 

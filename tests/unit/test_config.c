@@ -121,7 +121,7 @@ static void test_defaults(void)
 	g_assert_cmpint(s->renew_ms, ==, 10000); /* ttl/3 */
 	g_assert_cmpint(s->stale_after_ms, ==, 300000);
 	g_assert_cmpint(s->network_timeout_ms, ==, 10000);
-	g_assert_cmpint(s->heartbeat_min_ms, ==, 5000);
+	g_assert_cmpint(s->heartbeat_min_ms, ==, 2000);
 	g_assert_cmpint(s->list_cache_ms, ==, 200);
 	g_assert_cmpstr(s->host, ==, g_get_host_name());
 	g_assert_null(s->notify);

@@ -136,7 +136,7 @@ static void test_local_backend(void)
 	g_assert_cmpint(be->acquire(be, "x.lock", &who, &b, &res), ==, 0);
 	g_assert_cmpint(lockfs_fence_cmp(b->fence, a->fence), >, 0);
 	g_assert_cmpint(be->release(be, a), ==, -ENOENT);
-	g_assert_cmpint(be->heartbeat(be, a, g_get_real_time(), NULL, 0), ==, -ESTALE);
+	g_assert_cmpint(be->heartbeat(be, a, &(lockfs_beat){.heartbeat_us = g_get_real_time(), .content = NULL, .content_len = 0}), ==, -ESTALE);
 	g_assert_cmpint(be->inspect(be, "x.lock", &info), ==, 0); /* b's, untouched */
 	g_assert_cmpstr(info.fence, ==, b->fence);
 	lockfs_lock_info_clear(&info);

@@ -476,7 +476,7 @@ static void test_basic(void)
 	g_assert_cmpint(b->inspect(b, "y.lock", &info), ==, -ENOENT);
 
 	/* Heartbeats keep the content for other hosts. */
-	g_assert_cmpint(a->heartbeat(a, la, lockfs_now_us(), "1234\n", 5), ==, 0);
+	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = "1234\n", .content_len = 5}), ==, 0);
 	g_autofree char *dn = lock_dn("x.lock", base);
 	g_autoptr(GPtrArray) desc = raw_values(srv_dds, dn, "description");
 	g_autofree char *b64 = g_base64_encode((const guchar *)"1234\n", 5);
@@ -531,7 +531,7 @@ static void test_fence_durable(void)
 	g_autofree char *dn = lock_dn("f.lock", base);
 	raw_delete(srv_dds, dn);
 	g_assert_cmpint(b->renew(b, l), ==, -ESTALE);
-	g_assert_cmpint(b->heartbeat(b, l, lockfs_now_us(), NULL, 0), ==, -ESTALE);
+	g_assert_cmpint(b->heartbeat(b, l, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = NULL, .content_len = 0}), ==, -ESTALE);
 	g_assert_cmpint(b->release(b, l), ==, -ENOENT);
 	b->lease_free(b, l);
 	l = take_ok(b, "f.lock", "hostb");
@@ -647,7 +647,7 @@ static void release_after_break(slapd *s, const char *name, unsigned no_caps)
 	/* The late release must not take the next holder's lock. */
 	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
 	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
-	g_assert_cmpint(a->heartbeat(a, la, lockfs_now_us(), "x", 1), ==, -ESTALE);
+	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = "x", .content_len = 1}), ==, -ESTALE);
 	g_assert_cmpint(b->inspect(b, "r.lock", &info), ==, 0);
 	g_assert_cmpstr(info.fence, ==, lb->fence);
 	g_assert_true(info.mine);
@@ -766,7 +766,7 @@ static gpointer renew_run(gpointer p)
 	while (!g_atomic_int_get(&r->stop)) {
 		r->last = r->be->renew(r->be, r->lease);
 		if (r->last == 0 && r->heartbeat)
-			r->last = r->be->heartbeat(r->be, r->lease, lockfs_now_us(), NULL, 0);
+			r->last = r->be->heartbeat(r->be, r->lease, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = NULL, .content_len = 0});
 		if (r->last)
 			break;
 		g_usleep(400 * 1000);

@@ -484,7 +484,7 @@ static void test_inspect_list(void)
 	lockfs_lock_info_clear(&info);
 	int64_t beat = lockfs_now_us() + 1000;
 	g_usleep(2000);
-	g_assert_cmpint(a->heartbeat(a, la, beat, "4242\n", 5), ==, 0);
+	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = beat, .content = "4242\n", .content_len = 5}), ==, 0);
 	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
 	g_assert_cmpint(info.holder.heartbeat_us, ==, beat);
 	g_assert_cmpmem(info.content, info.content_len, "4242\n", 5);
@@ -497,7 +497,7 @@ static void test_inspect_list(void)
 	g_assert_cmpstr(r.fence, ==, la->fence);
 	g_assert_cmpstr(r.mount, ==, "/test/mount");
 	ts_record_clear(&r);
-	g_assert_cmpint(a->heartbeat(a, la, beat + 1, NULL, 0), ==, 0);
+	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = beat + 1, .content = NULL, .content_len = 0}), ==, 0);
 	g_assert_cmpint(raw_record(ka, &r), ==, 0);
 	g_assert_cmpmem(r.content, r.content_len, "4242\n", 5); /* NULL: unchanged */
 	ts_record_clear(&r);
@@ -544,7 +544,7 @@ static void test_break(void)
 	g_assert_cmpint(b->inspect(b, key, &info), ==, -ENOENT);
 	/* The holder learns it lost the lock. */
 	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
-	g_assert_cmpint(a->heartbeat(a, la, lockfs_now_us(), "1\n", 2), ==, -ESTALE);
+	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = "1\n", .content_len = 2}), ==, -ESTALE);
 	g_assert_cmpint(try_take(c, key, "host-c"), ==, 0);
 	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
 	a->lease_free(a, la);
@@ -571,7 +571,7 @@ static void test_break_own(void)
 	lockfs_lock_info_clear(&broken);
 	lockfs_lease *lb = take(b, key, "host-b"); /* the lease is gone */
 	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
-	g_assert_cmpint(a->heartbeat(a, la, lockfs_now_us(), NULL, 0), ==, -ESTALE);
+	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = NULL, .content_len = 0}), ==, -ESTALE);
 	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
 	a->lease_free(a, la);
 	g_assert_cmpint(wait_record(a, key, lb->fence), ==, 0);
@@ -614,7 +614,7 @@ static void test_publication(void)
 
 	lockfs_lease *la = take(a, key, "host-a");
 	int64_t beat = lockfs_now_us() + 1000;
-	g_assert_cmpint(a->heartbeat(a, la, beat, "77\n", 3), ==, 0);
+	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = beat, .content = "77\n", .content_len = 3}), ==, 0);
 	g_assert_cmpint(wait_record(b, key, la->fence), ==, 0);
 	lockfs_lock_info info;
 	g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
