@@ -116,6 +116,10 @@ static int check_name(const char *name)
 static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
 {
 	lfs_dentry *d = dentry_find(dir, name);
+	/* A lease that may have run out is lost now, not at the next renewal
+	 * round: the backend may have granted the name elsewhere already. */
+	if (d && d->lease && !d->lost && locks_lease_expired(fs, d))
+		locks_mark_lost(fs, d, "its lease could not be renewed in time");
 	if (d && d->lease && (d->lost ? locks_drop_lost(fs, d) : locks_expire_if_stale(fs, d)))
 		return dentry_find(dir, name); /* a new holder may have taken it meanwhile */
 	return d;

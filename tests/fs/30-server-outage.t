@@ -53,12 +53,7 @@ server_start() {
     esac
 }
 
-server_pid() {
-    case $LOCKFS_BACKEND in
-    tinystore) cat "$TS_DIR/pid" ;;
-    ldap) cat "$SLAPD_TOP/slapd/slapd.pid" ;;
-    esac
-}
+server_pid() { backend_server_pid; }
 
 server_restart_or_bail() {
     server_start && return 0

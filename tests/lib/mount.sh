@@ -472,6 +472,20 @@ skip_all() {
     exit 0
 }
 
+# backend_server_pid: the pid of this file's tinystore server or slapd.
+backend_server_pid() {
+    case $LOCKFS_BACKEND in
+    tinystore) cat "$TS_DIR/pid" ;;
+    ldap) cat "$SLAPD_TOP/slapd/slapd.pid" ;;
+    *) return 1 ;;
+    esac
+}
+
+# blocked_in_fuse PID: PID is waiting for an answer from a FUSE daemon.
+blocked_in_fuse() {
+    [[ $(cat "/proc/$1/wchan" 2>/dev/null) == *request_wait_answer* ]]
+}
+
 # local_backend_only WHAT: skip the whole file on other backends.
 local_backend_only() {
     [[ $LOCKFS_BACKEND == local ]] || skip_all "$* is the local backend's; this run tests $LOCKFS_BACKEND"
