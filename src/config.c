@@ -1158,11 +1158,12 @@ bool lockfs_config_finish(lockfs_config *cfg, GError **error)
 		}
 	}
 
-	/* A lease must be renewed, and a backend call give up, before it
-	 * expires; a live holder must not look stale between heartbeats. */
-	if (!check_rule(cfg, s.renew_ms != 0 && s.renew_ms >= s.ttl_ms, "renew_interval",
-	                "shorter than", "ttl", "lower renew_interval (0 means ttl/3) or raise ttl",
-	                error) ||
+	/* A lease must be renewed before its loss is declared (ttl less a
+	 * fifth after the last renewal sent), and a backend call give up before
+	 * it expires; a live holder must not look stale between heartbeats. */
+	if (!check_rule(cfg, s.renew_ms != 0 && s.renew_ms >= s.ttl_ms - s.ttl_ms / 5,
+	                "renew_interval", "shorter than four fifths of", "ttl",
+	                "lower renew_interval (0 means ttl/3) or raise ttl", error) ||
 	    !check_rule(cfg, s.network_timeout_ms >= s.ttl_ms, "network_timeout", "shorter than",
 	                "ttl", "lower network_timeout or raise ttl", error) ||
 	    !check_rule(cfg, s.stale_after_ms != 0 && s.stale_after_ms <= s.ttl_ms, "stale_after",

@@ -85,10 +85,13 @@ struct lfs_dentry {
 	lfs_dentry *next_lock;
 	lockfs_lease *lease;
 	lockfs_holder holder;
-	int64_t heartbeat_us;   /* last heartbeat seen (wall clock) */
+	int64_t heartbeat_us;   /* last heartbeat seen (wall clock, as shown) */
+	int64_t heartbeat_boot; /* the same on the boot clock: staleness */
 	int64_t hb_sent_mono;   /* last heartbeat sent to the backend */
 	bool hb_unsent;         /* a heartbeat since then, not yet sent */
 	bool beat_pending;      /* a change the rate limit held back */
+	/* A call of this lock waits in the renewal workers' queue. */
+	bool renew_queued, beat_queued, confirm_queued;
 	int64_t renewed_mono;   /* when the last successful renewal was sent */
 	int64_t granted_mono;   /* when it was granted */
 	uint64_t serial;        /* which grant: a claim re-finds the dentry by it */
@@ -131,6 +134,7 @@ typedef struct {
 	GHashTable *remote;
 	/* fs_leases.c */
 	GThread *renew_thread;
+	GThreadPool *renew_pool; /* workers of the renewal round */
 	GMutex renew_mu;
 	GCond renew_cond;
 	bool renew_stop;
@@ -189,6 +193,8 @@ const lockfs_lock_info *locks_lost_info(lfs *fs, const char *key);
 void locks_lost_list(lfs *fs, const char *prefix, GHashTable *seen, GPtrArray *out);
 bool locks_lease_expired(lfs *fs, lfs_dentry *d);
 void locks_renew_due(lfs *fs);
+/* Wait for the renewal workers' calls, and stop them. */
+void locks_renew_stop(lfs *fs);
 /* What a holder changed of its lock file (locks_heartbeat). */
 enum {
 	BEAT_HEARTBEAT = 1u << 0, /* a heartbeat: touch, utimes near now, write */

@@ -22,7 +22,7 @@ static void info_from_dentry(lfs *fs, lfs_dentry *d, lockfs_lock_info *out)
 	out->mine = true;
 	if (d->lost || d->node->lost)
 		out->state = LOCKFS_STATE_LOST;
-	else if (fs->stale_after_us && lockfs_now_us() - d->heartbeat_us > fs->stale_after_us)
+	else if (fs->stale_after_us && lockfs_mono_us() - d->heartbeat_boot > fs->stale_after_us)
 		out->state = LOCKFS_STATE_STALE;
 	else
 		out->state = LOCKFS_STATE_HELD;

@@ -44,4 +44,5 @@ void leases_stop(lfs *fs)
 	g_mutex_unlock(&fs->renew_mu);
 	g_thread_join(fs->renew_thread);
 	fs->renew_thread = NULL;
+	locks_renew_stop(fs);
 }

@@ -186,7 +186,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	d->holder.initial_content = NULL; /* freed below */
 	d->holder.initial_content_len = 0;
 	d->heartbeat_us = now;
-	d->hb_sent_mono = d->granted_mono = lockfs_mono_us();
+	d->hb_sent_mono = d->granted_mono = d->heartbeat_boot = lockfs_mono_us();
 	d->serial = ++fs->next_serial;
 	d->fence_final = !fs->be->confirm;
 	d->renewed_mono = sent;
@@ -349,7 +349,7 @@ bool locks_expire_if_stale(lfs *fs, lfs_dentry *d)
 {
 	if (!fs->stale_after_us || !d->lease || d->lost)
 		return false;
-	if (lockfs_now_us() - d->heartbeat_us <= fs->stale_after_us)
+	if (lockfs_mono_us() - d->heartbeat_boot <= fs->stale_after_us)
 		return false;
 	g_autofree char *key = g_strdup(d->lease->key);
 	if (!(d = claim_dentry(fs, d, key)))
@@ -487,23 +487,6 @@ bool locks_drop_lost(lfs *fs, lfs_dentry *d)
 	return gone;
 }
 
-/* Every lost name leaves the namespace (after the renewal round). */
-static void drop_all_lost(lfs *fs)
-{
-	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
-	GHashTableIter it;
-	gpointer k, v;
-	g_hash_table_iter_init(&it, fs->held);
-	while (g_hash_table_iter_next(&it, &k, &v))
-		if (((lfs_dentry *)v)->lost)
-			g_ptr_array_add(keys, g_strdup(k));
-	for (guint i = 0; i < keys->len; i++) {
-		lfs_dentry *d = g_hash_table_lookup(fs->held, keys->pdata[i]);
-		if (d && d->lost)
-			locks_drop_lost(fs, d);
-	}
-}
-
 /* True when D's lease may already have run out at the backend: the last
  * renewal that succeeded was sent longer ago than ttl less a margin for
  * clock rates and delays.  Checked before every use of the lease. */
@@ -581,11 +564,12 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock) {
 		if (what & BEAT_HEARTBEAT) {
 			d->heartbeat_us = now;
+			d->heartbeat_boot = mono;
 			d->hb_unsent = true;
 		}
 		/* Rate-limited, so a tight touch loop cannot flood the backend;
 		 * what is held back goes with the next renewal round once the
-		 * interval has passed (locks_flush_beats). */
+		 * interval has passed (locks_renew_due). */
 		if ((what & BEAT_CONTENT) || mono - d->hb_sent_mono >= fs->heartbeat_min_us)
 			g_ptr_array_add(keys, g_strdup(d->lease->key));
 		else
@@ -601,30 +585,6 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 		locks_unclaim(fs, key);
 	}
 	return result;
-}
-
-/* Send the heartbeats and attribute changes the rate limit held back, once
- * their interval has passed.  Called with fs->mu. */
-static void locks_flush_beats(lfs *fs)
-{
-	int64_t mono = lockfs_mono_us();
-	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
-	GHashTableIter it;
-	gpointer k, v;
-	g_hash_table_iter_init(&it, fs->held);
-	while (g_hash_table_iter_next(&it, &k, &v)) {
-		lfs_dentry *d = v;
-		if (d->beat_pending && !d->lost && mono - d->hb_sent_mono >= fs->heartbeat_min_us)
-			g_ptr_array_add(keys, g_strdup(k));
-	}
-	for (guint i = 0; i < keys->len; i++) {
-		const char *key = keys->pdata[i];
-		locks_claim(fs, key);
-		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
-		if (d && d->beat_pending && !d->lost)
-			send_beat(fs, d, false);
-		locks_unclaim(fs, key);
-	}
 }
 
 /* Confirm the fence of KEY's lock here (see the backend's confirm()); a
@@ -667,46 +627,134 @@ void locks_confirm(lfs *fs, const char *only_key, int64_t older_than_us)
 		confirm_key(fs, keys->pdata[i]);
 }
 
-/* One round of lease renewal: every lease whose renew interval has passed
- * is renewed; one that cannot be renewed before it may expire is lost. */
-void locks_renew_due(lfs *fs)
+/* ---- the renewal round ----
+ *
+ * The renew thread never waits: not on the network, not on a key's claim.
+ * It declares every lease lost whose deadline has come (that needs neither:
+ * a lost mark only sets flags under fs->mu, and a claimed dentry cannot go
+ * away), and hands the calls due — renewals, held-back heartbeats, fence
+ * confirmations — to a pool of workers, each call of a key queued once.  So
+ * a loss is declared on time however many locks are held, whatever
+ * network_timeout is, and while any call hangs; a renewal that succeeds
+ * after its lease was declared lost does not bring it back. */
+
+typedef enum { JOB_RENEW, JOB_BEAT, JOB_CONFIRM } job_kind;
+
+typedef struct {
+	char *key;
+	uint64_t serial;
+	job_kind kind;
+} renew_job;
+
+/* Workers: enough that a few hung calls do not hold up the others. */
+#define RENEW_WORKERS 8
+
+static void run_job(gpointer data, gpointer user)
 {
-	/* Fences are shown to other hosts too: confirm those of locks held
-	 * a while, even if nobody here asked. */
-	locks_confirm(fs, NULL, CONFIRM_AFTER_US);
-	int64_t interval = fs->set->renew_ms * 1000;
-	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
-	GHashTableIter it;
-	gpointer k, v;
-	int64_t mono = lockfs_mono_us();
-	g_hash_table_iter_init(&it, fs->held);
-	while (g_hash_table_iter_next(&it, &k, &v)) {
-		lfs_dentry *d = v;
-		if (d->lost)
-			continue;
-		if (locks_lease_expired(fs, d))
-			locks_mark_lost(fs, d, "its lease could not be renewed in time");
-		else if (mono - d->renewed_mono >= interval)
-			g_ptr_array_add(keys, g_strdup(k));
+	renew_job *j = data;
+	lfs *fs = user;
+	pthread_mutex_lock(&fs->mu);
+	if (j->kind == JOB_CONFIRM) {
+		confirm_key(fs, j->key);
+		lfs_dentry *d = g_hash_table_lookup(fs->held, j->key);
+		if (d && d->serial == j->serial)
+			d->confirm_queued = false;
+		pthread_mutex_unlock(&fs->mu);
+		g_free(j->key);
+		g_free(j);
+		return;
 	}
-	locks_flush_beats(fs);
-	for (guint i = 0; i < keys->len; i++) {
-		const char *key = keys->pdata[i];
-		locks_claim(fs, key);
-		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
-		if (d && !d->lost) {
+	locks_claim(fs, j->key);
+	lfs_dentry *d = g_hash_table_lookup(fs->held, j->key);
+	if (d && d->serial == j->serial && !d->lost) {
+		if (j->kind == JOB_RENEW) {
 			int64_t sent = lockfs_mono_us();
 			int r = backend_errno(UNLOCKED(fs, fs->be->renew(fs->be, d->lease)));
-			if (r == 0)
+			if (r == 0 && !d->lost)
 				d->renewed_mono = sent;
 			else if (r == -ESTALE || r == -ENOENT)
 				locks_mark_lost(fs, d, "the backend no longer has it");
 			else if (locks_lease_expired(fs, d))
 				locks_mark_lost(fs, d, "its lease could not be renewed in time");
+		} else if (j->kind == JOB_BEAT && d->beat_pending) {
+			send_beat(fs, d, false);
 		}
-		locks_unclaim(fs, key);
 	}
-	drop_all_lost(fs);
+	if (d && d->serial == j->serial) {
+		if (j->kind == JOB_RENEW)
+			d->renew_queued = false;
+		else if (j->kind == JOB_BEAT)
+			d->beat_queued = false;
+	}
+	locks_unclaim(fs, j->key);
+	pthread_mutex_unlock(&fs->mu);
+	g_free(j->key);
+	g_free(j);
+}
+
+static void queue_job(lfs *fs, const char *key, lfs_dentry *d, job_kind kind)
+{
+	if (!fs->renew_pool)
+		fs->renew_pool = g_thread_pool_new(run_job, fs, RENEW_WORKERS, FALSE, NULL);
+	renew_job *j = g_new0(renew_job, 1);
+	j->key = g_strdup(key);
+	j->serial = d->serial;
+	j->kind = kind;
+	g_thread_pool_push(fs->renew_pool, j, NULL);
+}
+
+/* One round: called by the renew thread with fs->mu, often enough that no
+ * lost deadline is missed by more than a tick. */
+void locks_renew_due(lfs *fs)
+{
+	int64_t interval = fs->set->renew_ms * 1000;
+	int64_t mono = lockfs_mono_us();
+	g_autoptr(GPtrArray) lost = g_ptr_array_new_with_free_func(g_free);
+	GHashTableIter it;
+	gpointer k, v;
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, &k, &v)) {
+		lfs_dentry *d = v;
+		if (!d->lost && locks_lease_expired(fs, d))
+			locks_mark_lost(fs, d, "its lease could not be renewed in time");
+		if (d->lost) {
+			if (!g_hash_table_contains(fs->busy, k))
+				g_ptr_array_add(lost, g_strdup(k));
+			continue;
+		}
+		if (!d->renew_queued && mono - d->renewed_mono >= interval) {
+			d->renew_queued = true;
+			queue_job(fs, k, d, JOB_RENEW);
+		}
+		if (d->beat_pending && !d->beat_queued &&
+		    mono - d->hb_sent_mono >= fs->heartbeat_min_us) {
+			d->beat_queued = true;
+			queue_job(fs, k, d, JOB_BEAT);
+		}
+		/* Fences are shown to other hosts too: confirm those of locks
+		 * held a while, even if nobody here asked. */
+		if (fs->be->confirm && !d->fence_final && !d->confirm_queued &&
+		    mono - d->granted_mono >= CONFIRM_AFTER_US) {
+			d->confirm_queued = true;
+			queue_job(fs, k, d, JOB_CONFIRM);
+		}
+	}
+	/* A lost lock leaves the namespace: names nobody is using now (the
+	 * others at a later round). */
+	for (guint i = 0; i < lost->len; i++) {
+		lfs_dentry *d = g_hash_table_lookup(fs->held, lost->pdata[i]);
+		if (d && d->lost && !g_hash_table_contains(fs->busy, lost->pdata[i]))
+			locks_drop_lost(fs, d);
+	}
+}
+
+void locks_renew_stop(lfs *fs)
+{
+	if (fs->renew_pool) {
+		/* Each job is bounded by the network timeout. */
+		g_thread_pool_free(fs->renew_pool, FALSE, TRUE);
+		fs->renew_pool = NULL;
+	}
 }
 
 void locks_release_all(lfs *fs)

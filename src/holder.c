@@ -93,8 +93,11 @@ int64_t lockfs_now_us(void)
 
 int64_t lockfs_mono_us(void)
 {
+	/* CLOCK_BOOTTIME, not CLOCK_MONOTONIC: a host that was suspended must
+	 * see its leases as old as they are, and staleness never moves with a
+	 * step of the wall clock. */
 	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 

@@ -19,7 +19,8 @@ void lockfs_holder_fill(lockfs_holder *h, pid_t pid, uid_t uid, gid_t gid, mode_
  * who took, found free, holds or releases a lock. */
 pid_t lockfs_tgid(pid_t tid);
 
-/* Unix time in µs, and CLOCK_MONOTONIC in µs. */
+/* Unix time in µs, and CLOCK_BOOTTIME in µs (monotonic, counting suspend:
+ * every lease, deadline and staleness of this host is measured on it). */
 int64_t lockfs_now_us(void);
 int64_t lockfs_mono_us(void);
 

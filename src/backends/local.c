@@ -15,6 +15,9 @@
 typedef struct {
 	lockfs_holder holder;
 	uint64_t fence;
+	/* Last heartbeat on the boot clock: staleness is never moved by a
+	 * step of the wall clock (NTP, date -s), and counts suspend. */
+	int64_t beat_boot;
 } local_lock;
 
 typedef struct {
@@ -32,9 +35,9 @@ static void local_lock_free(gpointer p)
 	g_free(l);
 }
 
-static lockfs_lock_state state_of(local_backend *lb, const local_lock *l, int64_t now)
+static lockfs_lock_state state_of(local_backend *lb, const local_lock *l, int64_t now_boot)
 {
-	if (lb->stale_after_us && now - l->holder.heartbeat_us > lb->stale_after_us)
+	if (lb->stale_after_us && now_boot - l->beat_boot > lb->stale_after_us)
 		return LOCKFS_STATE_STALE;
 	return LOCKFS_STATE_HELD;
 }
@@ -47,7 +50,7 @@ static void fill_info(local_backend *lb, const char *key, const local_lock *l,
 	lockfs_holder_copy(&out->holder, &l->holder);
 	snprintf(out->fence, sizeof(out->fence), "%" PRIu64, l->fence);
 	out->lease_left_ms = -1;
-	out->state = state_of(lb, l, lockfs_now_us());
+	out->state = state_of(lb, l, lockfs_mono_us());
 	out->mine = true;
 }
 
@@ -71,7 +74,7 @@ static int local_acquire(lockfs_backend *be, const char *key, const lockfs_holde
 	g_mutex_lock(&lb->mu);
 	local_lock *l = g_hash_table_lookup(lb->locks, key);
 	if (l) {
-		if (state_of(lb, l, lockfs_now_us()) != LOCKFS_STATE_STALE) {
+		if (state_of(lb, l, lockfs_mono_us()) != LOCKFS_STATE_STALE) {
 			g_mutex_unlock(&lb->mu);
 			return -EEXIST;
 		}
@@ -89,6 +92,7 @@ static int local_acquire(lockfs_backend *be, const char *key, const lockfs_holde
 	l = g_new0(local_lock, 1);
 	lockfs_holder_copy(&l->holder, who);
 	l->fence = fence;
+	l->beat_boot = lockfs_mono_us();
 	g_hash_table_insert(lb->locks, g_strdup(key), l);
 	g_mutex_unlock(&lb->mu);
 
@@ -106,8 +110,10 @@ static int local_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs
 	local_backend *lb = (local_backend *)be;
 	g_mutex_lock(&lb->mu);
 	local_lock *l = owned(lb, lease);
-	if (l && beat->heartbeat_us)
+	if (l && beat->heartbeat_us) {
 		l->holder.heartbeat_us = beat->heartbeat_us;
+		l->beat_boot = lockfs_mono_us();
+	}
 	g_mutex_unlock(&lb->mu);
 	return l ? 0 : -ESTALE;
 }

@@ -537,7 +537,12 @@ static void test_rules(void)
 {
 	expect_conflict("[lockfs]\nttl=30s\nrenew_interval=30s\n", NULL,
 	                "%s:3: key 'renew_interval' in [lockfs]: renew_interval=30s (%s:3) must "
-	                "be shorter than ttl=30s (%s:2); lower renew_interval (0 means ttl/3) "
+	                "be shorter than four fifths of ttl=30s (%s:2); lower renew_interval (0 means ttl/3) "
+	                "or raise ttl");
+	/* Renewing after the loss would be declared (ttl less a fifth) is too late. */
+	expect_conflict("[lockfs]\nttl=30s\nrenew_interval=25s\n", NULL,
+	                "%s:3: key 'renew_interval' in [lockfs]: renew_interval=25s (%s:3) must "
+	                "be shorter than four fifths of ttl=30s (%s:2); lower renew_interval (0 means ttl/3) "
 	                "or raise ttl");
 	/* The default network_timeout (10s) is blamed on the ttl that was set. */
 	expect_conflict("[lockfs]\n\nttl=5s\n", NULL,
