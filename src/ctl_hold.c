@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
@@ -26,10 +27,26 @@
 
 #define FENCE_XATTR "user.lockfs.fence"
 #define STATE_XATTR "user.lockfs.state"
+#define LEASE_XATTR "user.lockfs.lease_left_ms"
 #define CHECK_EVERY_US (150 * 1000) /* loss is noticed within this, plus POLL_US */
 #define POLL_US (100 * 1000)        /* the main loop's tick */
 #define BACKOFF_MAX_US (200 * 1000) /* waiting for a lock polls at least this often */
 #define KILL_AFTER_US (5 * G_USEC_PER_SEC)
+/* CMD is killed (SIGKILL) this long before the mount's lease could run out,
+ * by the last lease end the mount reported, so that it is dead and reaped
+ * before the backend could grant the lock to anyone else.  SIGTERM goes
+ * when the lease left falls to a fifth of the longest seen (about the
+ * mount's ttl: the mount itself declares the loss there), and at most
+ * KILL_AFTER_US before the SIGKILL. */
+#define KILL_MARGIN_US (500 * 1000)
+
+/* The boot clock, as lockfs measures its leases: suspend counts. */
+static int64_t boot_us(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
 
 /* The lock once taken; the watcher thread and the main thread share it. */
 typedef struct {
@@ -48,6 +65,10 @@ typedef struct {
 	char *why;          /* why it was lost */
 	int64_t last_ok_us; /* monotonic: the last time it was confirmed ours */
 	int last_err;       /* the last error that did not prove a loss */
+	/* Boot clock: when the mount's lease could run out at the latest, as
+	 * its last answer said (0: no lease, a plain directory or local). */
+	int64_t lease_end_us;
+	int64_t lease_max_us; /* the longest lease left it reported: its ttl */
 } held;
 
 typedef struct {
@@ -102,6 +123,7 @@ static int classify(int e, bool heartbeat, char **why)
  * set), -E unknown. */
 static int check_once(held *h, bool beat, char **why)
 {
+	int64_t sent = boot_us(); /* the lease left counts from before asking */
 	struct stat st;
 	if (lstat(h->path, &st) != 0)
 		return classify(errno, false, why);
@@ -128,6 +150,18 @@ static int check_once(held *h, bool beat, char **why)
 			*why = g_strdup("lockfs reports it lost: its lease could not be kept");
 			return 1;
 		}
+		n = lgetxattr(h->path, LEASE_XATTR, buf, sizeof(buf) - 1);
+		if (n > 0) {
+			buf[n] = '\0';
+			gint64 left = -1;
+			if (g_ascii_string_to_signed(buf, 10, -1, G_MAXINT64 / 1000, &left, NULL) &&
+			    left >= 0) {
+				g_mutex_lock(&h->mu);
+				h->lease_end_us = sent + left * 1000;
+				h->lease_max_us = MAX(h->lease_max_us, left * 1000);
+				g_mutex_unlock(&h->mu);
+			}
+		}
 	}
 	/* By path, right after the checks: through a descriptor a broken lock's
 	 * inode would take the touch without complaint. */
@@ -139,7 +173,7 @@ static int check_once(held *h, bool beat, char **why)
 static gpointer watcher(gpointer data)
 {
 	held *h = data;
-	int64_t next_beat = g_get_monotonic_time() + h->beat_every_us;
+	int64_t next_beat = boot_us() + h->beat_every_us;
 	g_mutex_lock(&h->mu);
 	while (!h->stop) {
 		int64_t wake = g_get_monotonic_time() + CHECK_EVERY_US;
@@ -148,7 +182,7 @@ static gpointer watcher(gpointer data)
 		if (h->stop)
 			break;
 		g_mutex_unlock(&h->mu);
-		int64_t now = g_get_monotonic_time();
+		int64_t now = boot_us();
 		bool beat = now >= next_beat;
 		char *why = NULL;
 		int r = check_once(h, beat, &why);
@@ -386,7 +420,7 @@ static bool parse(int argc, char **argv, hold_opts *o, int *rc)
 
 /* Run CMD; its exec failure comes back through a close-on-exec pipe.  0 with
  * *PID set, or the errno of the exec. */
-static int spawn(char **cmd, char **envp, const sigset_t *old, pid_t *pid)
+static int spawn(char **cmd, char **envp, const sigset_t *old, bool own_group, pid_t *pid)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) != 0)
@@ -400,6 +434,8 @@ static int spawn(char **cmd, char **envp, const sigset_t *old, pid_t *pid)
 	}
 	if (child == 0) {
 		close(p[0]);
+		if (own_group)
+			setpgid(0, 0);
 		sigprocmask(SIG_SETMASK, old, NULL);
 		execvpe(cmd[0], cmd, envp);
 		int e = errno;
@@ -408,6 +444,8 @@ static int spawn(char **cmd, char **envp, const sigset_t *old, pid_t *pid)
 		_exit(127);
 	}
 	close(p[1]);
+	if (own_group)
+		setpgid(child, child); /* as the child does: whichever runs first */
 	int e = 0;
 	ssize_t n;
 	do
@@ -458,7 +496,7 @@ int ctl_hold(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &set, &old);
 
 	/* Wait for the lock, polling with backoff. */
-	int64_t deadline = g_get_monotonic_time() + o.wait_ms * 1000;
+	int64_t deadline = boot_us() + o.wait_ms * 1000;
 	int64_t delay = 10 * 1000;
 	g_autofree char *why = NULL;
 	char **envp = NULL;
@@ -480,7 +518,7 @@ int ctl_hold(int argc, char **argv)
 			rc = CTL_EXIT_FAIL;
 			goto out;
 		}
-		int64_t left = deadline - g_get_monotonic_time();
+		int64_t left = deadline - boot_us();
 		if (left <= 0) {
 			if (e == EIO) {
 				ctl_err("cannot take %s: %s (the lockfs backend failed); see the "
@@ -505,15 +543,34 @@ int ctl_hold(int argc, char **argv)
 		}
 		delay = MIN(delay * 2, BACKOFF_MAX_US);
 	}
-	int64_t taken = g_get_monotonic_time();
+	int64_t taken = boot_us();
 	h.last_ok_us = taken;
+	/* The mount's lease as it stands now, before CMD runs. */
+	{
+		char *w = NULL;
+		if (h.lockfs && check_once(&h, false, &w) > 0) {
+			ctl_err("the lock %s was lost (%s) right after it was taken; the command was "
+			        "not run",
+			        t.path, w);
+			g_free(w);
+			rc = CTL_EXIT_FAIL;
+			goto out;
+		}
+		g_free(w);
+	}
+	/* Not run from an interactive shell (cron, systemd, scripts), CMD gets
+	 * a process group of its own, and this process adopts its orphans, so
+	 * that stopping it on a loss stops everything it started. */
+	bool own_group = !(isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp());
+	if (own_group)
+		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 
 	/* An outer hold's fence must not leak into a plain directory's CMD. */
 	envp = g_get_environ();
 	envp = h.fence ? g_environ_setenv(envp, "LOCKFS_FENCE", h.fence, TRUE)
 	               : g_environ_unsetenv(envp, "LOCKFS_FENCE");
 	pid_t child = -1;
-	int e = spawn(o.cmd, envp, &old, &child);
+	int e = spawn(o.cmd, envp, &old, own_group, &child);
 	if (e) {
 		int r = release(&h);
 		ctl_err("cannot run %s: %s; check the command name and PATH (the lock %s was %s)",
@@ -523,6 +580,7 @@ int ctl_hold(int argc, char **argv)
 	}
 
 	GThread *th = g_thread_new("lockfsctl-watch", watcher, &h);
+	pid_t target = own_group ? -child : child; /* what signals go to */
 	int stop = STOP_NONE, status = 0;
 	int64_t kill_at = 0;
 	bool killed = false;
@@ -531,14 +589,30 @@ int ctl_hold(int argc, char **argv)
 		int sig = sleep_for_signal(&set, POLL_US, &si);
 		/* A terminal's signal reached CMD too (same process group); one sent
 		 * with kill(1) reached only us. */
-		if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) && si.si_code != SI_KERNEL)
-			kill(child, sig);
+		if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) &&
+		    (own_group || si.si_code != SI_KERNEL))
+			kill(target, sig);
 		pid_t w = waitpid(child, &status, WNOHANG);
 		if (w == child || (w < 0 && errno == ECHILD))
 			break;
-		int64_t now = g_get_monotonic_time();
+		int64_t now = boot_us();
+		g_mutex_lock(&h.mu);
+		int64_t lease_end = h.lease_end_us;
+		int64_t term_before = CLAMP(h.lease_max_us / 5, KILL_MARGIN_US,
+		                            KILL_MARGIN_US + KILL_AFTER_US);
+		g_mutex_unlock(&h.mu);
 		if (stop == STOP_NONE) {
 			g_mutex_lock(&h.mu);
+			if (!h.lost && lease_end && now >= lease_end - term_before) {
+				/* The mount has not renewed, or not said so: by the
+				 * last lease end it reported, the lease may run out
+				 * soon.  Stop CMD in time, whatever the mount does. */
+				h.lost = true;
+				h.why = g_strdup_printf(
+				        "its lease could run out in %" G_GINT64_FORMAT
+				        " ms and the mount has not reported it renewed",
+				        MAX(lease_end - now, 0) / 1000);
+			}
 			if (!h.lost && now - h.last_ok_us > o.ttl_ms * 1000) {
 				/* Unconfirmed for a whole ttl (a hung or failing mount):
 				 * the lease may be gone. */
@@ -556,12 +630,28 @@ int ctl_hold(int argc, char **argv)
 			else if (o.max_ms > 0 && now - taken >= o.max_ms * 1000)
 				stop = STOP_MAX_HOLD;
 			if (stop) {
-				kill(child, SIGTERM);
+				kill(target, SIGTERM);
 				kill_at = now + KILL_AFTER_US;
+				if (lease_end)
+					kill_at = MIN(kill_at, lease_end - KILL_MARGIN_US);
 			}
-		} else if (!killed && now >= kill_at) {
-			kill(child, SIGKILL);
+		}
+		if (stop != STOP_NONE && !killed &&
+		    (now >= kill_at || (lease_end && now >= lease_end - KILL_MARGIN_US))) {
+			kill(target, SIGKILL);
 			killed = true;
+		}
+	}
+	if (stop != STOP_NONE && own_group) {
+		/* Whatever CMD started goes with it, reaped (we are its subreaper). */
+		kill(-child, SIGKILL);
+		int64_t reap_until = boot_us() + G_USEC_PER_SEC;
+		while (boot_us() < reap_until) {
+			pid_t w = waitpid(-1, NULL, WNOHANG);
+			if (w < 0)
+				break; /* no children left */
+			if (w == 0)
+				g_usleep(10 * 1000);
 		}
 	}
 	/* A watcher stuck in a call to a hung mount is left behind (the process

@@ -283,7 +283,8 @@ int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *type
 
 #define XATTR_PREFIX "user.lockfs."
 static const char *const xattr_names[] = {"fence", "state", "host", "pid", "user",
-                                          "command", "acquired", "heartbeat", "holder"};
+                                          "command", "acquired", "heartbeat", "holder",
+                                          "lease_left_ms"};
 
 int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out)
 {
@@ -316,6 +317,8 @@ int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out)
 		g_string_append_printf(out, "%" G_GINT64_FORMAT, h->acquired_us / G_USEC_PER_SEC);
 	else if (!strcmp(k, "heartbeat"))
 		g_string_append_printf(out, "%" G_GINT64_FORMAT, h->heartbeat_us / G_USEC_PER_SEC);
+	else if (!strcmp(k, "lease_left_ms")) /* -1: no lease (local backend) */
+		g_string_append_printf(out, "%" G_GINT64_FORMAT, i.lease_left_ms);
 	else if (!strcmp(k, "holder"))
 		g_string_append_printf(out, "%s:%" G_GINT64_FORMAT, h->host ? h->host : "", h->pid);
 	else
