@@ -8,7 +8,8 @@
 # a legacy tool would break it) and takes it; then hostA's rm (or rmdir)
 # comes too late: right away, before hostA can have noticed the break (its
 # next renewal is 10 s away); after hostA's own write found the lock gone
-# (ESTALE); and after hostA's renewal found it gone and it shows it lost.
+# (ESTALE); and after hostA's renewal found it gone and it shows it lost
+# (then heartbeats and writes through a descriptor open on it fail).
 # Each time hostB's lock is still there, still hostB's, with the same fence
 # and content, and hostB can still release it.
 set -u
@@ -58,6 +59,13 @@ late_release() {
     local what="$name ($kind lock of $hostA, rm $when)"
     is "$(take "$kind" "$A/$name" 'hostA\n')" OK "$what: hostA takes it"
     fa=$(field "$A" "$name" fence)
+    # A descriptor kept open on it: once the lock is lost its name leaves
+    # hostA's namespace, and the holder learns of the loss through this.
+    local fd='' fdpath=''
+    if [[ $kind == file ]]; then
+        exec {fd}<"$A/$name"
+        fdpath=/proc/$$/fd/$fd
+    fi
     like "$fa" '^[0-9]+$' "$what: hostA's fence ($fa)"
     # hostB may see another host's lock only once its record is published.
     ok "$what: hostB sees it held by hostA" wait_until 10 held_by "$B" "$name" "$hostA" "$fa"
@@ -81,11 +89,12 @@ late_release() {
         # hostA learns of the break at its next renewal (ttl/3 = 1 s).
         ok "$what: hostA reports its lock lost" wait_until 10 is_lost "$A" "$name"
         if [[ $kind == file ]]; then
-            is "$(fsop1 utime "$A/$name")" ESTALE "$what: hostA's heartbeat through the lost lock: ESTALE"
-            is "$(fsop1 write "$A/$name" x)" ESTALE "$what: hostA's write through the lost lock: ESTALE"
+            is "$(fsop1 utime "$fdpath")" ESTALE "$what: hostA's heartbeat through the lost lock: ESTALE"
+            is "$(fsop1 write "$fdpath" x)" ESTALE "$what: hostA's write through the lost lock: ESTALE"
         fi
     fi
 
+    [[ -n $fd ]] && exec {fd}<&-
     # The late release.
     is "$(drop "$kind" "$A/$name")" ENOENT "$what: hostA's late release answers ENOENT"
 

@@ -32,7 +32,9 @@ held_by() { # MNT KEY HOST [FENCE]
     [[ -z ${4:-} || $(status_field "$line" fence) == "$4" ]]
 }
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
-is_lost() { [[ $(xattr "$1" user.lockfs.state) == lost ]]; }
+# What hostA's .lockfs/ says of its lost lock: its name has left hostA's
+# namespace, but the loss is shown while nobody else holds it.
+is_lost() { [[ $(info_field "$1" state "$A") == lost ]]; }
 
 # break_by HOW KEY FENCE: hostB breaks KEY, held by hostA with FENCE.
 break_by() {
@@ -75,7 +77,7 @@ for how in lockfsctl break-file xattr; do
     if ok "$what: hostB breaks hostA's lock" break_by "$how" "$key" "$fa"; then
         ok "$what: gone for hostB" wait_until 5 gone "$B/$key"
         ok "$what: hostB logged the break" wait_until 5 log_has "lock broken: $key: held by hostA:" "$LOG_B"
-        ok "$what: hostA shows its lock lost" wait_until 10 is_lost "$A/$key"
+        ok "$what: hostA shows its lock lost" wait_until 10 is_lost "$key"
         is "$(fsop1 unlink "$A/$key")" ENOENT "$what: hostA's late rm answers ENOENT"
         is "$(fsop1 excl "$B/$key")" OK "$what: hostB takes it"
         ok "$what: hostA sees hostB holding it" wait_until 10 held_by "$A" "$key" hostB
