@@ -98,6 +98,16 @@ static int backend_errno(int r)
 	}
 }
 
+/* Remove a lock name that was broken or lost: the node loses its lock when
+ * that was its last lock name, so writes through open descriptors fail.
+ * (Marked first: removing the name may free the node.) */
+static void remove_broken(lfs *fs, lfs_dentry *d)
+{
+	if (d->node->lock_names <= 1)
+		d->node->lost = true;
+	dentry_remove(fs, d);
+}
+
 static int64_t us_of(struct timespec ts)
 {
 	return (int64_t)ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
@@ -122,7 +132,13 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	int64_t now = lockfs_now_us();
 	g_autofree char *key = node_key(dir, name);
 	locks_claim(fs, key);
-	if (dentry_find(dir, name)) { /* taken here while we waited */
+	lfs_dentry *old = dentry_find(dir, name);
+	if (old && old->lease && old->lost) { /* lost here: the name is the backend's */
+		remove_broken(fs, old);
+		remote_forget(fs, key);
+		old = NULL;
+	}
+	if (old) { /* taken here while we waited */
 		locks_unclaim(fs, key);
 		return -EEXIST;
 	}
@@ -202,15 +218,6 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	return 0;
 }
 
-/* Remove a lock name that was broken or lost: the node loses its lock when
- * that was its last lock name, so writes through open descriptors fail.
- * (Marked first: removing the name may free the node.) */
-static void remove_broken(lfs *fs, lfs_dentry *d)
-{
-	if (d->node->lock_names <= 1)
-		d->node->lost = true;
-	dentry_remove(fs, d);
-}
 
 /* How long a process's finding a lock name free counts (below). */
 #define SAW_FREE_US (2 * G_USEC_PER_SEC)

@@ -116,11 +116,17 @@ static int check_name(const char *name)
 static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
 {
 	lfs_dentry *d = dentry_find(dir, name);
+	if (!d || !d->lease)
+		return d;
 	/* A lease that may have run out is lost now, not at the next renewal
 	 * round: the backend may have granted the name elsewhere already. */
-	if (d && d->lease && !d->lost && locks_lease_expired(fs, d))
+	if (!d->lost && locks_lease_expired(fs, d))
 		locks_mark_lost(fs, d, "its lease could not be renewed in time");
-	if (d && d->lease && (d->lost ? locks_drop_lost(fs, d) : locks_expire_if_stale(fs, d)))
+	/* A lookup never waits for a call on the lock (a renewal may hang on
+	 * the network): while one runs, the name stays as it is. */
+	if (g_hash_table_contains(fs->busy, d->lease->key))
+		return d;
+	if (d->lost ? locks_drop_lost(fs, d) : locks_expire_if_stale(fs, d))
 		return dentry_find(dir, name); /* a new holder may have taken it meanwhile */
 	return d;
 }
@@ -1287,7 +1293,8 @@ static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	g_autoptr(GString) v = g_string_new(NULL);
 	LOCK(fs);
 	lfs_dentry *d = node_lock_dentry(fs, node_of(fs, ino));
-	if (d && d->lease && !d->fence_final) {
+	/* Only the fence waits for its confirmation; the rest is at hand. */
+	if (d && d->lease && !d->fence_final && !strcmp(name, "user.lockfs.fence")) {
 		g_autofree char *key = g_strdup(d->lease->key);
 		locks_confirm(fs, key, 0);
 	}
