@@ -175,6 +175,9 @@ ldap_bad close
 # the held lock is lost within ttl.
 lockfs_start_or_bail -o ttl=3s -o network_timeout=1s
 is "$(fsop1 excl "$MNT/h.lock")" OK "ldap, real slapd: h.lock taken"
+# Kept open: lost, the name leaves the mount; the descriptor shows the loss.
+exec {hfd}<"$MNT/h.lock"
+HPATH=/proc/$$/fd/$hfd
 bash "$TESTLIB/slapd.sh" stop "$SLAPD_TOP/slapd"
 t_down=$(date +%s%N)
 fake_start silent "$SLAPD_PORT"
@@ -183,11 +186,12 @@ for i in 1 2 3; do
     is "$R" EIO "ldap, slapd's port now silent: O_EXCL create #$i answers EIO"
     cmp_ok "$MS" -le "$EIO_BOUND_MS" "ldap, slapd's port now silent: ... within the network timeout (${MS} ms)"
 done
-h_lost() { [[ $(xattr "$MNT/h.lock" user.lockfs.state) == lost ]]; }
+h_lost() { [[ $(timeout 10 getfattr --only-values -n user.lockfs.state -- "$HPATH" 2>/dev/null) == lost ]]; }
 ok "ldap, slapd's port now silent: h.lock is lost" wait_until 10 h_lost
 lost_ms=$(ms_since "$t_down")
 cmp_ok "$lost_ms" -le 3500 "ldap, slapd's port now silent: lost within ttl of the last possible renewal (${lost_ms} ms)"
-is "$(fsop1 utime "$MNT/h.lock")" ESTALE "ldap, slapd's port now silent: touch of the lost h.lock: ESTALE"
+is "$(fsop1 utime "$HPATH")" ESTALE "ldap, slapd's port now silent: touch of the lost h.lock: ESTALE"
+exec {hfd}<&-
 isnt "$(fsop1 lstat "$MNT/y1.lock")" OK "ldap, slapd's port now silent: nothing was granted"
 if lockfs_stop; then pass "ldap, slapd's port now silent: the mount stops cleanly"; else fail "ldap, slapd's port now silent: the mount stops cleanly"; fi
 fake_stop
