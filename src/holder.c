@@ -101,6 +101,13 @@ int64_t lockfs_mono_us(void)
 	return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
 }
 
+gboolean lockfs_cond_wait_until(GCond *cond, GMutex *mu, int64_t deadline)
+{
+	/* GLib's condition deadlines are CLOCK_MONOTONIC; lockfs's are on the
+	 * boot clock, which runs ahead by the time spent suspended. */
+	return g_cond_wait_until(cond, mu, g_get_monotonic_time() + (deadline - lockfs_mono_us()));
+}
+
 void lockfs_holder_set_host(const char *host)
 {
 	g_free(host_name);

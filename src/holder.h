@@ -4,6 +4,7 @@
 #ifndef LOCKFS_HOLDER_H
 #define LOCKFS_HOLDER_H
 
+#include <glib.h>
 #include <lockfs/backend.h>
 #include <sys/types.h>
 
@@ -23,5 +24,7 @@ pid_t lockfs_tgid(pid_t tid);
  * every lease, deadline and staleness of this host is measured on it). */
 int64_t lockfs_now_us(void);
 int64_t lockfs_mono_us(void);
+/* g_cond_wait_until() for a DEADLINE of lockfs_mono_us(). */
+gboolean lockfs_cond_wait_until(GCond *cond, GMutex *mu, int64_t deadline);
 
 #endif

@@ -155,7 +155,7 @@ static bool take_conn(ts_backend *tb, int64_t deadline)
 	g_mutex_lock(&tb->mu);
 	while (tb->busy) {
 		tb->waiters++;
-		bool woken = g_cond_wait_until(&tb->cv, &tb->mu, deadline);
+		bool woken = lockfs_cond_wait_until(&tb->cv, &tb->mu, deadline);
 		tb->waiters--;
 		if (!woken) {
 			g_mutex_unlock(&tb->mu);
@@ -901,14 +901,14 @@ static gpointer publisher_main(gpointer data)
 			if (tb->pub_sleep_until == INT64_MAX)
 				g_cond_wait(&tb->st_cv, &tb->st_mu);
 			else
-				g_cond_wait_until(&tb->st_cv, &tb->st_mu, tb->pub_sleep_until);
+				lockfs_cond_wait_until(&tb->st_cv, &tb->st_mu, tb->pub_sleep_until);
 			tb->pub_sleep_until = INT64_MIN;
 			continue;
 		}
 		lp = g_sequence_get(first);
 		if (lp->due_us > now) {
 			tb->pub_sleep_until = lp->due_us;
-			g_cond_wait_until(&tb->st_cv, &tb->st_mu, lp->due_us);
+			lockfs_cond_wait_until(&tb->st_cv, &tb->st_mu, lp->due_us);
 			tb->pub_sleep_until = INT64_MIN;
 			continue;
 		}
