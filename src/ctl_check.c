@@ -144,8 +144,8 @@ static void check_local(tally *t, const lockfs_settings *s)
 
 static void check_lock(tally *t, const lockfs_settings *s, const ctl_lock *l, int64_t now)
 {
-	g_autofree char *host = ctl_printable(l->host ? l->host : "?");
-	g_autofree char *user = ctl_printable(l->user ? l->user : "?");
+	g_autofree char *host = ctl_escape(l->host ? l->host : "?");
+	g_autofree char *user = ctl_escape(l->user ? l->user : "?");
 	g_autofree char *path = ctl_escape(l->path);
 	g_autofree char *holder =
 	        g_strdup_printf("%s:%" G_GINT64_FORMAT " (user %s)", host, l->pid, user);
