@@ -117,8 +117,11 @@ static int check_once(held *h, bool beat, char **why)
 			return classify(errno, false, why);
 		buf[n] = '\0';
 		if (strcmp(buf, h->fence) != 0) {
-			*why = g_strdup_printf("it is held with fence %s now, not ours %s", buf,
-			                       h->fence);
+			/* The attribute is raw: another holder's fence, shown escaped. */
+			g_autofree char *theirs = ctl_escape(buf);
+			g_autofree char *ours = ctl_escape(h->fence);
+			*why = g_strdup_printf("it is held with fence %s now, not ours %s", theirs,
+			                       ours);
 			return 1;
 		}
 		n = lgetxattr(h->path, STATE_XATTR, buf, sizeof(buf) - 1);
