@@ -92,11 +92,13 @@ GPtrArray *ctl_read_all(const char *mount, int *err);
  * on open and need not report their size. */
 char *ctl_read_text(const char *path, int *err);
 
-/* "\040"-style escapes of .lockfs/status and /proc/mounts, both ways. */
-char *ctl_unescape(const char *s);
+/* S as lockfsctl shows it: escaped as in .lockfs/status (view_format.h), so
+ * that another host's host name, user or command can print no control
+ * character, terminal escape or line of its own.  NULL is taken as "". */
 char *ctl_escape(const char *s);
-/* S with control characters shown as '?': holder notes are another's text. */
-char *ctl_printable(const char *s);
+/* The same, with spaces shown as spaces: for a command line, where nothing
+ * follows on the line. */
+char *ctl_escape_text(const char *s);
 
 /* "45s", "5m3s", "2h10m", "3d4h". */
 char *ctl_format_age(int64_t s);

@@ -17,8 +17,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define FENCE_MAGIC "lockfs-fence-state 1\n"
-
 typedef struct {
 	int warnings;
 	int errors;
@@ -44,22 +42,6 @@ static void error(tally *t, const char *fmt, ...)
 	va_end(ap);
 	ctl_err("error: %s", msg);
 	t->errors++;
-}
-
-/* The fence state file format of src/fence_store.c, read without opening the
- * store: the store flock()s the file a running mount holds. */
-static bool fence_file_parses(const char *text)
-{
-	if (!g_str_has_prefix(text, FENCE_MAGIC))
-		return false;
-	const char *p = text + strlen(FENCE_MAGIC);
-	if (!g_str_has_prefix(p, "reserved ") || !g_ascii_isdigit(p[9]))
-		return false;
-	p += 9;
-	char *end;
-	errno = 0;
-	g_ascii_strtoull(p, &end, 10);
-	return !errno && (*end == '\n' || *end == '\0');
 }
 
 /* Can a file be made in DIR?  A real create: access() would not see a
@@ -137,13 +119,14 @@ static void check_local(tally *t, const lockfs_settings *s)
 		g_autofree char *path = g_build_filename(dir, de->d_name, NULL);
 		g_autofree char *text = NULL;
 		g_autoptr(GError) err = NULL;
+		uint64_t reserved;
 		if (!g_file_get_contents(path, &text, NULL, &err)) {
 			error(t,
 			      "backend local: cannot read the fence state file %s: %s; fix its "
 			      "permissions (lockfs refuses to mount without it)",
 			      path, err->message);
 			bad++;
-		} else if (!fence_file_parses(text)) {
+		} else if (!lockfs_fence_state_parse(text, &reserved)) {
 			error(t,
 			      "backend local: %s is not a lockfs fence state file; restore it from "
 			      "backup (deleting it would let fences repeat)",
@@ -161,8 +144,8 @@ static void check_local(tally *t, const lockfs_settings *s)
 
 static void check_lock(tally *t, const lockfs_settings *s, const ctl_lock *l, int64_t now)
 {
-	g_autofree char *host = ctl_printable(l->host ? l->host : "?");
-	g_autofree char *user = ctl_printable(l->user ? l->user : "?");
+	g_autofree char *host = ctl_escape(l->host ? l->host : "?");
+	g_autofree char *user = ctl_escape(l->user ? l->user : "?");
 	g_autofree char *path = ctl_escape(l->path);
 	g_autofree char *holder =
 	        g_strdup_printf("%s:%" G_GINT64_FORMAT " (user %s)", host, l->pid, user);

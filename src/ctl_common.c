@@ -1,6 +1,7 @@
 /* lockfsctl: finding lockfs mounts and reading the inspection view the daemon
  * serves (.lockfs/status, .lockfs/KEY). */
 #include "ctl.h"
+#include "view_format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -115,41 +116,14 @@ char *ctl_read_text(const char *path, int *err)
 	return g_string_free(s, FALSE);
 }
 
-char *ctl_unescape(const char *s)
-{
-	GString *out = g_string_new(NULL);
-	for (; *s; s++) {
-		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
-		    s[3] >= '0' && s[3] <= '7') {
-			g_string_append_c(
-			        out, (char)((s[1] - '0') << 6 | (s[2] - '0') << 3 | (s[3] - '0')));
-			s += 3;
-		} else {
-			g_string_append_c(out, *s);
-		}
-	}
-	return g_string_free(out, FALSE);
-}
-
 char *ctl_escape(const char *s)
 {
-	GString *out = g_string_new(NULL);
-	for (; *s; s++) {
-		if (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\\')
-			g_string_append_printf(out, "\\%03o", (unsigned char)*s);
-		else
-			g_string_append_c(out, *s);
-	}
-	return g_string_free(out, FALSE);
+	return lockfs_escape(s);
 }
 
-char *ctl_printable(const char *s)
+char *ctl_escape_text(const char *s)
 {
-	char *out = g_strdup(s ? s : "");
-	for (char *p = out; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			*p = '?';
-	return out;
+	return lockfs_escape_text(s);
 }
 
 static bool parse_i64(const char *s, int64_t *out)
@@ -169,109 +143,75 @@ static int64_t iso_to_unix(const char *s)
 	return t ? g_date_time_to_unix(t) : -1;
 }
 
-/* One status line: KEY state=.. fence=.. host=.. pid=.. uid=.. user=.. age=..
- * heartbeat_age=.. (unknown fields are ignored: the daemon may add some). */
-static ctl_lock *parse_status_line(const char *mount, const char *line)
+/* Move V's fields into L: text as it is, numbers parsed (-1 when absent or
+ * not a number). */
+static void lock_from_view(ctl_lock *l, lockfs_view *v)
 {
-	g_auto(GStrv) f = g_strsplit(line, " ", -1);
-	if (!f[0] || !*f[0])
-		return NULL;
-	g_autofree char *key = ctl_unescape(f[0]);
-	ctl_lock *l = lock_new(mount, key);
-	for (int i = 1; f[i]; i++) {
-		char *eq = strchr(f[i], '=');
-		if (!eq)
+	char **text[LOCKFS_VF_COUNT] = {
+		[LOCKFS_VF_STATE] = &l->state,         [LOCKFS_VF_FENCE] = &l->fence,
+		[LOCKFS_VF_HOST] = &l->host,           [LOCKFS_VF_USER] = &l->user,
+		[LOCKFS_VF_COMMAND] = &l->command,     [LOCKFS_VF_ACQUIRED] = &l->acquired,
+		[LOCKFS_VF_HEARTBEAT] = &l->heartbeat, [LOCKFS_VF_BACKEND] = &l->backend,
+	};
+	int64_t *num[LOCKFS_VF_COUNT] = {
+		[LOCKFS_VF_PID] = &l->pid,
+		[LOCKFS_VF_UID] = &l->uid,
+		[LOCKFS_VF_GID] = &l->gid,
+		[LOCKFS_VF_AGE] = &l->age_s,
+		[LOCKFS_VF_HEARTBEAT_AGE] = &l->heartbeat_age_s,
+		[LOCKFS_VF_LEASE_LEFT_MS] = &l->lease_left_ms,
+	};
+	for (int f = 0; f < LOCKFS_VF_COUNT; f++) {
+		if (!v->v[f])
 			continue;
-		*eq = '\0';
-		const char *k = f[i], *v = eq + 1;
-		if (!strcmp(k, "state"))
-			l->state = g_strdup(v);
-		else if (!strcmp(k, "fence"))
-			l->fence = g_strdup(v);
-		else if (!strcmp(k, "host"))
-			l->host = ctl_unescape(v);
-		else if (!strcmp(k, "user"))
-			l->user = ctl_unescape(v);
-		else if (!strcmp(k, "pid"))
-			parse_i64(v, &l->pid);
-		else if (!strcmp(k, "uid"))
-			parse_i64(v, &l->uid);
-		else if (!strcmp(k, "age"))
-			parse_i64(v, &l->age_s);
-		else if (!strcmp(k, "heartbeat_age"))
-			parse_i64(v, &l->heartbeat_age_s);
+		if (text[f]) {
+			g_free(*text[f]);
+			*text[f] = g_steal_pointer(&v->v[f]);
+		} else if (num[f] && !parse_i64(v->v[f], num[f])) {
+			*num[f] = -1;
+		}
 	}
-	return l;
+	if (v->v[LOCKFS_VF_MINE])
+		l->mine = !strcmp(v->v[LOCKFS_VF_MINE], "yes");
+	lockfs_view_clear(v);
 }
 
 GPtrArray *ctl_read_status(const char *mount, int *err)
 {
-	g_autofree char *path = g_build_filename(mount, ".lockfs", "status", NULL);
+	g_autofree char *path = g_build_filename(mount, LOCKFS_VIEW_DIR, LOCKFS_VIEW_STATUS, NULL);
 	g_autofree char *text = ctl_read_text(path, err);
 	if (!text)
 		return NULL;
 	GPtrArray *locks = g_ptr_array_new_with_free_func((GDestroyNotify)ctl_lock_free);
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-	for (int i = 0; lines[i]; i++) {
-		ctl_lock *l = parse_status_line(mount, lines[i]);
-		if (l)
+	for (const char *p = text; *p;) {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl ? (size_t)(nl - p) : strlen(p);
+		lockfs_view v;
+		/* A line that does not parse names no lock: there is nothing to show. */
+		if (lockfs_view_parse_status_line(p, len, &v)) {
+			ctl_lock *l = lock_new(mount, v.v[LOCKFS_VF_LOCK]);
+			lock_from_view(l, &v);
 			g_ptr_array_add(locks, l);
+		}
+		lockfs_view_clear(&v);
+		p += len + (nl ? 1 : 0);
 	}
 	return locks;
 }
 
 ctl_lock *ctl_read_lock(const char *mount, const char *key, int *err)
 {
-	g_autofree char *path = g_build_filename(mount, ".lockfs", key, NULL);
+	g_autofree char *path = g_build_filename(mount, LOCKFS_VIEW_DIR, key, NULL);
 	g_autofree char *text = ctl_read_text(path, err);
 	if (!text)
 		return NULL;
-	if (!*text) { /* released between lookup and read */
+	lockfs_view v;
+	if (!lockfs_view_parse_lock_text(text, &v)) { /* released between lookup and read */
 		*err = ENOENT;
 		return NULL;
 	}
 	ctl_lock *l = lock_new(mount, key);
-	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
-	for (int i = 0; lines[i]; i++) {
-		char *sep = strstr(lines[i], ": ");
-		if (!sep)
-			continue;
-		*sep = '\0';
-		const char *k = lines[i], *v = sep + 2;
-		char **s = NULL;
-		if (!strcmp(k, "state"))
-			s = &l->state;
-		else if (!strcmp(k, "fence"))
-			s = &l->fence;
-		else if (!strcmp(k, "host"))
-			s = &l->host;
-		else if (!strcmp(k, "user"))
-			s = &l->user;
-		else if (!strcmp(k, "command"))
-			s = &l->command;
-		else if (!strcmp(k, "acquired"))
-			s = &l->acquired;
-		else if (!strcmp(k, "heartbeat"))
-			s = &l->heartbeat;
-		else if (!strcmp(k, "backend"))
-			s = &l->backend;
-		else if (!strcmp(k, "pid"))
-			parse_i64(v, &l->pid);
-		else if (!strcmp(k, "uid"))
-			parse_i64(v, &l->uid);
-		else if (!strcmp(k, "gid"))
-			parse_i64(v, &l->gid);
-		else if (!strcmp(k, "age"))
-			parse_i64(v, &l->age_s);
-		else if (!strcmp(k, "heartbeat_age"))
-			parse_i64(v, &l->heartbeat_age_s);
-		else if (!strcmp(k, "lease_left_ms"))
-			parse_i64(v, &l->lease_left_ms);
-		else if (!strcmp(k, "mine"))
-			l->mine = !strcmp(v, "yes");
-		if (s && !*s)
-			*s = g_strdup(v);
-	}
+	lock_from_view(l, &v);
 	l->acquired_s = iso_to_unix(l->acquired);
 	l->heartbeat_s = iso_to_unix(l->heartbeat);
 	return l;
@@ -305,7 +245,7 @@ bool ctl_is_lockfs_mount(const char *dir)
 	struct stat st;
 	if (statfs(dir, &sfs) != 0 || (unsigned long)sfs.f_type != FUSE_SUPER_MAGIC)
 		return false;
-	g_autofree char *status = g_build_filename(dir, ".lockfs", "status", NULL);
+	g_autofree char *status = g_build_filename(dir, LOCKFS_VIEW_DIR, LOCKFS_VIEW_STATUS, NULL);
 	return stat(status, &st) == 0 && S_ISREG(st.st_mode);
 }
 
@@ -320,7 +260,10 @@ GPtrArray *ctl_list_mounts(void)
 		g_auto(GStrv) f = g_strsplit(lines[i], " ", 4);
 		if (g_strv_length(f) < 3 || strcmp(f[2], "fuse.lockfs") != 0)
 			continue;
-		g_ptr_array_add(out, ctl_unescape(f[1]));
+		/* The kernel escapes a mount point as .lockfs/status does. */
+		char *mnt = lockfs_unescape(f[1], -1);
+		if (mnt)
+			g_ptr_array_add(out, mnt);
 	}
 	return out;
 }
@@ -360,7 +303,8 @@ bool ctl_target_resolve(const char *path, ctl_target *t, GError **error)
 	dev_t dev = st.st_dev;
 	g_autofree char *cur = g_strdup(t->dir);
 	for (;;) {
-		g_autofree char *status = g_build_filename(cur, ".lockfs", "status", NULL);
+		g_autofree char *status =
+		        g_build_filename(cur, LOCKFS_VIEW_DIR, LOCKFS_VIEW_STATUS, NULL);
 		if (stat(status, &st) == 0 && S_ISREG(st.st_mode)) {
 			t->mount = g_strdup(cur);
 			break;
@@ -437,21 +381,23 @@ void ctl_json_string(GString *out, const char *s)
 		g_string_append(out, "null");
 		return;
 	}
-	/* Another host's notes may not be UTF-8; JSON must be. */
+	/* Another host's notes may not be UTF-8; JSON must be.  Characters
+	 * escaped in the text view are \u escapes here, so that the JSON too is
+	 * safe to print (U+2028 and U+2029 also end lines in JavaScript). */
 	g_autofree char *v = g_utf8_make_valid(s, -1);
 	g_string_append_c(out, '"');
-	for (const char *p = v; *p; p++) {
-		unsigned char c = (unsigned char)*p;
+	for (const char *p = v; *p; p = g_utf8_next_char(p)) {
+		gunichar c = g_utf8_get_char(p);
 		if (c == '"' || c == '\\')
-			g_string_append_printf(out, "\\%c", c);
+			g_string_append_printf(out, "\\%c", (char)c);
 		else if (c == '\n')
 			g_string_append(out, "\\n");
 		else if (c == '\t')
 			g_string_append(out, "\\t");
-		else if (c < 0x20 || c == 0x7f)
-			g_string_append_printf(out, "\\u%04x", c);
+		else if (c != ' ' && lockfs_unichar_unsafe(c))
+			g_string_append_printf(out, "\\u%04x", (unsigned)c);
 		else
-			g_string_append_c(out, (char)c);
+			g_string_append_len(out, p, g_utf8_next_char(p) - p);
 	}
 	g_string_append_c(out, '"');
 }

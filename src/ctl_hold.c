@@ -9,6 +9,7 @@
  * CMD, forwards signals and stops CMD (SIGTERM, SIGKILL 5 s later) when the
  * lock is lost or --max-hold passes. */
 #include "ctl.h"
+#include "view_format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -25,9 +26,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#define FENCE_XATTR "user.lockfs.fence"
-#define STATE_XATTR "user.lockfs.state"
-#define LEASE_XATTR "user.lockfs.lease_left_ms"
+#define FENCE_XATTR LOCKFS_XATTR_PREFIX "fence"
+#define STATE_XATTR LOCKFS_XATTR_PREFIX "state"
+#define LEASE_XATTR LOCKFS_XATTR_PREFIX "lease_left_ms"
 #define CHECK_EVERY_US (150 * 1000) /* loss is noticed within this, plus POLL_US */
 #define POLL_US (100 * 1000)        /* the main loop's tick */
 #define BACKOFF_MAX_US (200 * 1000) /* waiting for a lock polls at least this often */
@@ -138,8 +139,11 @@ static int check_once(held *h, bool beat, char **why)
 			return classify(errno, false, why);
 		buf[n] = '\0';
 		if (strcmp(buf, h->fence) != 0) {
-			*why = g_strdup_printf("it is held with fence %s now, not ours %s", buf,
-			                       h->fence);
+			/* The attribute is raw: another holder's fence, shown escaped. */
+			g_autofree char *theirs = ctl_escape(buf);
+			g_autofree char *ours = ctl_escape(h->fence);
+			*why = g_strdup_printf("it is held with fence %s now, not ours %s", theirs,
+			                       ours);
 			return 1;
 		}
 		n = lgetxattr(h->path, STATE_XATTR, buf, sizeof(buf) - 1);
@@ -300,8 +304,8 @@ static char *holder_of(const ctl_target *t)
 		g_autoptr(ctl_lock) l = ctl_read_lock(t->mount, t->key, &e);
 		if (!l)
 			return g_strdup("another");
-		g_autofree char *host = ctl_printable(l->host ? l->host : "?");
-		g_autofree char *user = ctl_printable(l->user ? l->user : "?");
+		g_autofree char *host = ctl_escape(l->host ? l->host : "?");
+		g_autofree char *user = ctl_escape(l->user ? l->user : "?");
 		return g_strdup_printf("%s:%" G_GINT64_FORMAT " (user %s)", host, l->pid, user);
 	}
 	struct stat st;

@@ -15,14 +15,14 @@ static void add_row(GPtrArray *rows, const ctl_lock *l)
 	char **r = g_new0(char *, NCOL + 1);
 	g_autofree char *hb = ctl_format_age(l->heartbeat_age_s);
 	r[0] = ctl_escape(l->path);
-	r[1] = ctl_printable(l->state ? l->state : "?");
-	r[2] = ctl_printable(l->fence ? l->fence : "-");
-	g_autofree char *host = ctl_printable(l->host ? l->host : "?");
+	r[1] = ctl_escape(l->state ? l->state : "?");
+	r[2] = ctl_escape(l->fence ? l->fence : "-");
+	g_autofree char *host = ctl_escape(l->host ? l->host : "?");
 	r[3] = g_strdup_printf("%s:%" G_GINT64_FORMAT, host, l->pid);
-	r[4] = ctl_printable(l->user ? l->user : "?");
+	r[4] = ctl_escape(l->user ? l->user : "?");
 	r[5] = ctl_format_age(l->age_s);
 	r[6] = l->heartbeat_age_s < 0 ? g_strdup("?") : g_strdup_printf("%s ago", hb);
-	r[7] = ctl_printable(l->command ? l->command : "");
+	r[7] = ctl_escape_text(l->command);
 	g_ptr_array_add(rows, r);
 }
 

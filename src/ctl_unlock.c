@@ -3,6 +3,7 @@
  * otherwise rather than guess (e.g. under cron).  Exit 0 broken, 1 refused,
  * declined or not held, 2 error. */
 #include "ctl.h"
+#include "view_format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +36,7 @@ static char *started_text(int64_t pid, int64_t acquired_s, bool here, const char
 		                       "gone",
 		                       pid);
 	g_autofree char *iso = start >= 0 ? ctl_iso(start) : g_strdup("?");
-	g_autofree char *name = ctl_printable(comm);
+	g_autofree char *name = ctl_escape_text(comm);
 	/* A pid that started after the lock was taken was reused: not the holder. */
 	if (start >= 0 && acquired_s >= 0 && start > acquired_s + 2)
 		return g_strdup_printf("pid %" G_GINT64_FORMAT " is another process now (%s, "
@@ -47,10 +48,16 @@ static char *started_text(int64_t pid, int64_t acquired_s, bool here, const char
 static void show_lockfs(const ctl_lock *l)
 {
 	int64_t now = g_get_real_time() / G_USEC_PER_SEC;
-	g_autofree char *host = ctl_printable(l->host ? l->host : "?");
-	g_autofree char *user = ctl_printable(l->user ? l->user : "?");
-	g_autofree char *cmd = ctl_printable(l->command);
+	g_autofree char *host = ctl_escape(l->host ? l->host : "?");
+	g_autofree char *user = ctl_escape(l->user ? l->user : "?");
+	g_autofree char *cmd = ctl_escape_text(l->command);
 	g_autofree char *path = ctl_escape(l->path);
+	/* The daemon's own words, but shown the same way as everything read. */
+	g_autofree char *acquired = ctl_escape(l->acquired ? l->acquired : "?");
+	g_autofree char *heartbeat = ctl_escape(l->heartbeat ? l->heartbeat : "?");
+	g_autofree char *backend = ctl_escape(l->backend ? l->backend : "?");
+	g_autofree char *fence = ctl_escape(l->fence ? l->fence : "?");
+	g_autofree char *state = ctl_escape(l->state ? l->state : "?");
 	g_autofree char *age = ctl_format_age(l->age_s);
 	g_autofree char *hb = ctl_format_age(l->heartbeat_age_s);
 	bool local = l->backend && !strcmp(l->backend, "local");
@@ -63,12 +70,11 @@ static void show_lockfs(const ctl_lock *l)
 	printf("holder:     %s:%" G_GINT64_FORMAT " (user %s, uid %" G_GINT64_FORMAT ")\n", host,
 	       l->pid, user, l->uid);
 	printf("command:    %s\n", cmd);
-	printf("acquired:   %s, %s ago (by the %s backend's clock)\n",
-	       l->acquired ? l->acquired : "?", age, l->backend ? l->backend : "?");
+	printf("acquired:   %s, %s ago (by the %s backend's clock)\n", acquired, age, backend);
 	printf("started:    %s\n", started);
-	printf("heartbeat:  %s, %s ago\n", l->heartbeat ? l->heartbeat : "?", hb);
-	printf("fence:      %s\n", l->fence ? l->fence : "?");
-	printf("state:      %s\n", l->state ? l->state : "?");
+	printf("heartbeat:  %s, %s ago\n", heartbeat, hb);
+	printf("fence:      %s\n", fence);
+	printf("state:      %s\n", state);
 	int64_t ahead = MAX(l->acquired_s, l->heartbeat_s) - now;
 	if (local) {
 		printf("clock skew: none (local backend)\n");
@@ -147,10 +153,8 @@ static int break_error(const char *path, const char *dir, const char *owner, int
 /* Write "KEY FENCE" to MOUNT/.lockfs/break: 0 or an errno. */
 static int request_break(const char *mount, const char *key, const char *fence)
 {
-	g_autofree char *path = g_build_filename(mount, ".lockfs", "break", NULL);
-	g_autofree char *esc = ctl_escape(key);
-	g_autofree char *line = g_strdup_printf("%s%s%s\n", esc, fence ? " " : "",
-	                                        fence ? fence : "");
+	g_autofree char *path = g_build_filename(mount, LOCKFS_VIEW_DIR, LOCKFS_VIEW_BREAK, NULL);
+	g_autofree char *line = lockfs_view_break_request(key, fence);
 	int fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
 		return errno;
@@ -170,13 +174,17 @@ static int unlock(const ctl_target *t, bool yes)
 {
 	g_autoptr(ctl_lock) l = NULL;
 	struct stat st;
+	/* Lock names, like holders, may come from another host. */
+	g_autofree char *path = ctl_escape(t->path);
+	g_autofree char *mount = ctl_escape(t->mount);
+	g_autofree char *fence = NULL, *new_fence = NULL;
 	if (lstat(t->path, &st) != 0) {
 		int e = errno;
 		if (e == ENOENT) {
-			ctl_err("%s is not held; nothing to break", t->path);
+			ctl_err("%s is not held; nothing to break", path);
 			return CTL_EXIT_FAIL;
 		}
-		ctl_err("cannot look at %s: %s; check the path and its permissions", t->path,
+		ctl_err("cannot look at %s: %s; check the path and its permissions", path,
 		        g_strerror(e));
 		return CTL_EXIT_ERROR;
 	}
@@ -186,16 +194,17 @@ static int unlock(const ctl_target *t, bool yes)
 		if (!l && e == ENOENT) {
 			ctl_err("%s is not a held lock (%s/.lockfs has no record of it); if it "
 			        "is a leftover file, remove it with rm",
-			        t->path, t->mount);
+			        path, mount);
 			return CTL_EXIT_FAIL;
 		}
 		if (!l) {
 			ctl_err("cannot read the holder of %s from %s/.lockfs: %s; check that the "
 			        "mount's lockfs process is running",
-			        t->path, t->mount, g_strerror(e));
+			        path, mount, g_strerror(e));
 			return CTL_EXIT_ERROR;
 		}
 		show_lockfs(l);
+		fence = ctl_escape(l->fence ? l->fence : "?");
 	} else {
 		show_plain(t->path, &st);
 	}
@@ -213,13 +222,14 @@ static int unlock(const ctl_target *t, bool yes)
 	int e = 0;
 	if (lstat(t->path, &now) != 0 ||
 	    (t->mount && !(again = ctl_read_lock(t->mount, t->key, &e)))) {
-		ctl_err("%s was released before it could be broken; nothing to do", t->path);
+		ctl_err("%s was released before it could be broken; nothing to do", path);
 		return CTL_EXIT_FAIL;
 	}
 	if (t->mount ? g_strcmp0(again->fence, l->fence) != 0 : now.st_ino != st.st_ino) {
+		new_fence = ctl_escape(t->mount && again->fence ? again->fence : "-");
 		ctl_err("%s changed hands while you decided (fence %s, now %s); nothing "
 		        "was broken: run lockfsctl unlock again to see the new holder",
-		        t->path, t->mount ? l->fence : "-", t->mount ? again->fence : "-");
+		        path, t->mount ? fence : "-", new_fence);
 		return CTL_EXIT_FAIL;
 	}
 
@@ -232,33 +242,34 @@ static int unlock(const ctl_target *t, bool yes)
 		if (e == ESTALE) {
 			ctl_err("%s changed hands while you decided (fence %s is gone); nothing "
 			        "was broken: run lockfsctl unlock again to see the new holder",
-			        t->path, l->fence);
+			        path, fence);
 			return CTL_EXIT_FAIL;
 		}
 	} else {
 		e = remove_name(t->path, dir);
 	}
 	if (e == ENOENT) {
-		ctl_err("%s was released before it could be broken; nothing to do", t->path);
+		ctl_err("%s was released before it could be broken; nothing to do", path);
 		return CTL_EXIT_FAIL;
 	}
 	if (e) {
 		g_autofree char *owner = NULL;
 		if (l && l->user) {
-			owner = ctl_printable(l->user);
+			owner = ctl_escape(l->user);
 		} else {
 			struct passwd *pw = getpwuid(st.st_uid);
 			owner = g_strdup(pw ? pw->pw_name : "?");
 		}
-		return break_error(t->path, t->dir, owner, e);
+		g_autofree char *where = ctl_escape(t->dir);
+		return break_error(path, where, owner, e);
 	}
 	if (t->mount) {
-		g_autofree char *host = ctl_printable(l->host ? l->host : "?");
+		g_autofree char *host = ctl_escape(l->host ? l->host : "?");
 		printf("broke %s (held by %s:%" G_GINT64_FORMAT ", fence %s); lockfs logged the "
 		       "break and sent its notification\n",
-		       t->path, host, l->pid, l->fence ? l->fence : "?");
+		       path, host, l->pid, fence);
 	} else {
-		printf("broke %s (removed the plain dot-lock)\n", t->path);
+		printf("broke %s (removed the plain dot-lock)\n", path);
 	}
 	return CTL_EXIT_OK;
 }

@@ -64,7 +64,7 @@ fail:
 	return -EIO;
 }
 
-static bool parse(const char *text, uint64_t *reserved)
+bool lockfs_fence_state_parse(const char *text, uint64_t *reserved)
 {
 	if (strncmp(text, MAGIC, strlen(MAGIC)) != 0)
 		return false;
@@ -72,10 +72,13 @@ static bool parse(const char *text, uint64_t *reserved)
 	if (strncmp(p, "reserved ", 9) != 0)
 		return false;
 	p += 9;
+	/* Digits only: strtoull alone would take a sign or leading spaces. */
+	if (!g_ascii_isdigit(*p))
+		return false;
 	char *end;
 	errno = 0;
 	unsigned long long v = strtoull(p, &end, 10);
-	if (errno || end == p || (*end != '\n' && *end != '\0') || *p == '-')
+	if (errno || (*end != '\n' && *end != '\0'))
 		return false;
 	*reserved = v;
 	return true;
@@ -115,7 +118,7 @@ lockfs_fence_store *lockfs_fence_store_open(const char *path, uint64_t block, GE
 	}
 
 	if (g_file_get_contents(path, &text, NULL, &rerr)) {
-		if (!parse(text, &reserved)) {
+		if (!lockfs_fence_state_parse(text, &reserved)) {
 			g_set_error(error, G_FILE_ERROR, G_FILE_ERROR_INVAL,
 			            "%s is not a lockfs fence state file; restore it from backup "
 			            "(deleting it would let fences repeat)",

@@ -9,6 +9,7 @@
 #define LOCKFS_FENCE_STORE_H
 
 #include <glib.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 typedef struct lockfs_fence_store lockfs_fence_store;
@@ -22,6 +23,11 @@ lockfs_fence_store *lockfs_fence_store_open(const char *path, uint64_t block, GE
 int lockfs_fence_store_next(lockfs_fence_store *fs, uint64_t *out);
 
 void lockfs_fence_store_close(lockfs_fence_store *fs);
+
+/* The state file's format, "lockfs-fence-state 1\nreserved N\n": true with
+ * *RESERVED = N when TEXT is one.  lockfsctl check reads files by it without
+ * opening the store (the store flock()s the file a running mount holds). */
+bool lockfs_fence_state_parse(const char *text, uint64_t *reserved);
 
 /* The state file name of the local backend's mount MOUNT_ID (its mount
  * point): "local" + the path with bytes outside [A-Za-z0-9._-] as %XX +

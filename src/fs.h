@@ -219,9 +219,6 @@ bool dir_is_empty(int dirfd);
 int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out);
 char *control_render(lfs *fs, lfs_node *n, size_t *len);
 int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *types);
-/* Parse one break request line: KEY (escaped as in status) and an optional
- * fence.  Returns false for a malformed line. */
-bool control_parse_break(const char *buf, size_t len, char **key, char **fence);
 int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out);
 void xattr_list(lfs *fs, lfs_node *n, GString *out);
 

@@ -3,6 +3,7 @@
  * file's content: tools read their own bytes back (legacy-clients.md §7.3). */
 #include "fs.h"
 #include "holder.h"
+#include "view_format.h"
 
 #include <errno.h>
 #include <string.h>
@@ -53,18 +54,6 @@ static int info_for(lfs *fs, const char *key, lockfs_lock_info *out)
 	return r;
 }
 
-/* Keys in one line: space, tab, newline and backslash as octal escapes, the
- * way /proc/mounts writes paths. */
-static void escaped(GString *out, const char *s)
-{
-	for (; *s; s++) {
-		if (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\\')
-			g_string_append_printf(out, "\\%03o", (unsigned char)*s);
-		else
-			g_string_append_c(out, *s);
-	}
-}
-
 static char *iso_time(int64_t us)
 {
 	g_autoptr(GDateTime) t = g_date_time_new_from_unix_utc(us / G_USEC_PER_SEC);
@@ -77,87 +66,47 @@ static int64_t age_s(int64_t us)
 	return a < 0 ? 0 : a;
 }
 
-static void status_line(const lockfs_lock_info *i, GString *out)
+/* Every field the view shows of I, as text: the host, user and command are
+ * another host's words, escaped where view_format.c writes them. */
+static void view_of(lfs *fs, const lockfs_lock_info *i, lockfs_view *v)
 {
-	escaped(out, i->key);
-	g_string_append_printf(out,
-	                       " state=%s fence=%s host=%s pid=%" G_GINT64_FORMAT
-	                       " uid=%u user=",
-	                       lockfs_state_name(i->state), i->fence, i->holder.host ? i->holder.host : "-",
-	                       i->holder.pid, i->holder.uid);
-	escaped(out, i->holder.user ? i->holder.user : "-");
-	g_string_append_printf(out, " age=%" G_GINT64_FORMAT " heartbeat_age=%" G_GINT64_FORMAT,
-	                       age_s(i->holder.acquired_us), age_s(i->holder.heartbeat_us));
-	g_string_append(out, " command=");
-	escaped(out, i->holder.command ? i->holder.command : "");
-	g_string_append_c(out, '\n');
+	const lockfs_holder *h = &i->holder;
+	memset(v, 0, sizeof(*v));
+	lockfs_view_set(v, LOCKFS_VF_LOCK, i->key);
+	lockfs_view_set(v, LOCKFS_VF_STATE, lockfs_state_name(i->state));
+	lockfs_view_set(v, LOCKFS_VF_FENCE, i->fence);
+	lockfs_view_set(v, LOCKFS_VF_HOST, h->host ? h->host : "-");
+	lockfs_view_setf(v, LOCKFS_VF_PID, "%" G_GINT64_FORMAT, h->pid);
+	lockfs_view_setf(v, LOCKFS_VF_UID, "%u", h->uid);
+	lockfs_view_setf(v, LOCKFS_VF_GID, "%u", h->gid);
+	lockfs_view_set(v, LOCKFS_VF_USER, h->user ? h->user : "-");
+	lockfs_view_set(v, LOCKFS_VF_COMMAND, h->command ? h->command : "");
+	v->v[LOCKFS_VF_ACQUIRED] = iso_time(h->acquired_us);
+	v->v[LOCKFS_VF_HEARTBEAT] = iso_time(h->heartbeat_us);
+	lockfs_view_setf(v, LOCKFS_VF_AGE, "%" G_GINT64_FORMAT, age_s(h->acquired_us));
+	lockfs_view_setf(v, LOCKFS_VF_HEARTBEAT_AGE, "%" G_GINT64_FORMAT, age_s(h->heartbeat_us));
+	if (i->lease_left_ms >= 0)
+		lockfs_view_setf(v, LOCKFS_VF_LEASE_LEFT_MS, "%" G_GINT64_FORMAT, i->lease_left_ms);
+	lockfs_view_set(v, LOCKFS_VF_BACKEND, fs->be->name);
+	/* Held through this mount: lockfsctl then knows the holder is on this
+	 * host even when the mount's host identity is not the host name. */
+	lockfs_view_set(v, LOCKFS_VF_MINE, i->mine ? "yes" : "no");
 }
 
-/* The inverse of escaped(): \NNN octal. */
-static char *unescaped(const char *s, size_t len)
+static void status_line(lfs *fs, const lockfs_lock_info *i, GString *out)
 {
-	GString *out = g_string_new(NULL);
-	for (size_t i = 0; i < len; i++) {
-		if (s[i] == '\\' && i + 3 < len &&
-		    g_ascii_isdigit(s[i + 1]) && g_ascii_isdigit(s[i + 2]) &&
-		    g_ascii_isdigit(s[i + 3])) {
-			g_string_append_c(out, (char)((s[i + 1] - '0') * 64 + (s[i + 2] - '0') * 8 +
-			                              (s[i + 3] - '0')));
-			i += 3;
-		} else {
-			g_string_append_c(out, s[i]);
-		}
-	}
-	return g_string_free(out, FALSE);
-}
-
-bool control_parse_break(const char *buf, size_t len, char **key, char **fence)
-{
-	while (len && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
-		len--;
-	if (!len || memchr(buf, '\n', len) || memchr(buf, '\0', len))
-		return false;
-	const char *sp = memchr(buf, ' ', len);
-	size_t klen = sp ? (size_t)(sp - buf) : len;
-	*key = unescaped(buf, klen);
-	*fence = NULL;
-	if (sp) {
-		const char *f = sp + 1;
-		size_t flen = len - klen - 1;
-		if (!flen || flen >= LOCKFS_FENCE_MAX || memchr(f, ' ', flen)) {
-			g_free(*key);
-			return false;
-		}
-		for (size_t i = 0; i < flen; i++)
-			if (!g_ascii_isdigit(f[i])) {
-				g_free(*key);
-				return false;
-			}
-		*fence = g_strndup(f, flen);
-	}
-	return true;
+	lockfs_view v;
+	view_of(fs, i, &v);
+	lockfs_view_status_line(&v, out);
+	lockfs_view_clear(&v);
 }
 
 static void lock_text(lfs *fs, const lockfs_lock_info *i, GString *out)
 {
-	g_autofree char *acq = iso_time(i->holder.acquired_us);
-	g_autofree char *hb = iso_time(i->holder.heartbeat_us);
-	g_string_append_printf(out, "lock: %s\nstate: %s\nfence: %s\n", i->key,
-	                       lockfs_state_name(i->state), i->fence);
-	g_string_append_printf(out, "host: %s\npid: %" G_GINT64_FORMAT "\nuid: %u\ngid: %u\n",
-	                       i->holder.host ? i->holder.host : "-", i->holder.pid, i->holder.uid,
-	                       i->holder.gid);
-	g_string_append_printf(out, "user: %s\ncommand: %s\n", i->holder.user ? i->holder.user : "-",
-	                       i->holder.command ? i->holder.command : "");
-	g_string_append_printf(out, "acquired: %s\nheartbeat: %s\n", acq, hb);
-	g_string_append_printf(out, "age: %" G_GINT64_FORMAT "\nheartbeat_age: %" G_GINT64_FORMAT "\n",
-	                       age_s(i->holder.acquired_us), age_s(i->holder.heartbeat_us));
-	if (i->lease_left_ms >= 0)
-		g_string_append_printf(out, "lease_left_ms: %" G_GINT64_FORMAT "\n", i->lease_left_ms);
-	g_string_append_printf(out, "backend: %s\n", fs->be->name);
-	/* Held through this mount: lockfsctl then knows the holder is on this
-	 * host even when the mount's host identity is not the host name. */
-	g_string_append_printf(out, "mine: %s\n", i->mine ? "yes" : "no");
+	lockfs_view v;
+	view_of(fs, i, &v);
+	lockfs_view_lock_text(&v, out);
+	lockfs_view_clear(&v);
 }
 
 static int by_key(gconstpointer a, gconstpointer b)
@@ -208,7 +157,7 @@ char *control_render(lfs *fs, lfs_node *n, size_t *len)
 	if (n->ctl_status) {
 		g_autoptr(GPtrArray) infos = all_locks(fs, "");
 		for (guint i = 0; i < infos->len; i++)
-			status_line(infos->pdata[i], out);
+			status_line(fs, infos->pdata[i], out);
 	} else if (n->ctl_path) {
 		lockfs_lock_info info;
 		if (info_for(fs, n->ctl_path, &info) == 0) {
@@ -229,12 +178,12 @@ static lfs_node *control_node(lfs *fs, const char *path, mode_t mode)
 
 int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
 {
-	if (dir == fs->control && strcmp(name, "status") == 0) {
+	if (dir == fs->control && strcmp(name, LOCKFS_VIEW_STATUS) == 0) {
 		*out = control_node(fs, "", S_IFREG | 0444);
 		(*out)->ctl_status = true;
 		return 0;
 	}
-	if (dir == fs->control && strcmp(name, "break") == 0) {
+	if (dir == fs->control && strcmp(name, LOCKFS_VIEW_BREAK) == 0) {
 		/* Anyone may write a request; the daemon decides as unlink would. */
 		*out = control_node(fs, "", S_IFREG | 0222);
 		(*out)->ctl_break = true;
@@ -263,9 +212,9 @@ int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *type
 	g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	unsigned reg = S_IFREG >> 12, dirt = S_IFDIR >> 12;
 	if (dir == fs->control) {
-		g_ptr_array_add(names, g_strdup("status"));
+		g_ptr_array_add(names, g_strdup(LOCKFS_VIEW_STATUS));
 		g_array_append_val(types, reg);
-		g_ptr_array_add(names, g_strdup("break"));
+		g_ptr_array_add(names, g_strdup(LOCKFS_VIEW_BREAK));
 		g_array_append_val(types, reg);
 	}
 	for (guint i = 0; i < infos->len; i++) {
@@ -281,7 +230,6 @@ int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *type
 	return 0;
 }
 
-#define XATTR_PREFIX "user.lockfs."
 static const char *const xattr_names[] = {"fence", "state", "host", "pid", "user",
                                           "command", "acquired", "heartbeat", "holder",
                                           "lease_left_ms"};
@@ -291,9 +239,9 @@ int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out)
 	lfs_dentry *d = node_lock_dentry(fs, n);
 	if ((!d || !d->lease) && !n->remote && !n->lost_info)
 		return -ENODATA;
-	if (!g_str_has_prefix(name, XATTR_PREFIX))
+	if (!g_str_has_prefix(name, LOCKFS_XATTR_PREFIX))
 		return -ENODATA;
-	const char *k = name + strlen(XATTR_PREFIX);
+	const char *k = name + strlen(LOCKFS_XATTR_PREFIX);
 	lockfs_lock_info i;
 	if (d && d->lease)
 		info_from_dentry(fs, d, &i);
@@ -333,7 +281,7 @@ void xattr_list(lfs *fs, lfs_node *n, GString *out)
 	if ((!d || !d->lease) && !n->remote && !n->lost_info)
 		return;
 	for (size_t i = 0; i < G_N_ELEMENTS(xattr_names); i++) {
-		g_string_append(out, XATTR_PREFIX);
+		g_string_append(out, LOCKFS_XATTR_PREFIX);
 		g_string_append(out, xattr_names[i]);
 		g_string_append_c(out, '\0');
 	}

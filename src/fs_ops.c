@@ -4,6 +4,7 @@
 #include "fs.h"
 #include "holder.h"
 #include "log.h"
+#include "view_format.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -191,7 +192,7 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	lfs_node *dir = node_of(fs, parent), *n = NULL;
 	if (dir->kind == NODE_CONTROL) {
 		r = control_lookup(fs, dir, name, &n);
-	} else if (dir == fs->root && strcmp(name, ".lockfs") == 0) {
+	} else if (dir == fs->root && strcmp(name, LOCKFS_VIEW_DIR) == 0) {
 		n = fs->control;
 	} else {
 		lfs_dentry *d = find_live(fs, dir, name);
@@ -424,7 +425,7 @@ static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, cons
 	int r = check_name(name);
 	if (r)
 		return r;
-	if (dir->kind == NODE_CONTROL || (dir == fs->root && strcmp(name, ".lockfs") == 0))
+	if (dir->kind == NODE_CONTROL || (dir == fs->root && strcmp(name, LOCKFS_VIEW_DIR) == 0))
 		return -EROFS;
 	if (!S_ISDIR(dir->mode))
 		return -ENOTDIR;
@@ -607,7 +608,7 @@ static void lfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 	if (r)
 		goto out;
 	if (n->kind == NODE_CONTROL || dir->kind == NODE_CONTROL ||
-	    (dir == fs->root && strcmp(newname, ".lockfs") == 0)) {
+	    (dir == fs->root && strcmp(newname, LOCKFS_VIEW_DIR) == 0)) {
 		r = -EROFS;
 		goto out;
 	}
@@ -686,7 +687,7 @@ static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	LOCK(fs);
 	lfs_node *dir = node_of(fs, parent);
 	lfs_dentry *d = dentry_find(dir, name);
-	if (dir->kind == NODE_CONTROL || (dir == fs->root && strcmp(name, ".lockfs") == 0))
+	if (dir->kind == NODE_CONTROL || (dir == fs->root && strcmp(name, LOCKFS_VIEW_DIR) == 0))
 		r = -EROFS;
 	else if (d && S_ISDIR(d->node->mode))
 		r = -EISDIR;
@@ -712,7 +713,7 @@ static void lfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	LOCK(fs);
 	lfs_node *dir = node_of(fs, parent);
 	lfs_dentry *d = dentry_find(dir, name);
-	if (dir->kind == NODE_CONTROL || (dir == fs->root && strcmp(name, ".lockfs") == 0))
+	if (dir->kind == NODE_CONTROL || (dir == fs->root && strcmp(name, LOCKFS_VIEW_DIR) == 0))
 		r = -EROFS;
 	else if (d && !S_ISDIR(d->node->mode))
 		r = -ENOTDIR;
@@ -886,8 +887,8 @@ static void lfs_rename(fuse_req_t req, fuse_ino_t parent, const char *name, fuse
 	if (r)
 		goto out;
 	if (dir->kind == NODE_CONTROL || newdir->kind == NODE_CONTROL ||
-	    (dir == fs->root && strcmp(name, ".lockfs") == 0) ||
-	    (newdir == fs->root && strcmp(newname, ".lockfs") == 0)) {
+	    (dir == fs->root && strcmp(name, LOCKFS_VIEW_DIR) == 0) ||
+	    (newdir == fs->root && strcmp(newname, LOCKFS_VIEW_DIR) == 0)) {
 		r = -EROFS;
 		goto out;
 	}
@@ -1132,7 +1133,7 @@ static void list_disk(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 		/* lock names are the backend's; an old dot-lock left on disk is hidden */
 		if (name_is_lock(fs, de->d_name) || dentry_find(dir, de->d_name))
 			continue;
-		if (dir == fs->root && !strcmp(de->d_name, ".lockfs"))
+		if (dir == fs->root && !strcmp(de->d_name, LOCKFS_VIEW_DIR))
 			continue;
 		list_add(l, de->d_name, de->d_ino, (mode_t)DTTOIF(de->d_type), NULL);
 	}
@@ -1451,7 +1452,7 @@ static int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size)
 {
 	char *key, *fence, *bname = NULL;
 	fuse_ino_t parent = 0;
-	if (!control_parse_break(buf, size, &key, &fence))
+	if (!lockfs_view_parse_break(buf, size, &key, &fence))
 		return -EINVAL;
 	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
 	if (!d && fs->shared) {

@@ -138,8 +138,10 @@ static char *read_cmdline(pid_t pid)
 		return g_strdup("");
 	while (n > 0 && buf[n - 1] == '\0')
 		n--;
+	/* Arguments are separated by spaces; every other byte stays as it was,
+	 * for the view escapes all that could forge a line (view_format.h). */
 	for (ssize_t i = 0; i < n; i++)
-		if (buf[i] == '\0' || buf[i] == '\n')
+		if (buf[i] == '\0')
 			buf[i] = ' ';
 	buf[n] = '\0';
 	return g_utf8_make_valid(buf, n);

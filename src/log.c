@@ -1,4 +1,5 @@
 #include "log.h"
+#include "view_format.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -32,10 +33,14 @@ static GLogWriterOutput writer(GLogLevelFlags level, const GLogField *fields, gs
 	(void)user;
 	if (level_rank(level) > level_rank(log_max))
 		return G_LOG_WRITER_HANDLED;
-	const char *msg = "";
+	const char *raw = "";
 	for (gsize i = 0; i < n; i++)
 		if (strcmp(fields[i].key, "MESSAGE") == 0)
-			msg = fields[i].value;
+			raw = fields[i].value;
+	/* Messages name locks and holders, which other hosts chose: escaped as
+	 * in .lockfs/ (spaces kept), a message is one line and sends the
+	 * terminal or log reader no control of its own. */
+	g_autofree char *msg = lockfs_escape_text(raw);
 	static const char *names[] = {"error", "warning", "info", "debug"};
 	int rank = level_rank(level);
 	if (log_stderr) {

@@ -254,18 +254,15 @@ def cmd_inlist(a):
 def cmd_statushas(a):
     """STATUSFILE NAME: OK when a line for key NAME with state=held exists.
 
-    The documented escapes are \\040 \\011 \\012 \\134 for space, tab,
-    newline and backslash; other control bytes are accepted raw or as \\ooo.
+    NAME escaped as src/view_format.h says (tests/lib/viewfmt.py): \\NNN
+    for controls, the space, the backslash, bad UTF-8, C1 and the like.
     """
-    name = b(a[1])
-    doc = name.replace(b'\\', b'\\134').replace(b' ', b'\\040') \
-              .replace(b'\t', b'\\011').replace(b'\n', b'\\012')
-    full = b''.join(b'\\%03o' % c if c < 0x20 or c in (0x20, 0x5c, 0x7f) else bytes([c])
-                    for c in name)
+    import viewfmt
+    name = viewfmt.escape(b(a[1]))
     with open(b(a[0]), 'rb') as f:
         for line in f.read().split(b'\n'):
             fields = line.split(b' ')
-            if fields[0] in (doc, full) and b'state=held' in fields[1:]:
+            if fields[0] == name and b'state=held' in fields[1:]:
                 return 'OK'
     return 'MISSING'
 

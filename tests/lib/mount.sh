@@ -397,13 +397,16 @@ _mount_watchdog() {
 
 # ---------------------------------------------------------------- inspection
 
-# status_escape KEY: KEY as .lockfs/status prints it.
+# status_escape KEY: KEY as .lockfs/status prints it (src/view_format.h;
+# tests/lib/viewfmt.py for anything beyond printable ASCII and the space).
 status_escape() {
     local s=$1
+    if [[ $s == *[!\ -~]* ]]; then
+        "$PYTHON" "$TESTLIB/viewfmt.py" escape "$s"
+        return
+    fi
     s=${s//\\/\\134}
     s=${s// /\\040}
-    s=${s//$'\t'/\\011}
-    s=${s//$'\n'/\\012}
     printf '%s' "$s"
 }
 
