@@ -19,7 +19,10 @@
 # 6. What others may not do: a non-holder's O_TRUNC (EPERM, content kept);
 #    rmdir of a directory with a lock in it (ENOTEMPTY); a directory renamed
 #    while a lock is being taken in it keeps name and key together.
-# Parts 1-3 and 5 need two hosts (shared backends); 4 and 6 run everywhere.
+# 7. The same over a disk (passthrough): a disk-backed lock's O_TRUNC by
+#    another uid, rmdir of a disk directory with a lock in it, and a setgid
+#    directory's group for files made through the mount.
+# Parts 1-3 and 5 need two hosts (shared backends); 4, 6 and 7 run everywhere.
 set -u
 TEST_TIMEOUT=600
 . "$(dirname "$0")/../lib/mount.sh"
@@ -257,6 +260,57 @@ if ((shared)); then
     rmdir "$A/d1" "$A/d2" 2>/dev/null
 else
     skip "the local backend answers at once: nothing to rename during" 3
+fi
+
+# ---------------------------------------------------------------- 7. over a disk (passthrough)
+
+# Mounted over a directory that holds files (a mail spool): the same rules
+# for names that live on that disk.
+D=$TESTDIR/spool
+mkdir -p "$D"
+echo mail >"$D/inbox"
+chmod 0777 "$D"
+lockfs_start_or_bail --mnt "$D" -o passthrough=yes
+S=$MNT
+
+# A lock whose node is a disk file (a file renamed onto the lock name).
+printf '4321\n' >"$S/f.tmp"
+is "$(fsop1 rename "$S/f.tmp" "$S/disk.lock")" OK "disk: a disk file renamed onto disk.lock takes it"
+chmod 0666 "$S/disk.lock"
+if have_user2; then
+    run 10 as_user2 "$PYTHON" "$TESTLIB/fsop.py" write "$S/disk.lock" x trunc
+    is "$OUT" EPERM "disk: another uid's O_TRUNC of a disk-backed lock answers EPERM"
+else
+    skip "$(user2_skip_reason)" 1
+fi
+is "$(timeout 10 cat -- "$S/disk.lock")" 4321 "disk: the disk-backed lock's content is unchanged"
+rm -f "$S/disk.lock"
+
+# rmdir of a directory on the disk with a lock in it.
+mkdir "$S/sub"
+: >"$S/sub/.t"
+fsop1 link "$S/sub/.t" "$S/sub/x.lock" >/dev/null
+rm -f "$S/sub/.t"
+is "$(fsop1 rmdir "$S/sub")" ENOTEMPTY "disk: rmdir of a disk directory holding a lock: ENOTEMPTY"
+ok "disk: ... and the lock is still there" test -e "$S/sub/x.lock"
+rm -f "$S/sub/x.lock"
+is "$(fsop1 rmdir "$S/sub")" OK "disk: rmdir once the lock is gone"
+
+# A setgid directory (Debian's /var/mail is 2775 root:mail): a file made
+# through the mount takes the directory's group, as on the disk itself.
+if ((EUID != 0)); then
+    skip "lockfs running unprivileged sets no group: the kernel's setgid rule applies as on any disk" 1
+elif ! have_user2; then
+    skip "$(user2_skip_reason)" 1
+else
+    grp=$(getent group mail | cut -d: -f3)
+    grp=${grp:-8}
+    mkdir "$S/mail"
+    chgrp "$grp" "$D/mail"
+    chmod 2777 "$D/mail"
+    run 10 as_user2 "$PYTHON" "$TESTLIB/fsop.py" creat "$S/mail/user2" 0600
+    is "$(st %g "$D/mail/user2")" "$grp" "disk: a file made by another uid in a setgid directory has its group"
+    rm -rf -- "$S/mail"
 fi
 
 done_testing
