@@ -37,6 +37,12 @@
  * locks (a mailbox rewritten, a job's guard) are let go sooner than another
  * host could look; they cost no kv commit at all. */
 #define PUBLISH_DELAY_US 50000
+/* Restart grace (check_epoch): the marker's key, at the bucket's root (a
+ * root key can never be a holder record: those live in branch lock_name),
+ * and what the grace adds to ttl for the server's clock as we measure it
+ * (WELCOME's now is whole ms). */
+#define MARKER_PREFIX "epochs:"
+#define GRACE_MARGIN_MS 50
 
 /* Conflict on a kv write guarded by ifVersion. */
 #define E_CONFLICT (-EAGAIN)
@@ -126,6 +132,13 @@ typedef struct {
 	uint64_t pub_seq;
 	GHashTable *mine;     /* lease id (hex) → ts_lease held through us */
 	GHashTable *released; /* lease id (hex) → monotonic µs: records let go of */
+
+	/* Restart grace (check_epoch); touched only with the main connection
+	 * held.  The server epoch this instance last settled with the marker,
+	 * and until when (monotonic µs) its grants are not used, 0: they are. */
+	char *marker_key;
+	uint64_t epoch;
+	int64_t grace_end_us;
 } ts_backend;
 
 /* A request, built when it is sent: the bucket handle changes with the
@@ -138,6 +151,7 @@ typedef struct {
 	uint64_t ttl_ms;
 	const char *if_version;
 	const char *after;
+	bool root; /* a key at the bucket's root, not in branch lock_name */
 } req;
 
 static char *hex_id(const uint8_t id[TS_ID_SIZE])
@@ -276,8 +290,8 @@ static void build(ts_backend *tb, ts_link *l, uint16_t method, const req *q, ts_
 		ts_enc_kv_list(e, l->handle, tb->lock_name, q->after, LIST_LIMIT);
 		break;
 	default:
-		ts_enc_kv_call(e, l->handle, tb->lock_name, q->key, q->value, q->value_len,
-		               q->ttl_ms, q->if_version);
+		ts_enc_kv_call(e, l->handle, q->root ? NULL : tb->lock_name, q->key, q->value,
+		               q->value_len, q->ttl_ms, q->if_version);
 	}
 }
 
@@ -408,10 +422,11 @@ static void entry_clear(ts_entry *e)
 	memset(e, 0, sizeof(*e));
 }
 
-/* 0 found (*E), -ENOENT, -EIO. */
-static int kv_get(ts_backend *tb, ts_link *l, int64_t deadline, const char *key, ts_entry *e)
+/* 0 found (*E), -ENOENT, -EIO.  ROOT: KEY is at the bucket's root. */
+static int kv_get_in(ts_backend *tb, ts_link *l, int64_t deadline, bool root, const char *key,
+                     ts_entry *e)
 {
-	req q = { .key = key };
+	req q = { .key = key, .root = root };
 	ts_msg m;
 	int r = call(tb, l, deadline, TS_KV_GET, &q, "kv.get", &m, true);
 	if (r < 0)
@@ -428,15 +443,23 @@ static int kv_get(ts_backend *tb, ts_link *l, int64_t deadline, const char *key,
 	return 0;
 }
 
-/* kv.set / kv.create: 0 (*W), E_CONFLICT, -EIO. */
-static int kv_write(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t method, const char *key,
-                    const GByteArray *value, uint64_t ttl_ms, const char *if_version, ts_written *w)
+static int kv_get(ts_backend *tb, ts_link *l, int64_t deadline, const char *key, ts_entry *e)
+{
+	return kv_get_in(tb, l, deadline, false, key, e);
+}
+
+/* kv.set / kv.create: 0 (*W), E_CONFLICT, -EIO.  ROOT: KEY is at the
+ * bucket's root. */
+static int kv_write_in(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t method, bool root,
+                       const char *key, const GByteArray *value, uint64_t ttl_ms,
+                       const char *if_version, ts_written *w)
 {
 	req q = { .key = key,
 		  .value = value->data,
 		  .value_len = value->len,
 		  .ttl_ms = ttl_ms,
-		  .if_version = if_version && *if_version ? if_version : NULL };
+		  .if_version = if_version && *if_version ? if_version : NULL,
+		  .root = root };
 	const char *what = method == TS_KV_SET ? "kv.set" : "kv.create";
 	ts_msg m;
 	int r = call(tb, l, deadline, method, &q, what, &m, true);
@@ -452,6 +475,12 @@ static int kv_write(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t metho
 		return -EIO;
 	}
 	return 0;
+}
+
+static int kv_write(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t method, const char *key,
+                    const GByteArray *value, uint64_t ttl_ms, const char *if_version, ts_written *w)
+{
+	return kv_write_in(tb, l, deadline, method, false, key, value, ttl_ms, if_version, w);
 }
 
 /* kv.expire / kv.delete guarded by IF_VERSION: 0 found, -ENOENT, E_CONFLICT, -EIO. */
@@ -1044,6 +1073,160 @@ static int break_holder(ts_backend *tb, int64_t deadline, const char *key, const
 	return rc == -EIO ? -EIO : 0;
 }
 
+/* ---- restart grace ----
+ *
+ * A server that restarts forgets every lease (protocol §5.9), while their
+ * holders go on believing in them until their next renewal answers lost, or
+ * until ttl less a fifth after their last renewal was sent, which was before
+ * the restart.  A key granted to someone else meanwhile has two holders.  So,
+ * like a Chubby master after a fail-over, lockfs uses no grant of a restarted
+ * server until ttl has passed since the restart: such a grant is released at
+ * once and acquire answers -EEXIST (the key may well still be held, by a
+ * holder from before the restart who has not learnt of it yet).
+ *
+ * Every grant says which start of the server made it: its fence's epoch
+ * (§5.8), chosen at each start and growing.  An instance that meets an epoch
+ * it has not settled yet reads the marker the mounts keep in the store (one
+ * kv.get per epoch, with the main connection held: later grants cost
+ * nothing):
+ *  - no marker: no lockfs lock was ever taken on this store (or it was
+ *    wiped), so nobody can believe in one: the marker is created, no grace;
+ *  - an older epoch: the server restarted since lockfs last took a lock: the
+ *    marker moves to this epoch, with grace_until = the server's now (at the
+ *    grant, which is after the restart) + the marker's ttl (the largest ttl
+ *    of the mounts that took locks under the old epoch) + a margin;
+ *  - this epoch: its grace_until holds; a mount whose ttl is larger than the
+ *    marker's writes its own in before it uses a grant, so the next restart
+ *    waits for its leases too;
+ *  - a newer epoch: the server restarted after this grant, which is gone
+ *    already: -EIO.
+ * Writes are kv.create or kv.set at the version read; a conflict (another
+ * mount at the same moment) reads again.  The grace is measured on our
+ * monotonic clock from the connection's WELCOME (ts_conn_server_ms), so it
+ * never ends early by a step of our wall clock.  Why it is enough, and its
+ * limits: docs/backends.md, "Server restart grace". */
+
+/* Bring the marker to EPOCH (see above), NOW_MS being the server's time at
+ * the grant: 0 with *UNTIL (server ms before which no grant of EPOCH is used,
+ * or 0) and *PREV (the epoch lockfs used before, or 0); -EIO. */
+static int settle_marker(ts_backend *tb, int64_t deadline, int64_t epoch, int64_t now_ms,
+                         int64_t *until, int64_t *prev)
+{
+	for (int i = 0; i < ATTEMPTS; i++) {
+		ts_entry e = { 0 };
+		int r = kv_get_in(tb, &tb->main, deadline, true, tb->marker_key, &e);
+		if (r < 0 && r != -ENOENT)
+			return -EIO;
+		bool found = r == 0;
+		ts_marker m, next;
+		GError *err = NULL;
+		if (!found) {
+			next = (ts_marker){ .epoch = epoch, .ttl_ms = tb->ttl_ms };
+		} else if (!e.value || !ts_marker_decode(e.value, e.value_len, &m, &err)) {
+			/* Whether the server restarted is unknown: as if it had,
+			 * for as long as our own leases last. */
+			lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+			           "tinystore: restart marker %s unreadable (%s): written anew",
+			           tb->marker_key, err ? err->message : "no value");
+			g_clear_error(&err);
+			next = (ts_marker){ .epoch = epoch,
+				            .ttl_ms = tb->ttl_ms,
+				            .grace_until = now_ms + tb->ttl_ms + GRACE_MARGIN_MS };
+		} else if (m.epoch > epoch) {
+			entry_clear(&e);
+			lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+			           "tinystore: a grant of server epoch %" G_GINT64_FORMAT
+			           ", but the server has restarted since (epoch %" G_GINT64_FORMAT
+			           "): not used",
+			           epoch, m.epoch);
+			return -EIO;
+		} else if (m.epoch == epoch) {
+			if (m.ttl_ms >= tb->ttl_ms) {
+				entry_clear(&e);
+				*until = m.grace_until;
+				*prev = m.prev;
+				return 0;
+			}
+			next = m;
+			next.ttl_ms = tb->ttl_ms;
+		} else {
+			next = (ts_marker){ .epoch = epoch,
+				            .prev = m.epoch,
+				            .ttl_ms = tb->ttl_ms,
+				            .grace_until = MAX(m.grace_until,
+				                               MAX(epoch, now_ms) + m.ttl_ms +
+				                                       GRACE_MARGIN_MS) };
+		}
+		GByteArray *value = ts_marker_encode(&next);
+		ts_written w;
+		r = kv_write_in(tb, &tb->main, deadline, found ? TS_KV_SET : TS_KV_CREATE, true,
+		                tb->marker_key, value, 0, found ? e.version : NULL, &w);
+		g_byte_array_unref(value);
+		entry_clear(&e);
+		if (r == 0 && (found || w.written)) {
+			*until = next.grace_until;
+			*prev = next.prev;
+			return 0;
+		}
+		if (r < 0 && r != E_CONFLICT)
+			return -EIO;
+	}
+	lockfs_log(G_LOG_LEVEL_WARNING, NULL, "tinystore: the restart marker %s keeps changing",
+	           tb->marker_key);
+	return -EIO;
+}
+
+/* May a grant with FENCE, answered at AT_MONO (our monotonic µs) =
+ * AT_SERVER (the server's ms), be used?  0 yes, -EEXIST not yet (restart
+ * grace), -EIO.  The main connection is held. */
+static int check_epoch(ts_backend *tb, int64_t deadline, const char *key, const char *fence,
+                       int64_t at_mono, int64_t at_server)
+{
+	uint64_t epoch;
+	if (!ts_fence_epoch(fence, &epoch) || epoch > INT64_MAX) {
+		lockfs_log(G_LOG_LEVEL_WARNING, key, "tinystore: fence %s has no epoch", fence);
+		return -EIO;
+	}
+	if (epoch < tb->epoch) {
+		lockfs_log(G_LOG_LEVEL_WARNING, key,
+		           "tinystore: a grant of server epoch %" G_GUINT64_FORMAT
+		           ", older than epoch %" G_GUINT64_FORMAT " seen before: not used",
+		           epoch, tb->epoch);
+		return -EIO;
+	}
+	if (epoch > tb->epoch) {
+		int64_t until = 0, prev = 0;
+		if (settle_marker(tb, deadline, (int64_t)epoch, at_server, &until, &prev) < 0)
+			return -EIO;
+		tb->epoch = epoch;
+		tb->grace_end_us = until > at_server ? at_mono + (until - at_server) * 1000 : 0;
+		if (tb->grace_end_us > lockfs_mono_us()) {
+			g_autofree char *before =
+			        prev ? g_strdup_printf(", lockfs's last %" G_GINT64_FORMAT, prev)
+			             : g_strdup("");
+			int64_t left = tb->grace_end_us - lockfs_mono_us();
+			lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+			           "tinystore: the server has restarted (epoch %" G_GUINT64_FORMAT
+			           "%s): no lock is granted for %.1f s more, ttl after the "
+			           "restart, as holders from before it may still believe they "
+			           "hold their locks",
+			           epoch, before, (double)left / G_USEC_PER_SEC);
+		} else {
+			tb->grace_end_us = 0;
+		}
+	}
+	if (!tb->grace_end_us)
+		return 0;
+	if (lockfs_mono_us() < tb->grace_end_us)
+		return -EEXIST;
+	tb->grace_end_us = 0;
+	lockfs_log(G_LOG_LEVEL_INFO, NULL,
+	           "tinystore: restart grace over (lock epoch %" G_GUINT64_FORMAT
+	           "): locks are granted again",
+	           tb->epoch);
+	return 0;
+}
+
 /* ---- the interface ---- */
 
 static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
@@ -1095,11 +1278,19 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 		}
 	}
 	if (r == 0) {
+		int64_t at = lockfs_mono_us();
+		int64_t at_server = ts_conn_server_ms(tb->main.conn, at);
 		lp->rec.server_ms = server_now_ms(tb);
 		memcpy(lp->rec.lease, held.lease, TS_ID_SIZE);
 		g_strlcpy(lp->rec.fence, held.fence, sizeof(lp->rec.fence));
 		lp->renewed_us = sent;
 		lp->gen = tb->main.gen; /* the connection that answered */
+		r = check_epoch(tb, deadline, key, held.fence, at, at_server);
+		/* Not used: the key is free again at once, not at the ttl (a
+		 * failed release only leaves it to its ttl). */
+		if (r < 0)
+			lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, held.lease,
+			           true);
 	}
 	give_conn(tb);
 	if (r < 0) {
@@ -1573,6 +1764,7 @@ static void ts_destroy(lockfs_backend *be)
 	g_free(tb->pub.last_error);
 	g_hash_table_destroy(tb->mine);
 	g_hash_table_destroy(tb->released);
+	g_free(tb->marker_key);
 	g_mutex_clear(&tb->mu);
 	g_cond_clear(&tb->cv);
 	g_mutex_clear(&tb->st_mu);
@@ -1783,6 +1975,7 @@ lockfs_backend *lockfs_tinystore_backend_new(const lockfs_config *cfg, const cha
 	};
 	tb->target = t;
 	tb->lock_name = g_steal_pointer(&lock_name);
+	tb->marker_key = g_strconcat(MARKER_PREFIX, tb->lock_name, NULL);
 	tb->mount = g_strdup(mount_id ? mount_id : "");
 	tb->ttl_ms = s->ttl_ms;
 	tb->timeout_us = s->network_timeout_ms * 1000;

@@ -384,11 +384,14 @@ static void pack_uint(ts_enc *e, int field, uint64_t v)
 }
 
 /* The branch ["OWNER"]. */
+/* OWNER NULL: the bucket's root. */
 static void pack_under(ts_enc *e, const char *owner)
 {
-	size_t n = strlen(owner);
 	msgpack_pack_uint8(&e->pk, 2);
-	msgpack_pack_array(&e->pk, 1);
+	msgpack_pack_array(&e->pk, owner != NULL);
+	if (!owner)
+		return;
+	size_t n = strlen(owner);
 	msgpack_pack_str(&e->pk, n);
 	msgpack_pack_str_body(&e->pk, owner, n);
 }
@@ -566,6 +569,22 @@ bool ts_fence_valid(const char *s, size_t len)
 	for (size_t i = 0; i < len; i++)
 		if (s[i] < '0' || s[i] > '9')
 			return false;
+	return true;
+}
+
+bool ts_fence_epoch(const char *fence, uint64_t *epoch)
+{
+	unsigned __int128 v = 0;
+	const unsigned __int128 max = ~(unsigned __int128)0;
+	if (!ts_fence_valid(fence, strlen(fence)))
+		return false;
+	for (const char *p = fence; *p; p++) {
+		unsigned d = (unsigned)(*p - '0');
+		if (v > (max - d) / 10)
+			return false;
+		v = v * 10 + d;
+	}
+	*epoch = (uint64_t)(v >> 64);
 	return true;
 }
 
@@ -843,7 +862,7 @@ void ts_fuzz_one(const uint8_t *data, size_t len)
 		fuzz_body(&h, data + off, h.len);
 		off += h.len;
 	}
-	/* As a bare body, a SERVE file and a record. */
+	/* As a bare body, a SERVE file, a record and a restart marker. */
 	ts_header any = { .kind = TS_RESPONSE };
 	fuzz_body(&any, data, len);
 	ts_serve s;
@@ -852,4 +871,6 @@ void ts_fuzz_one(const uint8_t *data, size_t len)
 	ts_record r;
 	if (ts_record_decode(data, len, &r, NULL))
 		ts_record_clear(&r);
+	ts_marker mk;
+	ts_marker_decode(data, len, &mk, NULL);
 }

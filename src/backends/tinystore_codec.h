@@ -113,7 +113,8 @@ void ts_enc_hold(ts_enc *e, const char *name, const char *key, uint64_t ttl_ms,
 void ts_enc_renew(ts_enc *e, const uint8_t lease[TS_ID_SIZE], uint64_t ttl_ms);
 void ts_enc_lease(ts_enc *e, const uint8_t lease[TS_ID_SIZE]);
 void ts_enc_bucket_open(ts_enc *e, const char *bucket);
-/* kv.Call: VALUE NULL for none, TTL_MS 0 for none, IF_VERSION NULL for none. */
+/* kv.Call: OWNER NULL for the bucket's root, VALUE NULL for none, TTL_MS 0 for
+ * none, IF_VERSION NULL for none. */
 void ts_enc_kv_call(ts_enc *e, uint64_t handle, const char *owner, const char *key,
                     const void *value, size_t value_len, uint64_t ttl_ms, const char *if_version);
 void ts_enc_kv_list(ts_enc *e, uint64_t handle, const char *owner, const char *after,
@@ -178,6 +179,10 @@ bool ts_credit_decode(const uint8_t *body, size_t len, uint32_t *credit, GError 
 
 /* A decimal fence of 1 to 39 digits. */
 bool ts_fence_valid(const char *s, size_t len);
+/* A fence's epoch, its high 64 bits (protocol §5.8: the server's unix ms
+ * when its locks engine opened; it grows with every server start): false
+ * when FENCE is not a decimal u128. */
+bool ts_fence_epoch(const char *fence, uint64_t *epoch);
 
 /* ---- the SERVE file and holder records (JSON) ---- */
 
@@ -210,6 +215,20 @@ GByteArray *ts_record_encode(const ts_record *r);
 bool ts_record_decode(const uint8_t *value, size_t len, ts_record *r, GError **error);
 void ts_record_clear(ts_record *r);
 
+/* The restart marker, at bucket lockfs-holders, root key "epochs:LOCK_NAME"
+ * (03 + JSON, kept forever): the last server epoch lockfs mounts took locks
+ * under, and how long grants of it must wait after that server started (see
+ * tinystore.c, "Restart grace"). */
+typedef struct {
+	int64_t epoch;       /* the latest epoch a mount was granted a lock under */
+	int64_t prev;        /* the one before it, 0: none (for the log) */
+	int64_t ttl_ms;      /* the largest ttl of the mounts that used epoch */
+	int64_t grace_until; /* server unix ms before which no grant of epoch is used; 0 */
+} ts_marker;
+
+GByteArray *ts_marker_encode(const ts_marker *m);
+bool ts_marker_decode(const uint8_t *value, size_t len, ts_marker *m, GError **error);
+
 /* base64url without padding, as SERVE's secret is written. */
 bool ts_base64url_decode(const char *s, uint8_t *out, size_t out_len);
 /* HMAC-SHA256(SECRET, CHALLENGE) compared with PROOF in constant time. */
@@ -217,7 +236,8 @@ bool ts_proof_ok(const uint8_t secret[32], const uint8_t challenge[TS_ID_SIZE],
                  const uint8_t proof[TS_PROOF_SIZE]);
 
 /* Everything a server could hand the decoders, for the fuzzer and the unit
- * test: frames, every answer type, SERVE and records.  Never fails. */
+ * test: frames, every answer type, SERVE, records and restart markers.
+ * Never fails. */
 void ts_fuzz_one(const uint8_t *data, size_t len);
 
 #endif

@@ -34,6 +34,9 @@ struct ts_conn {
 	uint32_t next_stream;
 	bool closing; /* the server said GOAWAY */
 	int64_t clock_offset_ms;
+	/* WELCOME's now (the server's unix ms) and our monotonic clock when it
+	 * came: the server's time later without trusting our wall clock. */
+	int64_t welcome_server_ms, welcome_mono_us;
 };
 
 #define io_error(error, ...) ts_fail(error, TS_ERROR_IO, __VA_ARGS__)
@@ -386,6 +389,7 @@ static bool handshake(ts_conn *c, const ts_target *t, const ts_serve *serve, int
 		return false;
 	}
 	int64_t now_ms = lockfs_now_us() / 1000;
+	int64_t mono_us = lockfs_mono_us();
 	ts_msg m;
 	ts_welcome w;
 	ok = ts_msg_decode(&m, body, h.len, error) && ts_welcome_decode(&m, &w, error);
@@ -412,6 +416,8 @@ static bool handshake(ts_conn *c, const ts_target *t, const ts_serve *serve, int
 	c->max_body = (uint32_t)MIN(w.max_body, TS_MAX_BODY);
 	c->credit = w.conn_credit;
 	c->clock_offset_ms = w.now_ms ? w.now_ms - now_ms : 0;
+	c->welcome_server_ms = w.now_ms ? w.now_ms : now_ms;
+	c->welcome_mono_us = mono_us;
 	ts_welcome_clear(&w);
 	return ok;
 }
@@ -467,6 +473,11 @@ void ts_conn_close(ts_conn *c)
 int64_t ts_conn_clock_offset_ms(const ts_conn *c)
 {
 	return c->clock_offset_ms;
+}
+
+int64_t ts_conn_server_ms(const ts_conn *c, int64_t mono_us)
+{
+	return c->welcome_server_ms + (mono_us - c->welcome_mono_us) / 1000;
 }
 
 /* Frames already waiting (a GOAWAY, the server's EOF), read without

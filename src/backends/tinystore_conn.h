@@ -37,5 +37,10 @@ ts_call_result ts_conn_call(ts_conn *c, uint16_t method, const void *body, size_
 
 /* The server's clock minus ours at WELCOME, in ms. */
 int64_t ts_conn_clock_offset_ms(const ts_conn *c);
+/* The server's clock (unix ms) at MONO_US on our monotonic clock, counted
+ * from WELCOME's now: behind the server's by the time WELCOME was on its
+ * way (and the two clocks' drift since), never ahead; our wall clock, stepped
+ * or not, plays no part. */
+int64_t ts_conn_server_ms(const ts_conn *c, int64_t mono_us);
 
 #endif

@@ -636,3 +636,49 @@ out:
 		ts_record_clear(r);
 	return ok;
 }
+
+/* ---- the restart marker ---- */
+
+GByteArray *ts_marker_encode(const ts_marker *m)
+{
+	GString *s = g_string_new(NULL);
+	g_string_append_c(s, RECORD_TYPE_JSON);
+	g_string_append_printf(s,
+	                       "{\"v\":%d,\"epoch\":%" G_GINT64_FORMAT ",\"prev\":%" G_GINT64_FORMAT
+	                       ",\"ttl_ms\":%" G_GINT64_FORMAT ",\"grace_until\":%" G_GINT64_FORMAT
+	                       "}",
+	                       RECORD_VERSION, m->epoch, m->prev, m->ttl_ms, m->grace_until);
+	gsize len = s->len;
+	return g_byte_array_new_take((guint8 *)g_string_free(s, FALSE), len);
+}
+
+bool ts_marker_decode(const uint8_t *value, size_t len, ts_marker *m, GError **error)
+{
+	memset(m, 0, sizeof(*m));
+	if (len < 1 || value[0] != RECORD_TYPE_JSON) {
+		g_set_error(error, TS_ERROR, TS_ERROR_PROTOCOL,
+		            "a restart marker that is not JSON (type byte 03)");
+		return false;
+	}
+	jv *v = json_parse((const char *)value + 1, len - 1, error);
+	if (!v)
+		return false;
+	const char *what = "restart marker";
+	int64_t version = 0;
+	bool ok = false;
+	if (v->t != J_OBJ)
+		g_set_error(error, TS_ERROR, TS_ERROR_PROTOCOL,
+		            "a restart marker that is not an object");
+	else if (get_int(v, what, "v", 1, INT64_MAX, &version, error) &&
+	         get_int(v, what, "epoch", 0, INT64_MAX, &m->epoch, error) &&
+	         get_int(v, what, "prev", 0, INT64_MAX, &m->prev, error) &&
+	         get_int(v, what, "ttl_ms", 0, INT64_MAX / 1000, &m->ttl_ms, error) &&
+	         get_int(v, what, "grace_until", 0, INT64_MAX / 1000, &m->grace_until, error)) {
+		const char *need = !member(v, "v") ? "v" : !member(v, "epoch") ? "epoch" : NULL;
+		ok = !need || field_error(error, what, need, "present");
+	}
+	jv_free(v);
+	if (!ok)
+		memset(m, 0, sizeof(*m));
+	return ok;
+}

@@ -21,8 +21,9 @@
 # 3. The server stopped and restarted within ttl/2.  LDAP keeps the entry:
 #    the lock stays held (renewed after the restart).  tinystore keeps leases
 #    in memory only: the holder finds its lock lost at its next renewal
-#    (lockfs.conf(5)).  Either way, no other mount is granted the lock while
-#    the holder still shows it held.
+#    (lockfs.conf(5)), and the lock can be taken once the restart grace (ttl
+#    after the restart, 35-server-restart-grace.t) is over.  Either way, no
+#    other mount is granted the lock while the holder still shows it held.
 # 4. A hung server again: reading .lockfs/status or listing the mount waits
 #    for the server at most about one network timeout, like any other call.
 set -u

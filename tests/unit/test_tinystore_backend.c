@@ -165,10 +165,10 @@ static lockfs_backend *backend_opts(const char *const *opts, GError **err)
 	return be;
 }
 
-/* A backend on the test store with TTL and TIMEOUT. */
-static lockfs_backend *local_be(const char *ttl, const char *timeout)
+/* A backend on store directory ST with TTL and TIMEOUT. */
+static lockfs_backend *store_be(const char *st, const char *ttl, const char *timeout)
 {
-	g_autofree char *dir = g_strdup_printf("tinystore_dir=%s", store);
+	g_autofree char *dir = g_strdup_printf("tinystore_dir=%s", st);
 	g_autofree char *t = g_strdup_printf("ttl=%s", ttl);
 	g_autofree char *n = g_strdup_printf("network_timeout=%s", timeout);
 	const char *opts[] = { "backend=tinystore", dir, t, n, NULL };
@@ -179,6 +179,12 @@ static lockfs_backend *local_be(const char *ttl, const char *timeout)
 	g_assert_cmpuint(be->flags, ==,
 	                 LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES | LOCKFS_BACKEND_UNDESCRIBED);
 	return be;
+}
+
+/* A backend on the test store with TTL and TIMEOUT. */
+static lockfs_backend *local_be(const char *ttl, const char *timeout)
+{
+	return store_be(store, ttl, timeout);
 }
 
 static lockfs_backend *default_be(void)
@@ -232,6 +238,25 @@ static int try_take(lockfs_backend *be, const char *key, const char *host)
 		g_assert_null(lease);
 	}
 	return r;
+}
+
+/* Take KEY as soon as BE is granted it, trying every 20 ms for at most
+ * LIMIT_US; every refusal before must be -EEXIST.  *AT: when the granting
+ * call returned. */
+static lockfs_lease *take_when_free(lockfs_backend *be, const char *key, const char *host,
+                                    int64_t limit_us, int64_t *at)
+{
+	lockfs_holder h = holder(host, 4243);
+	for (int64_t end = lockfs_mono_us() + limit_us;; g_usleep(20000)) {
+		lockfs_lease *lease = NULL;
+		int r = be->acquire(be, key, &h, &lease, NULL);
+		*at = lockfs_mono_us();
+		if (r == 0)
+			return lease;
+		g_assert_cmpint(r, ==, -EEXIST);
+		g_assert_null(lease);
+		g_assert_cmpint(*at, <, end);
+	}
 }
 
 static void give(lockfs_backend *be, lockfs_lease *lease)
@@ -785,6 +810,7 @@ static void test_restart(void)
 	g_autofree char *err = NULL;
 	const char *restart[] = { "restart", srv_dir, NULL };
 	g_assert_cmpint(run_script(restart, NULL, &err), ==, 0);
+	int64_t t_back = lockfs_mono_us();
 	/* A release that never had a record is one call on the connection
 	 * that granted it; that connection is gone with the old server, so
 	 * the release asks again and learns the lease was lost. */
@@ -792,7 +818,11 @@ static void test_restart(void)
 	a->lease_free(a, la2);
 	/* Leases live in the server's memory: gone, and the fence goes on. */
 	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
-	lockfs_lease *lb = take(b, key, "host-b");
+	/* Not granted to anyone before ttl has passed since the restart
+	 * (test_restart_grace has the details). */
+	int64_t at;
+	lockfs_lease *lb = take_when_free(b, key, "host-b", 5000000 + 3000000, &at);
+	g_assert_cmpint(at, >=, t_back + 5000000);
 	g_assert_cmpint(lockfs_fence_cmp(lb->fence, la->fence), >, 0);
 	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
 	a->lease_free(a, la);
@@ -804,6 +834,108 @@ static void test_restart(void)
 	give(b, lb);
 	a->destroy(a);
 	b->destroy(b);
+}
+
+/* Restart grace: after a server restart no mount is granted a key until
+ * ttl (the largest of the mounts that held locks before it) has passed since
+ * the restart, neither a mount from before it nor one that connects for the
+ * first time after it; a store lockfs never used has nothing to wait for. */
+
+/* Restart the server of DIR: when it is back (monotonic µs). */
+static int64_t restart_server(const char *dir)
+{
+	g_autofree char *err = NULL;
+	const char *restart[] = { "restart", dir, NULL };
+	if (run_script(restart, NULL, &err) != 0)
+		g_error("restarting the server: %s", err);
+	return lockfs_mono_us();
+}
+
+/* A takes KA and B takes KB, each trying every 20 ms: every grant comes
+ * GRACE_US or more after BACK, and within 1.5 s more (the refused grants were
+ * released, not left to their ttl).  The leases in *LA and *LB. */
+static void take_both_after(lockfs_backend *a, const char *ka, lockfs_backend *b, const char *kb,
+                            int64_t back, int64_t grace_us, lockfs_lease **la, lockfs_lease **lb)
+{
+	lockfs_holder h = holder("host-x", 4244);
+	*la = *lb = NULL;
+	int refused = 0;
+	while (!*la || !*lb) {
+		lockfs_backend *be[] = { a, b };
+		const char *key[] = { ka, kb };
+		lockfs_lease **out[] = { la, lb };
+		for (int i = 0; i < 2; i++) {
+			if (*out[i])
+				continue;
+			int r = be[i]->acquire(be[i], key[i], &h, out[i], NULL);
+			int64_t at = lockfs_mono_us();
+			if (r == 0) {
+				g_test_message("granted %" G_GINT64_FORMAT " ms after the restart, "
+				               "after %d refusals",
+				               (at - back) / 1000, refused);
+				g_assert_cmpint(at, >=, back + grace_us);
+			} else {
+				g_assert_cmpint(r, ==, -EEXIST);
+				refused++;
+			}
+			g_assert_cmpint(at, <, back + grace_us + 1500000);
+		}
+		g_usleep(20000);
+	}
+	g_assert_cmpint(refused, >, 0);
+}
+
+static void test_restart_grace(void)
+{
+	NEED(own_skip);
+	/* A server and store of its own: a fresh store is part of the test,
+	 * and the other tests' server is not kept waiting. */
+	g_autofree char *dir = g_build_filename(tmpdir, "grace", NULL);
+	GHashTable *vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	g_autofree char *err = NULL;
+	const char *start[] = { "start", dir, NULL };
+	g_assert_cmpint(run_script(start, vars, &err), ==, 0);
+	g_autofree char *st = var(vars, "TINYSTORE_STORE");
+	g_hash_table_destroy(vars);
+
+	/* A store lockfs never used: granted at once. */
+	lockfs_backend *a = store_be(st, "2s", "1s");
+	int64_t t0 = lockfs_mono_us();
+	lockfs_lease *la = take(a, "x.lock", "host-a");
+	g_assert_cmpint(lockfs_mono_us() - t0, <, 1000000);
+
+	/* Restarted: a new mount (C) and the one from before (A, on a key it
+	 * never held) both wait for ttl after the restart. */
+	int64_t back = restart_server(dir);
+	lockfs_backend *c = store_be(st, "2s", "1s");
+	lockfs_lease *lc, *lz;
+	take_both_after(c, "x.lock", a, "z.lock", back, 2000000, &lc, &lz);
+	g_assert_cmpint(lockfs_fence_cmp(lc->fence, la->fence), >, 0);
+	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
+	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
+	a->lease_free(a, la);
+	give(c, lc);
+	give(a, lz);
+	/* Over: further grants of this server are not held back. */
+	t0 = lockfs_mono_us();
+	give(c, take(c, "x.lock", "host-c"));
+	g_assert_cmpint(lockfs_mono_us() - t0, <, 1000000);
+
+	/* A mount with a longer ttl (4 s) takes a lock: the next restart
+	 * waits for leases as long as its, on every mount. */
+	lockfs_backend *d = store_be(st, "4s", "1s");
+	give(d, take(d, "w.lock", "host-d"));
+	back = restart_server(dir);
+	take_both_after(a, "x.lock", c, "y.lock", back, 4000000, &la, &lc);
+	give(a, la);
+	give(c, lc);
+
+	a->destroy(a);
+	c->destroy(c);
+	d->destroy(d);
+	const char *stop[] = { "stop", dir, NULL };
+	g_clear_pointer(&err, g_free);
+	run_script(stop, NULL, &err);
 }
 
 /* ---- the tinystore CLI on the same keys ---- */
@@ -1455,8 +1587,16 @@ int main(int argc, char **argv)
 	/* GIO's debug lines go through lockfs's log, by level, not g_test's. */
 	g_log_set_default_handler(g_log_default_handler, NULL);
 	lockfs_backends_register_config();
-	tmpdir = g_dir_make_tmp("lockfs-ts-XXXXXX", NULL);
-	g_assert_nonnull(tmpdir);
+	/* The servers' sockets (DIR/store/server/tinystore.sock) must fit the
+	 * 107 bytes of a Unix socket's path: under the deep TMPDIR scripts/test
+	 * gives each file they would not, and every test needing a server would
+	 * skip ("path must be shorter than SUN_LEN"). */
+	const char *base = g_get_tmp_dir();
+	if (strlen(base) + strlen("/lockfs-ts-XXXXXX/grace/store/server/tinystore.sock") >=
+	    sizeof(((struct sockaddr_un *)0)->sun_path))
+		base = "/tmp";
+	tmpdir = g_build_filename(base, "lockfs-ts-XXXXXX", NULL);
+	g_assert_nonnull(g_mkdtemp(tmpdir));
 	script = g_strdup(TINYSTORE_SH);
 	start_servers();
 
@@ -1471,6 +1611,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/tinystore/renew-keeps", test_renew_keeps);
 	g_test_add_func("/tinystore/expiry", test_expiry);
 	g_test_add_func("/tinystore/restart", test_restart);
+	g_test_add_func("/tinystore/restart-grace", test_restart_grace);
 	g_test_add_func("/tinystore/cli-interplay", test_cli_interplay);
 	g_test_add_func("/tinystore/tcp", test_tcp);
 	g_test_add_func("/tinystore/tls", test_tls);

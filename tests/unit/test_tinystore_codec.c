@@ -141,6 +141,10 @@ static void test_encode_vectors(void)
 	ts_enc_kv_call(&e, 1, "lockfs", "k", NULL, 0, 0, "16");
 	assert_frame("14000000030107010c0000008401010291a66c6f636b667303a16b07c4023136", &e,
 	             TS_REQUEST, TS_END, TS_KV_DELETE, 12);
+	/* No owner: a key at the bucket's root (the restart marker). */
+	ts_enc_kv_call(&e, 1, NULL, "epochs:lockfs", NULL, 0, 0, NULL);
+	assert_frame("14000000030102010d000000830101029003ad65706f6368733a6c6f636b6673", &e,
+	             TS_REQUEST, TS_END, TS_KV_GET, 13);
 	ts_enc_clear(&e);
 
 	GByteArray *f = g_byte_array_new();
@@ -719,6 +723,75 @@ static void test_record_hostile(void)
 	ts_record_clear(&r);
 }
 
+/* ---- fence epochs and the restart marker ---- */
+
+static void test_fence_epoch(void)
+{
+	static const struct {
+		const char *fence;
+		bool ok;
+		uint64_t epoch;
+	} cases[] = {
+		/* The protocol document's examples (§5.8): before and after a restart. */
+		{ "33130733005241463604112948985857", true, 1796020635016 },
+		{ "33130734863990736703308498468865", true, 1796020735779 },
+		{ "1", true, 0 },
+		{ "18446744073709551615", true, 0 },
+		{ "18446744073709551616", true, 1 },
+		{ "340282366920938463463374607431768211455", true, UINT64_MAX },
+		{ "340282366920938463463374607431768211456", false, 0 }, /* u128 + 1 */
+		{ "999999999999999999999999999999999999999", false, 0 },
+		{ "", false, 0 },
+		{ "12a", false, 0 },
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
+		uint64_t epoch = 42;
+		g_assert_cmpint(ts_fence_epoch(cases[i].fence, &epoch), ==, cases[i].ok);
+		if (cases[i].ok)
+			g_assert_cmpuint(epoch, ==, cases[i].epoch);
+	}
+}
+
+static void test_marker(void)
+{
+	ts_marker m = { .epoch = 1796020735779,
+		        .prev = 1796020635016,
+		        .ttl_ms = 30000,
+		        .grace_until = 1796020765829 };
+	GByteArray *v = ts_marker_encode(&m);
+	g_assert_cmpuint(v->data[0], ==, 3);
+	ts_marker back;
+	GError *e = NULL;
+	g_assert_true(ts_marker_decode(v->data, v->len, &back, &e));
+	g_assert_no_error(e);
+	g_assert_cmpmem(&back, sizeof(back), &m, sizeof(m));
+	g_byte_array_free(v, TRUE);
+
+	static const char *const bad[] = {
+		"{\"v\":1,\"epoch\":1}", /* no type byte */
+		"\x03[1]",               /* not an object */
+		"\x03{\"epoch\":1}",     /* no v */
+		"\x03{\"v\":1}",         /* no epoch */
+		"\x03{\"v\":1,\"epoch\":-1}",
+		"\x03{\"v\":1,\"epoch\":\"1\"}",
+		"\x03{\"v\":1,\"epoch\":1,\"ttl_ms\":1.5}",
+		"\x03{\"v\":1,\"epoch\":1,\"grace_until\":99999999999999999999}",
+		"\x03{\"v\":1,\"epoch\":1",
+	};
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_assert_false(
+		        ts_marker_decode((const uint8_t *)bad[i], strlen(bad[i]), &back, &e));
+		g_assert_nonnull(e);
+		g_clear_error(&e);
+	}
+	/* A later version with more members is read. */
+	const char *later = "\x03{\"v\":2,\"epoch\":7,\"ttl_ms\":1000,\"new\":[true]}";
+	g_assert_true(ts_marker_decode((const uint8_t *)later, strlen(later), &back, &e));
+	g_assert_cmpint(back.epoch, ==, 7);
+	g_assert_cmpint(back.ttl_ms, ==, 1000);
+	g_assert_cmpint(back.grace_until, ==, 0);
+}
+
 /* ---- the fuzz target, under the normal build ---- */
 
 static const char *const vectors[] = {
@@ -861,6 +934,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/tinystore-codec/serve", test_serve);
 	g_test_add_func("/tinystore-codec/record-roundtrip", test_record_roundtrip);
 	g_test_add_func("/tinystore-codec/record-hostile", test_record_hostile);
+	g_test_add_func("/tinystore-codec/fence-epoch", test_fence_epoch);
+	g_test_add_func("/tinystore-codec/marker", test_marker);
 	g_test_add_func("/tinystore-codec/fuzz-vectors", test_fuzz_vectors);
 	g_test_add_func("/tinystore-codec/fuzz-random", test_fuzz_random);
 	g_test_add_func("/tinystore-codec/fuzz-mutated", test_fuzz_mutated);
