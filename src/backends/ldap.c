@@ -131,9 +131,10 @@ static bool may_break(ll_backend *be, const ll_lock *l, bool log)
 }
 
 /* Judge L on the server's clock.  With OP (an acquisition about to break
- * it), an old reading of the server's clock is taken again first, and a
- * refusal is logged.  LL_STALE and LL_EXPIRED only when this host may break
- * it; *EIO when the reading failed on the client side. */
+ * it), an old reading of the server's clock is taken again first.  LL_STALE
+ * and LL_EXPIRED only when this host may break it; a refusal, or a lock that
+ * cannot be judged, is logged (once a minute).  *EIO when the reading failed
+ * on the client side. */
 static ll_verdict judge(ll_backend *be, ll_op *op, const ll_lock *l, bool *eio)
 {
 	ll_server_now now;
@@ -150,10 +151,12 @@ static ll_verdict judge(ll_backend *be, ll_op *op, const ll_lock *l, bool *eio)
 			ll_server_now_of(be, l, &now);
 			v = ll_judge(l, &now, be->cfg.ttl_us, be->cfg.stale_after_us);
 		}
-		if (v == LL_UNSURE)
-			log_unsure(be, l, &now);
 	}
-	if ((v == LL_STALE || v == LL_EXPIRED) && !may_break(be, l, op != NULL))
+	/* Whoever decides here — an acquisition, or a lookup that shows the
+	 * lock held so that the kernel answers EEXIST itself — says why. */
+	if (v == LL_UNSURE)
+		log_unsure(be, l, &now);
+	if ((v == LL_STALE || v == LL_EXPIRED) && !may_break(be, l, true))
 		v = LL_HELD;
 	return v;
 }
