@@ -161,6 +161,31 @@ static ll_verdict judge(ll_backend *be, ll_op *op, const ll_lock *l, bool *eio)
 	return v;
 }
 
+/* Shown times move to our clock only past this: hosts whose clocks agree
+ * show the holder's very values. */
+#define SHOWN_SHIFT_MIN_US (2 * G_USEC_PER_SEC)
+
+/* The holder's times, written by its clock, on ours: the server's stamp of
+ * its last write against that write's renewed= note is how far the holder's
+ * clock is from the server's; our reading, how far ours is.  So a lock's
+ * mtime and age here say what they say on the holder's host, and tools that
+ * judge a lock by its mtime (liblockfile: 5 minutes) are not fooled by the
+ * holder's clock either. */
+static void times_to_ours(ll_backend *be, const ll_lock *l, lockfs_holder *h)
+{
+	int64_t res = 0, w = ll_server_last(l, &res), off = 0, unc = 0, age = 0;
+	if (!w || !l->renewed_us || !ll_clock_offset(be, &off, &unc, &age))
+		return;
+	int64_t delta = (w + res / 2 - l->renewed_us) - off;
+	if ((delta < 0 ? -delta : delta) <= SHOWN_SHIFT_MIN_US + res + unc)
+		return;
+	int64_t *t[] = { &h->acquired_us, &h->heartbeat_us, &h->mtime_us, &h->atime_us,
+		         &h->ctime_us };
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++)
+		if (*t[i])
+			*t[i] += delta;
+}
+
 static void fill_info(ll_backend *be, const ll_lock *l, lockfs_lock_info *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -168,6 +193,7 @@ static void fill_info(ll_backend *be, const ll_lock *l, lockfs_lock_info *out)
 	ll_server_now_of(be, l, &now);
 	out->key = g_strdup(l->key);
 	lockfs_holder_copy(&out->holder, &l->holder);
+	times_to_ours(be, l, &out->holder);
 	g_strlcpy(out->fence, l->fence, sizeof(out->fence));
 	out->lease_left_ms = ll_lease_left_ms(l, &now, be->cfg.ttl_us);
 	bool eio = false;

@@ -945,7 +945,8 @@ typedef struct {
 	renewer r;
 	GThread *t;
 	bool idle;    /* renewed, never heartbeaten: stale after stale_after */
-	int64_t last; /* the holder's last renewal, once it stopped */
+	int64_t taken; /* before the holder took it */
+	int64_t last;  /* the holder's last renewal, once it stopped */
 	int64_t got;  /* when the contender was granted it */
 	lockfs_lease *won;
 } clock_case;
@@ -957,6 +958,7 @@ static void clock_case_start(clock_case *c, lockfs_backend *holder, const char *
 	c->holder = holder;
 	c->contender = contender;
 	c->idle = idle;
+	c->taken = mono();
 	c->r = (renewer){ .be = holder, .lease = take_ok(holder, key, hname), .heartbeat = !idle };
 	c->t = g_thread_new("renew", renew_run, &c->r);
 }
@@ -1007,6 +1009,14 @@ static void clock_matrix(slapd *s, const char *name)
 			g_assert_cmpint(b->inspect(b, c[i].key, &info), ==, 0);
 			g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
 			g_assert_cmpint(info.lease_left_ms, >, 0);
+			/* Shown on the contender's clock, whoever's clock wrote it. */
+			int64_t here = ll_now_us((ll_backend *)b);
+			g_assert_cmpint(info.holder.acquired_us, >, here - 4 * SEC);
+			g_assert_cmpint(info.holder.acquired_us, <=, here + SEC);
+			if (!c[i].idle) {
+				g_assert_cmpint(info.holder.heartbeat_us, >, here - 2 * SEC);
+				g_assert_cmpint(info.holder.heartbeat_us, <=, here + SEC);
+			}
 			lockfs_lock_info_clear(&info);
 		}
 		g_usleep(200 * 1000);
@@ -1038,13 +1048,14 @@ static void clock_matrix(slapd *s, const char *name)
 		g_usleep(100 * 1000);
 	}
 	for (int i = 0; i < N; i++) {
-		g_test_message("%s: %s after %.1f s", c[i].key, c[i].won ? "taken" : "NOT taken",
-		               ((c[i].won ? c[i].got : mono()) - (c[i].idle ? t0 : c[i].last)) /
-		                       1e6);
+		g_test_message(
+		        "%s: %s after %.1f s", c[i].key, c[i].won ? "taken" : "NOT taken",
+		        ((c[i].won ? c[i].got : mono()) - (c[i].idle ? c[i].taken : c[i].last)) /
+		                1e6);
 		g_assert_nonnull(c[i].won);
 		if (c[i].idle) {
 			/* stale_after since the grant, by the server's clock */
-			g_assert_cmpint(c[i].got, >=, t0 + 3 * SEC);
+			g_assert_cmpint(c[i].got, >=, c[i].taken + 3 * SEC);
 			g_thread_join(c[i].t);
 			g_assert_cmpint(c[i].r.last, ==, -ESTALE);
 		} else {
