@@ -140,7 +140,9 @@ static ll_verdict judge(ll_backend *be, ll_op *op, const ll_lock *l, bool *eio)
 	ll_server_now now;
 	ll_server_now_of(be, l, &now);
 	ll_verdict v = ll_judge(l, &now, be->cfg.ttl_us, be->cfg.stale_after_us);
-	if (op && v != LL_HELD) {
+	int64_t res = 0;
+	/* (An entry without stamps is no better judged with a new reading.) */
+	if (op && v != LL_HELD && ll_server_last(l, &res)) {
 		int64_t off = 0, unc = 0, age = 0;
 		int64_t max_age = v == LL_UNSURE ? G_USEC_PER_SEC : LL_CLOCK_FRESH_US;
 		if (!ll_clock_offset(be, &off, &unc, &age) || age > max_age) {

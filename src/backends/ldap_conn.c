@@ -694,9 +694,13 @@ static int stamped_result(ll_op *op, int msgid, int64_t sent_mono, int64_t sent_
 {
 	LDAPMessage *res = NULL;
 	struct timeval tv = tv_of(op->deadline_mono_us - lockfs_mono_us());
-	if (ldap_result(op->ld, msgid, LDAP_MSG_ALL, &tv, &res) <= 0) {
+	int got = ldap_result(op->ld, msgid, LDAP_MSG_ALL, &tv, &res);
+	if (got <= 0) {
+		int err = LDAP_TIMEOUT;
+		if (got < 0)
+			ldap_get_option(op->ld, LDAP_OPT_RESULT_CODE, &err);
 		ldap_msgfree(res);
-		return op_done(op, LDAP_TIMEOUT);
+		return op_done(op, err == LDAP_SUCCESS || err > 0 ? LDAP_SERVER_DOWN : err);
 	}
 	int64_t recv_mono = lockfs_mono_us(), recv_wall = ll_now_us(op->be);
 	int err = LDAP_OTHER;
@@ -818,7 +822,10 @@ int ll_clock_measure(ll_op *op, int64_t max_age_us)
 		return LDAP_SUCCESS;
 	g_autofree char *cn = ll_probe_cn(be->cfg.host);
 	g_autofree char *dn = ll_dn(cn, be->cfg.base);
-	const char *classes[] = { "top", "organizationalRole", NULL };
+	/* Dynamic where it can be: a probe left by a crash goes by itself. */
+	const char *plain[] = { "top", "organizationalRole", NULL };
+	const char *dynamic[] = { "top", "organizationalRole", "dynamicObject", NULL };
+	const char *const *classes = (be->caps & LL_CAP_DDS) ? dynamic : plain;
 	g_autoptr(GPtrArray) desc = g_ptr_array_new();
 	g_ptr_array_add(desc, "lockfs: probe for the server's clock");
 	int64_t sent_mono = lockfs_mono_us(), sent_wall = ll_now_us(be);
