@@ -66,7 +66,7 @@ void lockfs_backends_register_config(void)
 	lockfs_config_register_group("tinystore", tinystore);
 	static const char *const ldap[] = {"uri",     "bind_dn", "password_file", "sasl_mech",
 	                                   "starttls", "ca_file", "verify",        "base",
-	                                   "dynamic",  NULL};
+	                                   "dynamic",  "max_clock_offset", NULL};
 	lockfs_config_register_group("ldap", ldap);
 }
 

@@ -224,6 +224,51 @@ static void count_lock(const lockfs_lock_info *info, void *user)
 	(*n)++;
 }
 
+/* "0.012 s", "4m00s" of the magnitude of US. */
+static char *offset_text(int64_t us)
+{
+	int64_t a = us < 0 ? -us : us;
+	if (a < 60 * G_USEC_PER_SEC)
+		return g_strdup_printf("%.3f s", a / 1e6);
+	return ctl_format_age((a + G_USEC_PER_SEC / 2) / G_USEC_PER_SEC);
+}
+
+/* This host's clock against the backend's, as a mount here would measure it:
+ * beyond the backend's bound its mounts break no other host's lock. */
+static void check_clock(tally *t, lockfs_backend *be, const lockfs_settings *s)
+{
+	lockfs_clock_info c;
+	int r = be->clock ? be->clock(be, &c) : -ENOSYS;
+	if (r == -ENOSYS) {
+		printf("clock skew: judged per lock below (times more than 5 minutes ahead of "
+		       "this host)\n");
+		return;
+	}
+	if (r != 0) {
+		warn(t,
+		     "clock: the %s server's clock cannot be read from the stamps of a write; "
+		     "mounts here break no other host's lock until it can (let the bind user "
+		     "read modifyTimestamp and entryCSN)",
+		     s->backend);
+		return;
+	}
+	g_autofree char *off = offset_text(c.offset_us);
+	g_autofree char *unc = offset_text(c.uncertainty_us);
+	g_autofree char *bound = offset_text(c.bound_us);
+	const char *dir = c.offset_us > 0 ? "behind" : "ahead of";
+	int64_t a = c.offset_us < 0 ? -c.offset_us : c.offset_us;
+	if (c.bound_us && a > c.bound_us)
+		warn(t,
+		     "clock: this host's clock is %s %s the %s server's (+/- %s), more than "
+		     "max_clock_offset %s: its mounts take and keep locks but break no other "
+		     "host's; fix the clock (NTP)",
+		     off, dir, s->backend, unc, bound);
+	else
+		printf("clock: this host's clock is %s %s the %s server's (+/- %s); "
+		       "max_clock_offset %s\n",
+		       off, dir, s->backend, unc, bound);
+}
+
 /* A shared backend: make it as a mount would (connect, TLS, bind or proof,
  * base) and list its locks; the time that takes is reported, and holders'
  * clocks are judged per lock by check_mount. */
@@ -245,8 +290,7 @@ static void check_shared(tally *t, const lockfs_config *cfg, const lockfs_settin
 	else
 		printf("backend %s: reached in %" G_GINT64_FORMAT " ms; %d lock%s held\n",
 		       s->backend, ms, n, n == 1 ? "" : "s");
-	printf("clock skew: judged per lock below (times more than 5 minutes ahead of this "
-	       "host)\n");
+	check_clock(t, be, s);
 	be->destroy(be);
 }
 

@@ -178,6 +178,12 @@ void lockfs_notify_init(const char *command, const char *mount)
 void lockfs_notify(const char *event, const char *key, const lockfs_holder *holder,
                    const lockfs_holder *breaker, const char *fence)
 {
+	lockfs_notify_detail(event, key, holder, breaker, fence, NULL);
+}
+
+void lockfs_notify_detail(const char *event, const char *key, const lockfs_holder *holder,
+                          const lockfs_holder *breaker, const char *fence, const char *detail)
+{
 	if (!notify_thread)
 		return;
 	if (g_async_queue_length(notify_queue) >= NOTIFY_QUEUE_MAX) {
@@ -194,6 +200,8 @@ void lockfs_notify(const char *event, const char *key, const lockfs_holder *hold
 	g_ptr_array_add(env, g_strdup_printf("LOCKFS_HOLDER=%s", h));
 	g_ptr_array_add(env, g_strdup_printf("LOCKFS_BREAKER=%s", b));
 	g_ptr_array_add(env, g_strdup_printf("LOCKFS_FENCE=%s", fence ? fence : ""));
+	if (detail)
+		g_ptr_array_add(env, g_strdup_printf("LOCKFS_DETAIL=%s", detail));
 	g_ptr_array_add(env, NULL);
 	g_async_queue_push(notify_queue, g_ptr_array_free(env, FALSE));
 }

@@ -20,6 +20,10 @@ void lockfs_log(GLogLevelFlags level, const char *key, const char *fmt, ...)
 void lockfs_notify_init(const char *command, const char *mount);
 void lockfs_notify(const char *event, const char *key, const lockfs_holder *holder,
                    const lockfs_holder *breaker, const char *fence);
+/* The same with LOCKFS_DETAIL: one line saying more (event "clock": this
+ * host's clock against the server's). */
+void lockfs_notify_detail(const char *event, const char *key, const lockfs_holder *holder,
+                          const lockfs_holder *breaker, const char *fence, const char *detail);
 void lockfs_notify_shutdown(void);
 
 #endif

@@ -27,7 +27,7 @@
 extern "C" {
 #endif
 
-#define LOCKFS_BACKEND_VERSION 2
+#define LOCKFS_BACKEND_VERSION 3
 
 /* Fences are decimal strings: tinystore's are u128, LDAP's and local's u64. */
 #define LOCKFS_FENCE_MAX 40
@@ -114,6 +114,15 @@ typedef struct {
 
 typedef void (*lockfs_list_cb)(const lockfs_lock_info *info, void *user);
 
+/* This instance's clock against the backend's, as clock() reports it. */
+typedef struct {
+	int64_t offset_us;      /* the backend's clock less this host's wall clock */
+	int64_t uncertainty_us; /* the offset is known within ± this */
+	int64_t age_us;         /* since it was measured */
+	/* Beyond this offset the backend breaks no other host's lock; 0: none. */
+	int64_t bound_us;
+} lockfs_clock_info;
+
 /* Backend properties the filesystem adapts to. */
 enum {
 	/* Other hosts may hold locks: names not held here must be looked up. */
@@ -167,6 +176,11 @@ struct lockfs_backend {
 
 	void (*lease_free)(lockfs_backend *be, lockfs_lease *lease);
 	void (*destroy)(lockfs_backend *be);
+
+	/* This instance's clock against the server's, for lockfsctl check: 0,
+	 * or -ENOENT while it could not be measured.  NULL where the backend
+	 * has no server clock or does not report it. */
+	int (*clock)(lockfs_backend *be, lockfs_clock_info *out);
 };
 
 void lockfs_holder_clear(lockfs_holder *h);

@@ -21,6 +21,7 @@ typedef struct {
 	char *fence_value;  /* "fence=N": the note that says the entry is still ours */
 	uint64_t block_end; /* the fence's block, for the check in confirm() */
 	bool unchecked;     /* the fence is not checked yet */
+	int64_t hb_mono_us; /* the holder's last heartbeat on our monotonic clock */
 	lockfs_holder holder;
 	GBytes *content;
 } ll_lease;
@@ -66,15 +67,139 @@ static void mine_drop(ll_backend *be, const char *key, const char *fence)
 	g_mutex_unlock(&be->mine_mu);
 }
 
+static bool log_due(ll_backend *be, int64_t *last)
+{
+	int64_t now = lockfs_mono_us();
+	g_mutex_lock(&be->log_mu);
+	bool due = !*last || now - *last >= SKEW_LOG_EVERY_US;
+	if (due)
+		*last = now;
+	g_mutex_unlock(&be->log_mu);
+	return due;
+}
+
+/* This host's clock is too far from the server's to judge L, which the
+ * server's clock says may be broken: say so (at most once a minute), to the
+ * log and the notify command. */
+static void log_refusal(ll_backend *be, const ll_lock *l, bool known, int64_t off, int64_t unc)
+{
+	if (!log_due(be, &be->skew_logged_mono_us))
+		return;
+	g_autofree char *bound = ll_duration_text(be->cfg.clock_bound_us);
+	g_autofree char *clock = known ? ll_offset_text(off, unc) : g_strdup("not known");
+	g_autofree char *detail =
+	        known ? g_strdup_printf("this host's clock is %s, more than max_clock_offset %s",
+	                                clock, bound)
+	              : g_strdup("the server's clock cannot be read from its stamps");
+	lockfs_log(G_LOG_LEVEL_CRITICAL, l->key,
+	           "ldap: clock: %s; %s held by %s pid %" G_GINT64_FORMAT " (fence %s) looks "
+	           "breakable by the server's clock, but this mount breaks no other host's lock "
+	           "until the clocks agree: fix this host's clock (NTP), or break it with "
+	           "lockfsctl unlock once you know its holder is gone",
+	           detail, l->key, l->holder.host ? l->holder.host : "?", l->holder.pid, l->fence);
+	lockfs_notify_detail("clock", l->key, &l->holder, NULL, l->fence, detail);
+}
+
+/* L cannot be judged: say why (at most once a minute). */
+static void log_unsure(ll_backend *be, const ll_lock *l, const ll_server_now *now)
+{
+	if (!log_due(be, &be->unsure_logged_mono_us))
+		return;
+	int64_t res = 0, w = ll_server_last(l, &res);
+	const char *why =
+	        !w ? "the entry shows no modifyTimestamp: let the bind user read it"
+	        : !now->hi_us
+	                ? "the server's clock is not known here (no stamped write answered yet)"
+	                : "its last write is stamped ahead of the server's clock as this host "
+	                  "reads it (did the server's clock go back?)";
+	lockfs_log(G_LOG_LEVEL_WARNING, l->key,
+	           "ldap: cannot judge %s of %s pid %" G_GINT64_FORMAT ": %s; it is left alone",
+	           l->key, l->holder.host ? l->holder.host : "?", l->holder.pid, why);
+}
+
+/* Whether this host may break what the server's clock says is breakable:
+ * its own clock is known and within max_clock_offset of the server's. */
+static bool may_break(ll_backend *be, const ll_lock *l, bool log)
+{
+	int64_t off = 0, unc = 0, age = 0;
+	bool known = ll_clock_offset(be, &off, &unc, &age);
+	if (known && !ll_clock_beyond(be, off, unc))
+		return true;
+	if (log)
+		log_refusal(be, l, known, off, unc);
+	return false;
+}
+
+/* Judge L on the server's clock.  With OP (an acquisition about to break
+ * it), an old reading of the server's clock is taken again first.  LL_STALE
+ * and LL_EXPIRED only when this host may break it; a refusal, or a lock that
+ * cannot be judged, is logged (once a minute).  *EIO when the reading failed
+ * on the client side. */
+static ll_verdict judge(ll_backend *be, ll_op *op, const ll_lock *l, bool *eio)
+{
+	ll_server_now now;
+	ll_server_now_of(be, l, &now);
+	ll_verdict v = ll_judge(l, &now, be->cfg.ttl_us, be->cfg.stale_after_us);
+	int64_t res = 0;
+	/* (An entry without stamps is no better judged with a new reading.) */
+	if (op && v != LL_HELD && ll_server_last(l, &res)) {
+		int64_t off = 0, unc = 0, age = 0;
+		int64_t max_age = v == LL_UNSURE ? G_USEC_PER_SEC : LL_CLOCK_FRESH_US;
+		if (!ll_clock_offset(be, &off, &unc, &age) || age > max_age) {
+			if (ll_clock_measure(op, max_age) != LDAP_SUCCESS && op->broken) {
+				*eio = true;
+				return LL_HELD;
+			}
+			ll_server_now_of(be, l, &now);
+			v = ll_judge(l, &now, be->cfg.ttl_us, be->cfg.stale_after_us);
+		}
+	}
+	/* Whoever decides here — an acquisition, or a lookup that shows the
+	 * lock held so that the kernel answers EEXIST itself — says why. */
+	if (v == LL_UNSURE)
+		log_unsure(be, l, &now);
+	if ((v == LL_STALE || v == LL_EXPIRED) && !may_break(be, l, true))
+		v = LL_HELD;
+	return v;
+}
+
+/* Shown times move to our clock only past this: hosts whose clocks agree
+ * show the holder's very values. */
+#define SHOWN_SHIFT_MIN_US (2 * G_USEC_PER_SEC)
+
+/* The holder's times, written by its clock, on ours: the server's stamp of
+ * its last write against that write's renewed= note is how far the holder's
+ * clock is from the server's; our reading, how far ours is.  So a lock's
+ * mtime and age here say what they say on the holder's host, and tools that
+ * judge a lock by its mtime (liblockfile: 5 minutes) are not fooled by the
+ * holder's clock either. */
+static void times_to_ours(ll_backend *be, const ll_lock *l, lockfs_holder *h)
+{
+	int64_t res = 0, w = ll_server_last(l, &res), off = 0, unc = 0, age = 0;
+	if (!w || !l->renewed_us || !ll_clock_offset(be, &off, &unc, &age))
+		return;
+	int64_t delta = (w + res / 2 - l->renewed_us) - off;
+	if ((delta < 0 ? -delta : delta) <= SHOWN_SHIFT_MIN_US + res + unc)
+		return;
+	int64_t *t[] = { &h->acquired_us, &h->heartbeat_us, &h->mtime_us, &h->atime_us,
+		         &h->ctime_us };
+	for (size_t i = 0; i < G_N_ELEMENTS(t); i++)
+		if (*t[i])
+			*t[i] += delta;
+}
+
 static void fill_info(ll_backend *be, const ll_lock *l, lockfs_lock_info *out)
 {
 	memset(out, 0, sizeof(*out));
-	int64_t now = ll_now_us(be);
+	ll_server_now now;
+	ll_server_now_of(be, l, &now);
 	out->key = g_strdup(l->key);
 	lockfs_holder_copy(&out->holder, &l->holder);
+	times_to_ours(be, l, &out->holder);
 	g_strlcpy(out->fence, l->fence, sizeof(out->fence));
-	out->lease_left_ms = ll_lease_left_ms(l, now, be->cfg.ttl_us);
-	ll_verdict v = ll_judge(l, now, be->cfg.ttl_us, be->cfg.stale_after_us);
+	out->lease_left_ms = ll_lease_left_ms(l, &now, be->cfg.ttl_us);
+	bool eio = false;
+	ll_verdict v = judge(be, NULL, l, &eio);
 	out->state = v == LL_STALE || v == LL_EXPIRED ? LOCKFS_STATE_STALE : LOCKFS_STATE_HELD;
 	g_mutex_lock(&be->mine_mu);
 	const char *f = g_hash_table_lookup(be->mine, l->key);
@@ -91,27 +216,6 @@ static void fill_info(ll_backend *be, const ll_lock *l, lockfs_lock_info *out)
 		out->content_len = len;
 	}
 	out->server_time_us = MAX(l->modify_us, l->create_us);
-}
-
-static void log_skew(ll_backend *be, const ll_lock *l)
-{
-	int64_t now = lockfs_mono_us();
-	g_mutex_lock(&be->log_mu);
-	bool quiet = be->skew_logged_mono_us && now - be->skew_logged_mono_us < SKEW_LOG_EVERY_US;
-	if (!quiet)
-		be->skew_logged_mono_us = now;
-	g_mutex_unlock(&be->log_mu);
-	if (quiet)
-		return;
-	g_autofree char *started = ll_time_format(l->holder.acquired_us);
-	g_autofree char *hb = ll_time_format(l->holder.heartbeat_us);
-	g_autofree char *here = ll_time_format(ll_now_us(be));
-	lockfs_log(G_LOG_LEVEL_CRITICAL, l->key,
-	           "ldap: clock skew on %s: held by %s pid %" G_GINT64_FORMAT
-	           " with notes started=%s heartbeat=%s, or the server's timestamps, more than "
-	           "5 minutes ahead of this host (%s); the lock is left alone: fix the clocks "
-	           "(NTP), or break it with lockfsctl unlock once you know its holder is gone",
-	           l->key, l->holder.host ? l->holder.host : "?", l->holder.pid, started, hb, here);
 }
 
 /* An assertion that the entry is still the one judged: its fence note and,
@@ -275,7 +379,7 @@ static int refresh(ll_op *op, const char *dn, const char *key)
  * note.  LDAP_SUCCESS, LDAP_NO_SUCH_OBJECT (the entry is no longer ours) or
  * another LDAP error. */
 static int check_fence(ll_op *op, const char *key, const char *dn, uint64_t end,
-                       const lockfs_holder *h, GBytes *content, char **fence_value)
+                       const lockfs_holder *h, int64_t idle_us, GBytes *content, char **fence_value)
 {
 	ll_backend *be = op->be;
 	int rc = ll_fence_counter_is(op, end);
@@ -288,7 +392,7 @@ static int check_fence(ll_op *op, const char *key, const char *dn, uint64_t end,
 	if ((rc = take_fence(op, &again, &end)) != LDAP_SUCCESS)
 		return rc;
 	g_autofree char *value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, again);
-	g_autoptr(GPtrArray) desc = ll_notes_build(key, h, value, ll_now_us(be), content);
+	g_autoptr(GPtrArray) desc = ll_notes_build(key, h, value, ll_now_us(be), idle_us, content);
 	rc = ll_replace_notes(op, dn, *fence_value, desc);
 	if (rc == LDAP_NO_SUCH_ATTRIBUTE)
 		rc = LDAP_NO_SUCH_OBJECT;
@@ -320,6 +424,7 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 	p->fence_value = g_strdup(fence_value);
 	p->block_end = end;
 	p->unchecked = true;
+	p->hb_mono_us = sent;
 	p->content = content ? g_bytes_ref(content) : NULL;
 	lockfs_holder_copy(&p->holder, h);
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
@@ -372,7 +477,7 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 	/* Add; if a stale lock is in the way, break it and add once more. */
 	for (int round = 0; round < 3; round++) {
 		g_autoptr(GPtrArray) desc =
-		        ll_notes_build(key, &h, fence_value, h.acquired_us, initial);
+		        ll_notes_build(key, &h, fence_value, h.acquired_us, 0, initial);
 		int64_t sent = lockfs_mono_us();
 		int rc = ll_add(&op, dn, (be->caps & LL_CAP_DDS) ? dynamic : plain, "cn", cn, desc);
 		if (rc == LDAP_SUCCESS) {
@@ -391,13 +496,13 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 			r = failed(&op, "look up", key);
 			break;
 		}
-		ll_verdict v = cur.key && strcmp(cur.key, key) == 0
-		                       ? ll_judge(&cur, ll_now_us(be), be->cfg.ttl_us,
-		                                  be->cfg.stale_after_us)
+		bool eio = false;
+		ll_verdict v = cur.key && strcmp(cur.key, key) == 0 && !res->broke
+		                       ? judge(be, &op, &cur, &eio)
 		                       : LL_HELD; /* not a lock of ours: never break it */
-		if (v == LL_SKEW)
-			log_skew(be, &cur);
-		if (v == LL_HELD || v == LL_SKEW || res->broke) {
+		if (eio)
+			r = failed(&op, "read the server's clock for", key);
+		if (v != LL_STALE && v != LL_EXPIRED) {
 			ll_lock_clear(&cur);
 			break;
 		}
@@ -432,8 +537,8 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
  * ours.  Called with the lease's mutex held. */
 static int write_notes(ll_op *op, const char *key, ll_lease *p, int64_t now)
 {
-	g_autoptr(GPtrArray) desc =
-	        ll_notes_build(key, &p->holder, p->fence_value, now, p->content);
+	g_autoptr(GPtrArray) desc = ll_notes_build(key, &p->holder, p->fence_value, now,
+	                                           lockfs_mono_us() - p->hb_mono_us, p->content);
 	int rc = ll_replace_notes(op, p->dn, p->fence_value, desc);
 	if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_NO_SUCH_ATTRIBUTE)
 		return -ESTALE;
@@ -463,8 +568,15 @@ static int ll_heartbeat(lockfs_backend *b, lockfs_lease *lease, const lockfs_bea
 	if (lease_begin(be, p, &op) != 0)
 		return -EIO;
 	lockfs_holder *h = &p->holder;
-	if (beat->heartbeat_us)
+	if (beat->heartbeat_us) {
 		h->heartbeat_us = beat->heartbeat_us + be->clock_offset_us;
+		/* The heartbeat on our monotonic clock: it may have waited for
+		 * the rate limit; a wall clock step meanwhile counts as none. */
+		int64_t age = lockfs_now_us() - beat->heartbeat_us;
+		if (age < 0 || age > be->cfg.ttl_us)
+			age = 0;
+		p->hb_mono_us = lockfs_mono_us() - age;
+	}
 	if (beat->mtime_us)
 		h->mtime_us = beat->mtime_us + be->clock_offset_us;
 	if (beat->atime_us)
@@ -524,8 +636,8 @@ static int ll_confirm(lockfs_backend *b, lockfs_lease *lease, char *fence)
 	int r = 0;
 	if (p->unchecked) {
 		g_autofree char *old = g_strdup(p->fence_value + 6);
-		int rc = check_fence(&op, lease->key, p->dn, p->block_end, &p->holder, p->content,
-		                     &p->fence_value);
+		int rc = check_fence(&op, lease->key, p->dn, p->block_end, &p->holder,
+		                     lockfs_mono_us() - p->hb_mono_us, p->content, &p->fence_value);
 		if (rc == LDAP_SUCCESS) {
 			p->unchecked = false;
 			if (strcmp(old, p->fence_value + 6) != 0) {
@@ -701,6 +813,15 @@ static int ll_list(lockfs_backend *b, const char *prefix, lockfs_list_cb cb, voi
 	return r;
 }
 
+static int ll_clock(lockfs_backend *b, lockfs_clock_info *out)
+{
+	ll_backend *be = (ll_backend *)b;
+	memset(out, 0, sizeof(*out));
+	out->bound_us = be->cfg.clock_bound_us;
+	return ll_clock_offset(be, &out->offset_us, &out->uncertainty_us, &out->age_us) ? 0
+	                                                                                : -ENOENT;
+}
+
 static void ll_lease_free(lockfs_backend *b, lockfs_lease *lease)
 {
 	if (!lease)
@@ -738,6 +859,7 @@ static void ll_destroy(lockfs_backend *b)
 	g_mutex_clear(&be->mine_mu);
 	g_mutex_clear(&be->log_mu);
 	g_mutex_clear(&be->fence_mu);
+	g_mutex_clear(&be->clock_mu);
 	g_free(be);
 }
 
@@ -760,11 +882,13 @@ lockfs_backend *lockfs_ldap_backend_new(const lockfs_config *cfg, const char *mo
 		.confirm = ll_confirm,
 		.lease_free = ll_lease_free,
 		.destroy = ll_destroy,
+		.clock = ll_clock,
 	};
 	g_mutex_init(&be->pool_mu);
 	g_mutex_init(&be->mine_mu);
 	g_mutex_init(&be->log_mu);
 	g_mutex_init(&be->fence_mu);
+	g_mutex_init(&be->clock_mu);
 	be->idle = g_ptr_array_new();
 	be->mine = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	if (!ll_config_load(&be->cfg, cfg, error)) {
@@ -789,6 +913,14 @@ lockfs_backend *lockfs_ldap_backend_new(const lockfs_config *cfg, const char *mo
 void lockfs_ldap_test_set_clock_offset(lockfs_backend *be, int64_t offset_us)
 {
 	((ll_backend *)be)->clock_offset_us = offset_us;
+}
+
+void lockfs_ldap_test_forget_clock(lockfs_backend *b)
+{
+	ll_backend *be = (ll_backend *)b;
+	g_mutex_lock(&be->clock_mu);
+	memset(&be->clock, 0, sizeof(be->clock));
+	g_mutex_unlock(&be->clock_mu);
 }
 
 void lockfs_ldap_test_disable_caps(lockfs_backend *be, unsigned caps)

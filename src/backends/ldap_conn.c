@@ -251,6 +251,17 @@ bool ll_config_load(ll_config *c, const lockfs_config *cfg, GError **error)
 		return false;
 	}
 
+	int64_t bound_ms = 0;
+	if (!lockfs_config_get_duration(cfg, GROUP, "max_clock_offset", LL_CLOCK_BOUND_DEFAULT_MS,
+	                                &bound_ms, error))
+		return false;
+	if (bound_ms <= 0) {
+		key_error(error, cfg, "max_clock_offset", LOCKFS_CONFIG_ERROR_VALUE,
+		          "must be more than 0; the default is 5m");
+		return false;
+	}
+	c->clock_bound_us = bound_ms * 1000;
+
 	g_autofree char *dyn = NULL;
 	if (!lockfs_config_get_string(cfg, GROUP, "dynamic", "auto", &dyn, error))
 		return false;
@@ -595,6 +606,266 @@ static bool assert_ctrls(ll_op *op, const char *filter, LDAPControl **ctrls)
 	return true;
 }
 
+/* ---- the server's clock ---- */
+
+/* What the server stamps a write with: entryCSN (OpenLDAP, microseconds) and
+ * the timestamps (whole seconds). */
+static char *stamp_attrs[] = { "entryCSN", "modifyTimestamp", "createTimestamp", NULL };
+
+/* A post-read control (RFC 4527) asking for the stamps of the entry written,
+ * not critical: a server that does not know it writes all the same. */
+static void stamp_ctrl(ll_op *op, LDAPControl **ctrls)
+{
+	ctrls[0] = ctrls[1] = NULL;
+	if (!(op->be->caps & LL_CAP_POSTREAD))
+		return;
+	BerElement *ber = ber_alloc_t(LBER_USE_DER);
+	struct berval val = { 0 };
+	if (ber && ber_printf(ber, "{v}", stamp_attrs) >= 0 && ber_flatten2(ber, &val, 0) >= 0)
+		ldap_control_create(LDAP_CONTROL_POST_READ, 0, &val, 1, &ctrls[0]);
+	if (ber)
+		ber_free(ber, 1);
+}
+
+struct stamps {
+	int64_t csn_us, modify_us, create_us;
+};
+
+static void stamp_value(struct stamps *st, const struct berval *type, const struct berval *v)
+{
+	if (!v->bv_val || v->bv_len >= 64 || memchr(v->bv_val, '\0', v->bv_len))
+		return;
+	g_autofree char *s = g_strndup(v->bv_val, v->bv_len);
+	int64_t us = 0;
+#define TYPE_IS(name) \
+	(type->bv_len == strlen(name) && g_ascii_strncasecmp(type->bv_val, name, type->bv_len) == 0)
+	if (TYPE_IS("entryCSN") && ll_csn_parse(s, &us))
+		st->csn_us = us;
+	else if (TYPE_IS("modifyTimestamp") && ll_gentime_parse(s, &us))
+		st->modify_us = us;
+	else if (TYPE_IS("createTimestamp") && ll_gentime_parse(s, &us))
+		st->create_us = us;
+#undef TYPE_IS
+}
+
+/* The stamps in a post-read control's entry. */
+static void parse_stamps(LDAPControl *c, struct stamps *st)
+{
+	BerElement *b = ber_init(&c->ldctl_value);
+	struct berval bv;
+	if (b && ber_scanf(b, "{m{" /*}}*/, &bv) != LBER_ERROR) {
+		struct berval type;
+		while (ber_scanf(b, "{m" /*}*/, &type) != LBER_ERROR) {
+			BerVarray vals = NULL;
+			if (ber_scanf(b, "[W]", &vals) == LBER_ERROR)
+				break;
+			for (int i = 0; vals && vals[i].bv_val; i++)
+				stamp_value(st, &type, &vals[i]);
+			ber_bvarray_free(vals);
+		}
+	}
+	if (b)
+		ber_free(b, 1);
+}
+
+/* A reading of the server's clock from the stamps of a write sent and
+ * answered at these times; false when the stamps tell no time. */
+static bool sample_of(const struct stamps *st, int64_t sent_mono, int64_t recv_mono,
+                      int64_t sent_wall, int64_t recv_wall, ll_clock_sample *out)
+{
+	ll_lock l = { .csn_us = st->csn_us,
+		      .modify_us = st->modify_us,
+		      .create_us = st->create_us };
+	int64_t res = 0, srv = ll_server_last(&l, &res);
+	if (!srv)
+		return false;
+	*out = (ll_clock_sample){ .srv_us = srv,
+		                  .res_us = res,
+		                  .sent_mono_us = sent_mono,
+		                  .recv_mono_us = recv_mono,
+		                  .sent_wall_us = sent_wall,
+		                  .recv_wall_us = recv_wall };
+	return true;
+}
+
+/* The result of write MSGID, sent at these times: its code, and the server's
+ * time from the post-read control, kept as a reading of its clock. */
+static int stamped_result(ll_op *op, int msgid, int64_t sent_mono, int64_t sent_wall)
+{
+	LDAPMessage *res = NULL;
+	struct timeval tv = tv_of(op->deadline_mono_us - lockfs_mono_us());
+	int got = ldap_result(op->ld, msgid, LDAP_MSG_ALL, &tv, &res);
+	if (got <= 0) {
+		int err = LDAP_TIMEOUT;
+		if (got < 0)
+			ldap_get_option(op->ld, LDAP_OPT_RESULT_CODE, &err);
+		ldap_msgfree(res);
+		return op_done(op, err == LDAP_SUCCESS || err > 0 ? LDAP_SERVER_DOWN : err);
+	}
+	int64_t recv_mono = lockfs_mono_us(), recv_wall = ll_now_us(op->be);
+	int err = LDAP_OTHER;
+	LDAPControl **rctrls = NULL;
+	int rc = ldap_parse_result(op->ld, res, &err, NULL, NULL, NULL, &rctrls, 1);
+	if (rc != LDAP_SUCCESS)
+		return op_done(op, rc);
+	LDAPControl *c = err == LDAP_SUCCESS
+	                         ? ldap_control_find(LDAP_CONTROL_POST_READ, rctrls, NULL)
+	                         : NULL;
+	if (c) {
+		struct stamps st = { 0 };
+		ll_clock_sample s;
+		parse_stamps(c, &st);
+		if (sample_of(&st, sent_mono, recv_mono, sent_wall, recv_wall, &s))
+			ll_clock_note(op->be, &s);
+	}
+	ldap_controls_free(rctrls);
+	return op_done(op, err);
+}
+
+void ll_clock_note(ll_backend *be, const ll_clock_sample *s)
+{
+	g_mutex_lock(&be->clock_mu);
+	/* Calls overlap: keep the one answered last. */
+	if (s->recv_mono_us >= be->clock.recv_mono_us)
+		be->clock = *s;
+	g_mutex_unlock(&be->clock_mu);
+}
+
+static bool clock_get(ll_backend *be, ll_clock_sample *s)
+{
+	g_mutex_lock(&be->clock_mu);
+	*s = be->clock;
+	g_mutex_unlock(&be->clock_mu);
+	return s->recv_mono_us != 0;
+}
+
+void ll_server_now_of(ll_backend *be, const ll_lock *l, ll_server_now *out)
+{
+	int64_t m = lockfs_mono_us();
+	ll_clock_sample s;
+	ll_server_now a = { 0, 0 }, b = { 0, 0 };
+	/* The server stamped our write between our sending it and its answer. */
+	if (clock_get(be, &s)) {
+		a.lo_us = s.srv_us + (m - s.recv_mono_us);
+		a.hi_us = s.srv_us + s.res_us + (m - s.sent_mono_us);
+	}
+	/* A dynamic entry's entryTtl is its expiry less the server's now, both in
+	 * whole seconds (rounded either way: a second more on each side). */
+	if (l && l->ttl_s >= 0 && l->expire_us && l->read_recv_mono_us) {
+		int64_t at = l->expire_us - l->ttl_s * G_USEC_PER_SEC;
+		b.lo_us = at - G_USEC_PER_SEC + (m - l->read_recv_mono_us);
+		b.hi_us = at + G_USEC_PER_SEC + (m - l->read_sent_mono_us);
+	}
+	if (a.hi_us && b.hi_us) {
+		/* Both hold unless one is wrong: where they do not meet, neither
+		 * is believed. */
+		out->lo_us = MAX(a.lo_us, b.lo_us);
+		out->hi_us = MIN(a.hi_us, b.hi_us);
+		if (out->lo_us > out->hi_us)
+			out->lo_us = out->hi_us = 0;
+	} else {
+		*out = a.hi_us ? a : b;
+	}
+}
+
+bool ll_clock_offset(ll_backend *be, int64_t *offset_us, int64_t *unc_us, int64_t *age_us)
+{
+	ll_clock_sample s;
+	if (!clock_get(be, &s))
+		return false;
+	/* The server's now by the reading carried forward on our monotonic
+	 * clock (a step of our wall clock since then shows at once). */
+	int64_t m = lockfs_mono_us(), wall = ll_now_us(be);
+	int64_t lo = s.srv_us + (m - s.recv_mono_us),
+	        hi = s.srv_us + s.res_us + (m - s.sent_mono_us);
+	*offset_us = lo + (hi - lo) / 2 - wall;
+	*unc_us = (hi - lo + 1) / 2;
+	*age_us = m - s.recv_mono_us;
+	return true;
+}
+
+char *ll_duration_text(int64_t us)
+{
+	int64_t a = us < 0 ? -us : us;
+	if (a < 60 * G_USEC_PER_SEC)
+		return g_strdup_printf("%.3f s", a / 1e6);
+	int64_t s = (a + G_USEC_PER_SEC / 2) / G_USEC_PER_SEC;
+	if (s < 3600)
+		return g_strdup_printf("%" G_GINT64_FORMAT "m%02" G_GINT64_FORMAT "s", s / 60,
+		                       s % 60);
+	return g_strdup_printf("%" G_GINT64_FORMAT "h%02" G_GINT64_FORMAT "m", s / 3600,
+	                       s / 60 % 60);
+}
+
+char *ll_offset_text(int64_t offset_us, int64_t unc_us)
+{
+	g_autofree char *d = ll_duration_text(offset_us);
+	g_autofree char *u = ll_duration_text(unc_us);
+	/* OFFSET is the server's clock less ours: positive, ours is behind. */
+	return g_strdup_printf("%s %s the server's (+/- %s)", d,
+	                       offset_us > 0 ? "behind" : "ahead of", u);
+}
+
+bool ll_clock_beyond(ll_backend *be, int64_t offset_us, int64_t unc_us)
+{
+	(void)unc_us; /* the estimate decides; its uncertainty is a round trip */
+	return (offset_us < 0 ? -offset_us : offset_us) > be->cfg.clock_bound_us;
+}
+
+/* Add a probe entry and read its stamps: from the post-read control, or where
+ * the server has none, by reading the entry back (a wider reading). */
+int ll_clock_measure(ll_op *op, int64_t max_age_us)
+{
+	ll_backend *be = op->be;
+	ll_clock_sample s;
+	if (clock_get(be, &s) && lockfs_mono_us() - s.recv_mono_us <= max_age_us)
+		return LDAP_SUCCESS;
+	g_autofree char *cn = ll_probe_cn(be->cfg.host);
+	g_autofree char *dn = ll_dn(cn, be->cfg.base);
+	/* Dynamic where it can be: a probe left by a crash goes by itself. */
+	const char *plain[] = { "top", "organizationalRole", NULL };
+	const char *dynamic[] = { "top", "organizationalRole", "dynamicObject", NULL };
+	const char *const *classes = (be->caps & LL_CAP_DDS) ? dynamic : plain;
+	g_autoptr(GPtrArray) desc = g_ptr_array_new();
+	g_ptr_array_add(desc, "lockfs: probe for the server's clock");
+	int64_t sent_mono = lockfs_mono_us(), sent_wall = ll_now_us(be);
+	int64_t before = s.recv_mono_us;
+	int rc = ll_add(op, dn, classes, "cn", cn, desc);
+	if (rc != LDAP_SUCCESS)
+		return rc;
+	if (!clock_get(be, &s) || s.recv_mono_us == before) {
+		struct stamps st = { 0 };
+		LDAPMessage *res = NULL;
+		if (op_start(op)) {
+			struct timeval tv = tv_of(op->deadline_mono_us - lockfs_mono_us());
+			rc = op_done(op, ldap_search_ext_s(op->ld, dn, LDAP_SCOPE_BASE,
+			                                   "(objectClass=*)", stamp_attrs, 0, NULL,
+			                                   NULL, &tv, 1, &res));
+			LDAPMessage *e = rc == LDAP_SUCCESS ? ldap_first_entry(op->ld, res) : NULL;
+			for (char **a = stamp_attrs; e && *a; a++) {
+				struct berval **v = ldap_get_values_len(op->ld, e, *a);
+				struct berval type = { .bv_len = strlen(*a), .bv_val = *a };
+				if (v && v[0])
+					stamp_value(&st, &type, v[0]);
+				ldap_value_free_len(v);
+			}
+			ldap_msgfree(res);
+		}
+		if (sample_of(&st, sent_mono, lockfs_mono_us(), sent_wall, ll_now_us(be), &s))
+			ll_clock_note(be, &s);
+		else if (rc == LDAP_SUCCESS)
+			rc = op->rc = LDAP_NO_SUCH_ATTRIBUTE;
+	}
+	int drc = ll_delete(op, dn, NULL);
+	if (drc != LDAP_SUCCESS)
+		lockfs_log(
+		        G_LOG_LEVEL_WARNING, NULL,
+		        "ldap: cannot delete the clock probe %s (%s); it is not a lock, delete it "
+		        "by hand",
+		        dn, ldap_err2string(drc));
+	return rc;
+}
+
 int ll_add(ll_op *op, const char *dn, const char *const *classes, const char *rdn_attr,
            const char *rdn_value, GPtrArray *desc)
 {
@@ -608,7 +879,16 @@ int ll_add(ll_op *op, const char *dn, const char *const *classes, const char *rd
 	LDAPMod rdn = { .mod_op = LDAP_MOD_ADD, .mod_type = (char *)rdn_attr, .mod_values = rdnv };
 	LDAPMod d = { .mod_op = LDAP_MOD_ADD, .mod_type = "description", .mod_values = descv };
 	LDAPMod *mods[] = { &oc, &rdn, desc && desc->len ? &d : NULL, NULL };
-	return op_done(op, ldap_add_ext_s(op->ld, dn, mods, NULL, NULL));
+	LDAPControl *ctrls[2] = { NULL, NULL };
+	stamp_ctrl(op, ctrls);
+	int64_t sent_mono = lockfs_mono_us(), sent_wall = ll_now_us(op->be);
+	int msgid = 0;
+	int rc = ldap_add_ext(op->ld, dn, mods, ctrls, NULL, &msgid);
+	if (ctrls[0])
+		ldap_control_free(ctrls[0]);
+	if (rc != LDAP_SUCCESS)
+		return op_done(op, rc);
+	return stamped_result(op, msgid, sent_mono, sent_wall);
 }
 
 int ll_delete(ll_op *op, const char *dn, const char *assert_filter)
@@ -681,7 +961,16 @@ int ll_replace_notes(ll_op *op, const char *dn, const char *guard, GPtrArray *de
 		        .mod_type = "description",
 		        .mod_values = descv };
 	LDAPMod *mods[] = { &del, &rep, NULL };
-	return op_done(op, ldap_modify_ext_s(op->ld, dn, mods, NULL, NULL));
+	LDAPControl *ctrls[2] = { NULL, NULL };
+	stamp_ctrl(op, ctrls);
+	int64_t sent_mono = lockfs_mono_us(), sent_wall = ll_now_us(op->be);
+	int msgid = 0;
+	int rc = ldap_modify_ext(op->ld, dn, mods, ctrls, NULL, &msgid);
+	if (ctrls[0])
+		ldap_control_free(ctrls[0]);
+	if (rc != LDAP_SUCCESS)
+		return op_done(op, rc);
+	return stamped_result(op, msgid, sent_mono, sent_wall);
 }
 
 int ll_swap_value(ll_op *op, const char *dn, const char *attr, const char *old_value,
@@ -708,8 +997,13 @@ char *ll_filter_eq(const char *attr, const char *value)
 
 /* ---- reading entries ---- */
 
-static char *lock_attrs[] = { "description", "createTimestamp", "modifyTimestamp",
-	                      "entryExpireTimestamp", NULL };
+static char *lock_attrs[] = { "description",
+	                      "createTimestamp",
+	                      "modifyTimestamp",
+	                      "entryExpireTimestamp",
+	                      "entryTtl",
+	                      "entryCSN",
+	                      NULL };
 
 /* The values of ATTR as strings (values holding NUL are left out). */
 static GPtrArray *values_of(LDAP *ld, LDAPMessage *e, const char *attr)
@@ -743,6 +1037,17 @@ static void entry_to_lock(LDAP *ld, LDAPMessage *e, ll_lock *l)
 	l->create_us = time_of(ld, e, "createTimestamp");
 	l->modify_us = time_of(ld, e, "modifyTimestamp");
 	l->expire_us = time_of(ld, e, "entryExpireTimestamp");
+	g_autoptr(GPtrArray) csn = values_of(ld, e, "entryCSN");
+	if (csn->len && !ll_csn_parse(csn->pdata[0], &l->csn_us))
+		l->csn_us = 0;
+	g_autoptr(GPtrArray) ttl = values_of(ld, e, "entryTtl");
+	l->ttl_s = -1;
+	if (ttl->len) {
+		char *end = NULL;
+		int64_t t = g_ascii_strtoll(ttl->pdata[0], &end, 10);
+		if (end != ttl->pdata[0] && !*end && t >= 0 && t < G_MAXINT32)
+			l->ttl_s = t;
+	}
 	g_autofree char *cn = ll_dn_cn(l->dn);
 	if (cn && ll_cn_hashed(cn)) {
 		g_autofree char *again = l->note_key ? ll_key_encode(l->note_key) : NULL;
@@ -763,14 +1068,18 @@ int ll_read_lock(ll_op *op, const char *dn, ll_lock *out)
 		return op->rc;
 	LDAPMessage *res = NULL;
 	struct timeval tv = tv_of(op->deadline_mono_us - lockfs_mono_us());
+	op->sent_mono_us = lockfs_mono_us();
 	int rc = ldap_search_ext_s(op->ld, dn, LDAP_SCOPE_BASE, "(objectClass=*)", lock_attrs, 0,
 	                           NULL, NULL, &tv, 1, &res);
+	op->recv_mono_us = lockfs_mono_us();
 	op_done(op, rc);
 	if (rc == LDAP_SUCCESS) {
 		LDAPMessage *e = ldap_first_entry(op->ld, res);
-		if (e)
+		if (e) {
 			entry_to_lock(op->ld, e, out);
-		else
+			out->read_sent_mono_us = op->sent_mono_us;
+			out->read_recv_mono_us = op->recv_mono_us;
+		} else
 			op->rc = rc = LDAP_NO_SUCH_OBJECT;
 	}
 	ldap_msgfree(res);
@@ -797,8 +1106,10 @@ static int search_all(ll_op *op, const char *base, int scope, const char *filter
 		}
 		LDAPMessage *res = NULL;
 		struct timeval tv = tv_of(op->deadline_mono_us - lockfs_mono_us());
+		op->sent_mono_us = lockfs_mono_us();
 		rc = op_done(op, ldap_search_ext_s(op->ld, base, scope, filter, attrs, 0, ctrls,
 		                                   NULL, &tv, 0, &res));
+		op->recv_mono_us = lockfs_mono_us();
 		if (page)
 			ldap_control_free(page);
 		ber_memfree(cookie.bv_val);
@@ -827,6 +1138,7 @@ static int search_all(ll_op *op, const char *base, int scope, const char *filter
 }
 
 struct lock_cb {
+	ll_op *op;
 	void (*cb)(ll_lock *l, void *user);
 	void *user;
 };
@@ -836,6 +1148,8 @@ static void each_lock(LDAP *ld, LDAPMessage *e, void *user)
 	struct lock_cb *c = user;
 	ll_lock l;
 	entry_to_lock(ld, e, &l);
+	l.read_sent_mono_us = c->op->sent_mono_us;
+	l.read_recv_mono_us = c->op->recv_mono_us;
 	if (l.key)
 		c->cb(&l, c->user);
 	ll_lock_clear(&l);
@@ -843,7 +1157,7 @@ static void each_lock(LDAP *ld, LDAPMessage *e, void *user)
 
 int ll_search_locks(ll_op *op, const char *filter, void (*cb)(ll_lock *l, void *user), void *user)
 {
-	struct lock_cb c = { cb, user };
+	struct lock_cb c = { op, cb, user };
 	return search_all(op, op->be->cfg.base, LDAP_SCOPE_ONELEVEL, filter, lock_attrs, each_lock,
 	                  &c);
 }
@@ -1203,6 +1517,40 @@ static bool ensure_fence(ll_op *op, GError **error)
 	return false;
 }
 
+/* The mount's one line on what the server offers, and a warning when the
+ * server's clock cannot be read or is too far from ours. */
+static void setup_report(ll_op *op, int crc)
+{
+	ll_backend *be = op->be;
+	int64_t off = 0, unc = 0, age = 0;
+	bool known = crc == LDAP_SUCCESS && ll_clock_offset(be, &off, &unc, &age);
+	g_autofree char *clock = known ? ll_offset_text(off, unc) : g_strdup("unknown");
+	lockfs_log(G_LOG_LEVEL_INFO, NULL,
+	           "ldap: %s, base %s: dynamic entries %s, assertions %s, fence by %s, clock %s",
+	           be->cfg.uri, be->cfg.base, be->caps & LL_CAP_DDS ? "yes" : "no",
+	           be->caps & LL_CAP_ASSERT ? "yes" : "no",
+	           !be->fence_in_desc && (be->caps & LL_CAP_INCREMENT) ? "increment"
+	                                                               : "compare-and-swap",
+	           clock);
+	if (!known) {
+		g_autofree char *why =
+		        crc == LDAP_SUCCESS ? g_strdup("no stamps") : ll_error_text(op);
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "ldap: cannot read the server's clock from the stamps of a write (%s): "
+		           "until it can, this mount breaks no other host's lock; let the bind "
+		           "user read modifyTimestamp and entryCSN",
+		           why);
+	} else if (ll_clock_beyond(be, off, unc)) {
+		g_autofree char *bound = ll_duration_text(be->cfg.clock_bound_us);
+		lockfs_log(
+		        G_LOG_LEVEL_WARNING, NULL,
+		        "ldap: this host's clock is %s, more than max_clock_offset (%s): this "
+		        "mount takes and keeps locks but breaks no other host's until the clocks "
+		        "agree; fix the clock (NTP)",
+		        clock, bound);
+	}
+}
+
 bool ll_setup(ll_backend *be, GError **error)
 {
 	ll_op op;
@@ -1232,6 +1580,8 @@ bool ll_setup(ll_backend *be, GError **error)
 		be->caps |= LL_CAP_INCREMENT;
 	if (has(r.controls, LDAP_CONTROL_PAGEDRESULTS))
 		be->caps |= LL_CAP_PAGED;
+	if (has(r.controls, LDAP_CONTROL_POST_READ))
+		be->caps |= LL_CAP_POSTREAD;
 
 	op.deadline_mono_us = lockfs_mono_us() + be->cfg.timeout_us;
 	if (!ensure_base(&op, r.contexts, error))
@@ -1258,13 +1608,11 @@ bool ll_setup(ll_backend *be, GError **error)
 	op.deadline_mono_us = lockfs_mono_us() + be->cfg.timeout_us;
 	if (!ensure_fence(&op, error))
 		goto out;
+	/* The server's clock, which judges other hosts' locks. */
+	op.deadline_mono_us = lockfs_mono_us() + be->cfg.timeout_us;
+	int crc = ll_clock_measure(&op, 0);
 	ok = be->set_up = true;
-	lockfs_log(G_LOG_LEVEL_INFO, NULL,
-	           "ldap: %s, base %s: dynamic entries %s, assertions %s, fence by %s", be->cfg.uri,
-	           be->cfg.base, be->caps & LL_CAP_DDS ? "yes" : "no",
-	           be->caps & LL_CAP_ASSERT ? "yes" : "no",
-	           !be->fence_in_desc && (be->caps & LL_CAP_INCREMENT) ? "increment"
-	                                                               : "compare-and-swap");
+	setup_report(&op, crc);
 out:
 	g_clear_pointer(&r.controls, g_ptr_array_unref);
 	g_clear_pointer(&r.extensions, g_ptr_array_unref);

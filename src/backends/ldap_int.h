@@ -28,10 +28,28 @@ enum {
 	LL_CAP_INCREMENT = 1u << 1, /* RFC 4525 Modify-Increment and RFC 4527 post-read */
 	LL_CAP_DDS = 1u << 2,       /* RFC 2589 dynamic entries, refresh allowed to us */
 	LL_CAP_PAGED = 1u << 3,     /* RFC 2696 paged results */
+	LL_CAP_POSTREAD = 1u << 4,  /* RFC 4527 post-read: our writes' server times */
 };
 
-/* A note more than this far in the local future means the clocks disagree. */
-#define LL_SKEW_US (5 * 60 * G_USEC_PER_SEC)
+/* The default of max_clock_offset: a mount whose clock is further than this
+ * from the server's breaks no other host's lock (the seed's 5 minutes). */
+#define LL_CLOCK_BOUND_DEFAULT_MS (5 * 60 * 1000)
+/* A clock sample older than this is taken again before a lock is broken. */
+#define LL_CLOCK_FRESH_US (30 * G_USEC_PER_SEC)
+
+/* One reading of the server's clock: a write of ours that the server stamped
+ * SRV_US (its time, within RES_US after it: 1 s for modifyTimestamp), sent
+ * and answered at these times of our monotonic and wall clocks. */
+typedef struct {
+	int64_t srv_us, res_us;
+	int64_t sent_mono_us, recv_mono_us;
+	int64_t sent_wall_us, recv_wall_us;
+} ll_clock_sample;
+
+/* The server's clock now, between LO_US and HI_US (both 0: unknown). */
+typedef struct {
+	int64_t lo_us, hi_us;
+} ll_server_now;
 
 typedef enum {
 	LL_URI_LDAP,
@@ -52,6 +70,7 @@ typedef struct {
 	int dynamic; /* -1 auto, 0 no, 1 yes */
 	char *host;  /* this mount's identity */
 	int64_t timeout_us, ttl_us, stale_after_us;
+	int64_t clock_bound_us; /* max_clock_offset */
 } ll_config;
 
 typedef struct {
@@ -77,6 +96,10 @@ typedef struct {
 	bool set_up; /* ll_setup() succeeded: the mount is up */
 	GMutex log_mu;
 	int64_t skew_logged_mono_us;
+	int64_t unsure_logged_mono_us;
+
+	GMutex clock_mu;
+	ll_clock_sample clock; /* the latest; clock.recv_mono_us 0: none yet */
 
 	gint stale_seq;
 	int64_t clock_offset_us; /* tests only: this instance's clock runs this far off */
@@ -92,6 +115,8 @@ typedef struct {
 	char *diag;  /* the server's diagnostic message of the last failure */
 	sigset_t old_mask;
 	bool pipe_pending; /* SIGPIPE was pending before the call */
+	/* The last read's request and answer on our monotonic clock. */
+	int64_t sent_mono_us, recv_mono_us;
 } ll_op;
 
 /* A lock entry as read from the directory. */
@@ -104,15 +129,21 @@ typedef struct {
 	char *heartbeat_value, *renewed_value;
 	char *note_key; /* from key64=, for hashed names */
 	int64_t renewed_us;
+	int64_t idle_us; /* idle_ms=: the heartbeat's age at the last write, by the
+	                  * holder's monotonic clock; -1 when absent */
 	int64_t create_us, modify_us, expire_us; /* server's; 0 when absent */
+	int64_t csn_us;                          /* entryCSN's time (µs), 0 when absent */
+	int64_t ttl_s; /* entryTtl as read: seconds left by the server; -1 when absent */
+	int64_t read_sent_mono_us, read_recv_mono_us; /* when it was read */
 	GBytes *content;
 } ll_lock;
 
 typedef enum {
 	LL_HELD,
-	LL_STALE,   /* the holder's heartbeat is older than stale_after (by both clocks) */
-	LL_EXPIRED, /* the lease was not renewed for ttl (by both clocks) */
-	LL_SKEW,    /* a note or timestamp is in the local future: cannot judge */
+	LL_STALE,   /* the heartbeat is older than stale_after by the server's clock */
+	LL_EXPIRED, /* the lease was not renewed for ttl by the server's clock */
+	LL_UNSURE,  /* the server's clock now, or the entry's time, is unknown, or the
+	             * entry's time is ahead of the server's now: cannot judge */
 } ll_verdict;
 
 /* ---- ldap_names.c ---- */
@@ -146,13 +177,44 @@ bool ll_gentime_parse(const char *s, int64_t *us);
 
 /* The description values of a lock. */
 GPtrArray *ll_notes_build(const char *key, const lockfs_holder *h, const char *fence_value,
-                          int64_t renewed_us, GBytes *content);
+                          int64_t renewed_us, int64_t idle_us, GBytes *content);
 /* Fill L's holder and notes from description values. */
 void ll_notes_parse(ll_lock *l, char **values, size_t n);
 
 void ll_lock_clear(ll_lock *l);
-ll_verdict ll_judge(const ll_lock *l, int64_t now_us, int64_t ttl_us, int64_t stale_after_us);
-int64_t ll_lease_left_ms(const ll_lock *l, int64_t now_us, int64_t ttl_us);
+/* The stale rules, on the server's clock alone: NOW is the server's time
+ * (ll_server_now()); the holder's notes count only for the gap between its
+ * heartbeat and its last write (idle_ms=), never against another clock. */
+ll_verdict ll_judge(const ll_lock *l, const ll_server_now *now, int64_t ttl_us,
+                    int64_t stale_after_us);
+int64_t ll_lease_left_ms(const ll_lock *l, const ll_server_now *now, int64_t ttl_us);
+/* The server's time of the entry's last write, and how much later it may
+ * have been (whole seconds, or entryCSN's microseconds); 0 when unknown. */
+int64_t ll_server_last(const ll_lock *l, int64_t *res_us);
+/* entryCSN's time: "20260102030405.123456Z#..." */
+bool ll_csn_parse(const char *s, int64_t *us);
+
+/* ---- the server's clock (ldap_conn.c) ---- */
+
+/* Keep S as the latest reading of the server's clock. */
+void ll_clock_note(ll_backend *be, const ll_clock_sample *s);
+/* The server's clock now by the latest reading and our monotonic clock,
+ * narrowed by what L (when not NULL) says of it: a dynamic entry's entryTtl
+ * and entryExpireTimestamp, read together, are the server's now. */
+void ll_server_now_of(ll_backend *be, const ll_lock *l, ll_server_now *out);
+/* Our wall clock against the server's: OFFSET = the server's less ours,
+ * within ±UNC; AGE since the reading.  False when there is none. */
+bool ll_clock_offset(ll_backend *be, int64_t *offset_us, int64_t *unc_us, int64_t *age_us);
+/* Read the server's clock with a write of our own (a probe entry added and
+ * deleted), when the latest reading is older than MAX_AGE_US. */
+int ll_clock_measure(ll_op *op, int64_t max_age_us);
+/* Whether an offset is beyond max_clock_offset: then this mount judges no
+ * other host's lock. */
+bool ll_clock_beyond(ll_backend *be, int64_t offset_us, int64_t unc_us);
+/* "0.012 s behind the server's (±0.001 s)", "6m03s ahead of the server's (±…)" */
+char *ll_offset_text(int64_t offset_us, int64_t unc_us);
+/* "0.012 s", "4m00s", "2h05m" (of the magnitude) */
+char *ll_duration_text(int64_t us);
 
 /* ---- ldap_conn.c ---- */
 
@@ -214,6 +276,8 @@ int ll_errno(int rc);
 /* ---- tests ---- */
 void lockfs_ldap_test_set_clock_offset(lockfs_backend *be, int64_t offset_us);
 void lockfs_ldap_test_disable_caps(lockfs_backend *be, unsigned caps);
+/* Drop the reading of the server's clock, as if none was ever taken. */
+void lockfs_ldap_test_forget_clock(lockfs_backend *be);
 unsigned lockfs_ldap_test_caps(lockfs_backend *be);
 
 #endif

@@ -283,6 +283,16 @@ bool ll_gentime_parse(const char *s, int64_t *us)
 	             digits(s + 10, 2), digits(s + 12, 2), s + 14, us);
 }
 
+bool ll_csn_parse(const char *s, int64_t *us)
+{
+	/* entryCSN (OpenLDAP): 20260102030405.123456Z#000000#000#000000 */
+	const char *hash = strchr(s, '#');
+	if (!hash || hash - s < 15 || hash - s > 30)
+		return false;
+	g_autofree char *t = g_strndup(s, hash - s);
+	return ll_gentime_parse(t, us);
+}
+
 /* ---- notes ---- */
 
 /* VALUE as valid UTF-8 of at most MAX bytes, cut at a character boundary. */
@@ -300,7 +310,7 @@ static char *note_text(const char *value, size_t max)
 }
 
 GPtrArray *ll_notes_build(const char *key, const lockfs_holder *h, const char *fence_value,
-                          int64_t renewed_us, GBytes *content)
+                          int64_t renewed_us, int64_t idle_us, GBytes *content)
 {
 	GPtrArray *d = g_ptr_array_new_with_free_func(g_free);
 	g_autofree char *cn = ll_key_encode(key);
@@ -324,6 +334,11 @@ GPtrArray *ll_notes_build(const char *key, const lockfs_holder *h, const char *f
 	g_ptr_array_add(d, g_strconcat("started=", started, NULL));
 	g_ptr_array_add(d, g_strconcat("heartbeat=", hb, NULL));
 	g_ptr_array_add(d, g_strconcat("renewed=", renewed, NULL));
+	/* The heartbeat's age at this write by our monotonic clock: others
+	 * date the heartbeat by the server's stamp of this write less it, so
+	 * no two hosts' wall clocks are ever compared. */
+	if (idle_us >= 0)
+		g_ptr_array_add(d, g_strdup_printf("idle_ms=%" G_GINT64_FORMAT, idle_us / 1000));
 	g_ptr_array_add(d, g_strdup(fence_value));
 	g_ptr_array_add(d, g_strdup_printf("mode=%o", h->mode));
 	/* Times the holder set apart from its heartbeats (utimes, touch -d). */
@@ -369,6 +384,7 @@ static bool fence_digits(const char *s)
 void ll_notes_parse(ll_lock *l, char **values, size_t n)
 {
 	g_autoptr(GPtrArray) chunks = g_ptr_array_new();
+	l->idle_us = -1;
 	for (size_t i = 0; i < n; i++) {
 		const char *v = values[i];
 		const char *eq = strchr(v, '=');
@@ -408,6 +424,11 @@ void ll_notes_parse(ll_lock *l, char **values, size_t n)
 				g_free(l->renewed_value);
 				l->renewed_value = g_strdup(v);
 			}
+		} else if (IS("idle_ms")) {
+			char *end = NULL;
+			int64_t ms = g_ascii_strtoll(val, &end, 10);
+			if (end != val && !*end && ms >= 0 && ms < G_MAXINT64 / 1000)
+				l->idle_us = ms * 1000;
 		} else if (IS("fence")) {
 			g_free(l->fence_value);
 			l->fence_value = g_strdup(v);
@@ -470,46 +491,62 @@ void ll_lock_clear(ll_lock *l)
 
 /* ---- the stale rules ---- */
 
-/* The server's last write, rounded up: its timestamps have whole seconds. */
-static int64_t server_last(const ll_lock *l)
+int64_t ll_server_last(const ll_lock *l, int64_t *res_us)
 {
-	int64_t t = MAX(l->modify_us, l->create_us);
-	return t ? t + G_USEC_PER_SEC : 0;
-}
-
-/* The holder's last write, by its own clock. */
-static int64_t holder_last(const ll_lock *l)
-{
-	return MAX(l->renewed_us, MAX(l->holder.heartbeat_us, l->holder.acquired_us));
-}
-
-/* Two clocks must agree before a lock is taken away: the holder's (its notes)
- * and the server's (its timestamps), each read against ours — as in the seed.
- * The heartbeat's time by the server's clock is the server's last write less
- * the holder's own gap between that write (renewed=) and its heartbeat. */
-ll_verdict ll_judge(const ll_lock *l, int64_t now_us, int64_t ttl_us, int64_t stale_after_us)
-{
-	int64_t limit = now_us + LL_SKEW_US;
-	if (l->holder.acquired_us > limit || l->holder.heartbeat_us > limit ||
-	    l->renewed_us > limit || l->create_us > limit || l->modify_us > limit)
-		return LL_SKEW;
-	int64_t srv = server_last(l), own = holder_last(l);
-	if (own && now_us - own > ttl_us && (!srv || now_us - srv > ttl_us))
-		return LL_EXPIRED;
-	int64_t hb = l->holder.heartbeat_us;
-	if (stale_after_us > 0 && hb && now_us - hb > stale_after_us) {
-		int64_t hb_srv = srv;
-		if (srv && l->renewed_us > hb)
-			hb_srv = srv - (l->renewed_us - hb);
-		if (!hb_srv || now_us - hb_srv > stale_after_us)
-			return LL_STALE;
+	int64_t ts = MAX(l->modify_us, l->create_us);
+	/* OpenLDAP's modifyTimestamp is its entryCSN cut to the second: when
+	 * they agree, the CSN dates the write to the microsecond. */
+	if (ts && l->csn_us >= ts && l->csn_us < ts + G_USEC_PER_SEC) {
+		*res_us = 1000;
+		return l->csn_us;
 	}
+	*res_us = ts ? G_USEC_PER_SEC : 0;
+	return ts;
+}
+
+/* How long the holder had not heartbeaten when it last wrote: its idle_ms=
+ * note, or for older holders the gap between its own renewed= and
+ * heartbeat= notes (one clock, the holder's). */
+static int64_t holder_idle(const ll_lock *l)
+{
+	if (l->idle_us >= 0)
+		return l->idle_us;
+	if (l->renewed_us && l->holder.heartbeat_us && l->renewed_us > l->holder.heartbeat_us)
+		return l->renewed_us - l->holder.heartbeat_us;
+	return 0;
+}
+
+/* Every time here is the server's: the last write by its stamp W (rounded up
+ * to its resolution), its clock now at least NOW->lo.  The lease ran out when
+ * more than ttl passed since W; the holder is stale when its heartbeat, W
+ * less the holder's idle time, is older than stale_after.  The holder
+ * declares its lease lost ttl less a fifth after it *sent* its last renewal
+ * (before W) by its monotonic clock, so no wall clock — ours or the
+ * holder's — can make a live lease look expired. */
+ll_verdict ll_judge(const ll_lock *l, const ll_server_now *now, int64_t ttl_us,
+                    int64_t stale_after_us)
+{
+	int64_t res = 0, w = ll_server_last(l, &res);
+	if (!w || !now->hi_us)
+		return LL_UNSURE;
+	if (w > now->hi_us)
+		return LL_UNSURE; /* written in the server's future: a reading is wrong */
+	int64_t since = now->lo_us - (w + res);
+	if (since > ttl_us)
+		return LL_EXPIRED;
+	if (stale_after_us > 0 && since + holder_idle(l) > stale_after_us)
+		return LL_STALE;
 	return LL_HELD;
 }
 
-int64_t ll_lease_left_ms(const ll_lock *l, int64_t now_us, int64_t ttl_us)
+int64_t ll_lease_left_ms(const ll_lock *l, const ll_server_now *now, int64_t ttl_us)
 {
-	int64_t last = MAX(holder_last(l), server_last(l));
-	int64_t left = CLAMP(ttl_us - (now_us - last), 0, ttl_us);
-	return left / 1000;
+	int64_t res = 0, w = ll_server_last(l, &res);
+	if (!w || !now->hi_us)
+		return ttl_us / 1000;
+	int64_t mid = now->lo_us + (now->hi_us - now->lo_us) / 2;
+	int64_t left = ttl_us - (mid - (w + res / 2));
+	if (l->ttl_s >= 0)
+		left = MIN(left, l->ttl_s * G_USEC_PER_SEC);
+	return CLAMP(left, 0, ttl_us) / 1000;
 }

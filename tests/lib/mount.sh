@@ -13,12 +13,17 @@
 #     daemons and the script, so a hung FUSE request cannot hang the run.
 #
 # Mount helpers:
-#   lockfs_start [--mnt DIR] [--state DIR] [--mounted-only] [-o KEY=VAL[,...]]...
+#   lockfs_start [--mnt DIR] [--state DIR] [--mounted-only] [--faketime OFFSET]
+#                [-o KEY=VAL[,...]]...
 #       sets MNT, LOCKFS_PID, LOCKFS_LOG, LOCKFS_STATE; returns non-zero (with
 #       the daemon's log as diagnostics) when the mount does not come up.
 #       The mount is up once .lockfs/status can be read; with --mounted-only,
 #       once the kernel shows it mounted (for a backend whose server does not
-#       answer, where reading .lockfs/status waits for it).
+#       answer, where reading .lockfs/status waits for it).  --faketime: the
+#       daemon's wall clock runs OFFSET off ("+40s", "-4m": libfaketime's
+#       FAKETIME), its monotonic clocks left alone; see faketime_or_skip.
+#   faketime_or_skip      FAKETIME_LIB, libfaketime's path; skip_all without it
+#   with_faketime OFFSET CMD...   run CMD with its wall clock OFFSET off
 #   lockfs_stop [PID] [SIGNAL]    stop (default: the current one, SIGTERM);
 #       sets LOCKFS_RC to its exit status; returns non-zero if it did not exit
 #       and unmount within the deadline (then it is killed and lazily unmounted).
@@ -224,13 +229,15 @@ _lockfs_ready() {
 }
 
 lockfs_start() {
-    local mnt='' state='' o ready=_lockfs_ready
+    local mnt='' state='' o ready=_lockfs_ready fake=''
+    local -a pre=()
     local -a opts=()
     while (($#)); do
         case $1 in
             --mnt) mnt=$2; shift 2 ;;
             --state) state=$2; shift 2 ;;
             --mounted-only) ready=is_fuse_mounted; shift ;;
+            --faketime) fake=$2; shift 2 ;;
             -o) opts+=("$2"); shift 2 ;;
             *) BAIL_OUT "lockfs_start: unknown argument $1" ;;
         esac
@@ -255,7 +262,12 @@ lockfs_start() {
     # env --default-signal: bash starts background jobs with SIGINT ignored,
     # and libfuse leaves an ignored signal ignored; the daemon must see
     # SIGINT/SIGTERM as a terminal would deliver them.
-    env --default-signal=INT,QUIT,TERM,HUP "$LOCKFS_BIN" "$mnt" -f -o "$o" \
+    if [[ -n $fake ]]; then
+        [[ -n ${FAKETIME_LIB:-} ]] || faketime_lib >/dev/null ||
+            BAIL_OUT "lockfs_start --faketime: no libfaketime (call faketime_or_skip first)"
+        pre=("FAKETIME=$fake" FAKETIME_DONT_FAKE_MONOTONIC=1 "LD_PRELOAD=$FAKETIME_LIB")
+    fi
+    env --default-signal=INT,QUIT,TERM,HUP "${pre[@]}" "$LOCKFS_BIN" "$mnt" -f -o "$o" \
         ${BACKEND_CONFIG:+--config "$BACKEND_CONFIG"} \
         </dev/null >"$LOCKFS_LOG" 2>&1 &
     LOCKFS_PID=$!
@@ -284,6 +296,38 @@ lockfs_start() {
         fi
         sleep 0.05
     done
+}
+
+# faketime_lib: set FAKETIME_LIB to libfaketime.so.1 (Debian's faketime
+# package), print it; 1 when it is not installed.
+faketime_lib() {
+    local f
+    for f in ${FAKETIME_LIB:-} /usr/lib/*/faketime/libfaketime.so.1 \
+        /usr/lib/faketime/libfaketime.so.1 /usr/local/lib/faketime/libfaketime.so.1; do
+        if [[ -r $f ]]; then
+            FAKETIME_LIB=$f
+            printf '%s\n' "$f"
+            return 0
+        fi
+    done
+    return 1
+}
+
+# faketime_or_skip: this file needs a faked wall clock.
+faketime_or_skip() {
+    faketime_lib >/dev/null ||
+        skip_all "libfaketime is not installed (apt-get install faketime)"
+    # A fake clock must show, and the monotonic one must not move with it.
+    local t
+    t=$(with_faketime +1d date +%s) || t=0
+    (( t > $(date +%s) + 80000 )) ||
+        skip_all "libfaketime ($FAKETIME_LIB) does not fake the clock here"
+}
+
+# with_faketime OFFSET CMD...: CMD with its wall clock OFFSET off.
+with_faketime() {
+    local off=$1; shift
+    env "FAKETIME=$off" FAKETIME_DONT_FAKE_MONOTONIC=1 "LD_PRELOAD=$FAKETIME_LIB" "$@"
 }
 
 # lockfs_start_or_bail ARGS...: for a mount the rest of the file depends on;

@@ -4,6 +4,7 @@
  * says why. */
 #include "backends/ldap_int.h"
 #include "holder.h"
+#include "log.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -924,44 +925,283 @@ static void test_nodds_lease(void)
 	b->destroy(b);
 }
 
-static void test_clock_skew(void)
+/* ---- clocks ---- */
+
+/* Hosts whose clocks run off by these (the server's is right): within the
+ * 5-minute bound, so each judges other hosts' locks by the server's clock. */
+static const struct {
+	const char *host;
+	int64_t offset_us;
+} skewed[] = {
+	{ "fast40s", 40 * SEC },
+	{ "slow40s", -40 * SEC },
+	{ "fast4m", 4 * 60 * SEC },
+	{ "slow4m", -4 * 60 * SEC },
+};
+
+typedef struct {
+	char key[64];
+	lockfs_backend *holder, *contender;
+	renewer r;
+	GThread *t;
+	bool idle;    /* renewed, never heartbeaten: stale after stale_after */
+	int64_t taken; /* before the holder took it */
+	int64_t last;  /* the holder's last renewal, once it stopped */
+	int64_t got;  /* when the contender was granted it */
+	lockfs_lease *won;
+} clock_case;
+
+static void clock_case_start(clock_case *c, lockfs_backend *holder, const char *hname,
+                             lockfs_backend *contender, const char *key, bool idle)
+{
+	g_strlcpy(c->key, key, sizeof(c->key));
+	c->holder = holder;
+	c->contender = contender;
+	c->idle = idle;
+	c->taken = mono();
+	c->r = (renewer){ .be = holder, .lease = take_ok(holder, key, hname), .heartbeat = !idle };
+	c->t = g_thread_new("renew", renew_run, &c->r);
+}
+
+/* Contender and holder, each ±40 s and ±4 min off, on server S: a lock that
+ * is renewed and heartbeaten is never broken; one whose holder stopped is,
+ * by the next contender after ttl by the server's clock; one that is renewed
+ * but not heartbeaten is, after stale_after by the server's clock. */
+static void clock_matrix(slapd *s, const char *name)
+{
+	g_autofree char *base = base_of(s, name);
+	const char *opts[] = { "ttl=2s", "network_timeout=1s", "stale_after=3s", NULL };
+	lockfs_backend *ok = backend(s, "exact", base, opts);
+	lockfs_backend *off[G_N_ELEMENTS(skewed)];
+	for (size_t i = 0; i < G_N_ELEMENTS(skewed); i++) {
+		off[i] = backend(s, skewed[i].host, base, opts);
+		lockfs_ldap_test_set_clock_offset(off[i], skewed[i].offset_us);
+		lockfs_clock_info ci;
+		g_assert_cmpint(off[i]->clock(off[i], &ci), ==, 0);
+		g_test_message("%s: offset to the server %.3f s (+/- %.3f s)", skewed[i].host,
+		               ci.offset_us / 1e6, ci.uncertainty_us / 1e6);
+		g_assert_cmpint(ci.offset_us, >, -skewed[i].offset_us - SEC / 2);
+		g_assert_cmpint(ci.offset_us, <, -skewed[i].offset_us + SEC / 2);
+		g_assert_cmpint(ci.bound_us, ==, 5 * 60 * SEC);
+	}
+	enum {
+		N = 3 * G_N_ELEMENTS(skewed)
+	};
+	clock_case c[N];
+	memset(c, 0, sizeof(c));
+	for (size_t i = 0; i < G_N_ELEMENTS(skewed); i++) {
+		const char *h = skewed[i].host;
+		g_autofree char *k1 = g_strdup_printf("%s-holds.lock", h);
+		g_autofree char *k2 = g_strdup_printf("exact-holds-for-%s.lock", h);
+		g_autofree char *k3 = g_strdup_printf("idle-for-%s.lock", h);
+		clock_case_start(&c[3 * i], off[i], h, ok, k1, false);
+		clock_case_start(&c[3 * i + 1], ok, "exact", off[i], k2, false);
+		clock_case_start(&c[3 * i + 2], ok, "exact", off[i], k3, true);
+	}
+	/* Live: renewed every 400 ms; heartbeaten, or idle for less than
+	 * stale_after.  Nobody may break them. */
+	int64_t t0 = mono();
+	while (mono() < t0 + 2200 * 1000) {
+		for (int i = 0; i < N; i++) {
+			lockfs_backend *b = c[i].contender;
+			g_assert_cmpint(take(b, c[i].key, "contender", NULL, NULL), ==, -EEXIST);
+			lockfs_lock_info info;
+			g_assert_cmpint(b->inspect(b, c[i].key, &info), ==, 0);
+			g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
+			g_assert_cmpint(info.lease_left_ms, >, 0);
+			/* Shown on the contender's clock, whoever's clock wrote it. */
+			int64_t here = ll_now_us((ll_backend *)b);
+			g_assert_cmpint(info.holder.acquired_us, >, here - 4 * SEC);
+			g_assert_cmpint(info.holder.acquired_us, <=, here + SEC);
+			if (!c[i].idle) {
+				g_assert_cmpint(info.holder.heartbeat_us, >, here - 2 * SEC);
+				g_assert_cmpint(info.holder.heartbeat_us, <=, here + SEC);
+			}
+			lockfs_lock_info_clear(&info);
+		}
+		g_usleep(200 * 1000);
+	}
+	/* The heartbeaten holders stop (they die); the idle ones keep renewing. */
+	for (int i = 0; i < N; i++) {
+		if (c[i].idle)
+			continue;
+		g_atomic_int_set(&c[i].r.stop, 1);
+		g_thread_join(c[i].t);
+		c[i].t = NULL;
+		g_assert_cmpint(c[i].r.last, ==, 0);
+		c[i].last = c[i].r.lease->renewed_mono_us;
+	}
+	int left = N;
+	while (left && mono() < t0 + 15 * SEC) {
+		for (int i = 0; i < N; i++) {
+			if (c[i].won)
+				continue;
+			lockfs_lease *l = NULL;
+			int r = take(c[i].contender, c[i].key, "contender", &l, NULL);
+			if (r == -EEXIST)
+				continue;
+			g_assert_cmpint(r, ==, 0);
+			c[i].won = l;
+			c[i].got = mono();
+			left--;
+		}
+		g_usleep(100 * 1000);
+	}
+	for (int i = 0; i < N; i++) {
+		g_test_message(
+		        "%s: %s after %.1f s", c[i].key, c[i].won ? "taken" : "NOT taken",
+		        ((c[i].won ? c[i].got : mono()) - (c[i].idle ? c[i].taken : c[i].last)) /
+		                1e6);
+		g_assert_nonnull(c[i].won);
+		if (c[i].idle) {
+			/* stale_after since the grant, by the server's clock */
+			g_assert_cmpint(c[i].got, >=, c[i].taken + 3 * SEC);
+			g_thread_join(c[i].t);
+			g_assert_cmpint(c[i].r.last, ==, -ESTALE);
+		} else {
+			/* ttl since the last renewal was sent */
+			g_assert_cmpint(c[i].got, >=, c[i].last + 2 * SEC);
+			g_assert_cmpint(c[i].holder->renew(c[i].holder, c[i].r.lease), ==, -ESTALE);
+		}
+		c[i].holder->lease_free(c[i].holder, c[i].r.lease);
+		release_ok(c[i].contender, c[i].won);
+	}
+	ok->destroy(ok);
+	for (size_t i = 0; i < G_N_ELEMENTS(skewed); i++)
+		off[i]->destroy(off[i]);
+}
+
+static void test_clock_matrix_dds(void)
 {
 	if (!need_slapd())
 		return;
-	g_autofree char *base = base_of(srv_plain, "skew");
+	clock_matrix(srv_dds, "clock-dds");
+}
+
+static void test_clock_matrix_plain(void)
+{
+	if (!need_slapd())
+		return;
+	clock_matrix(srv_plain, "clock-plain");
+}
+
+/* A host whose clock is further from the server's than max_clock_offset
+ * breaks nothing, logs why and notifies; others still judge its locks by the
+ * server's clock, and its own locks are judged like anyone's. */
+static void test_clock_bound(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_plain, "bound");
 	const char *opts[] = { "ttl=2s", "network_timeout=1s", "stale_after=300s", NULL };
-	lockfs_backend *ahead = backend(srv_plain, "ahead", base, opts);
-	lockfs_backend *behind = backend(srv_plain, "behind", base, opts);
+	const char *tight[] = { "ttl=2s", "network_timeout=1s", "ldap_max_clock_offset=30s", NULL };
+	lockfs_backend *a = backend(srv_plain, "hosta", base, opts);
+	lockfs_backend *far = backend(srv_plain, "far", base, opts);
+	lockfs_backend *near = backend(srv_plain, "near", base, tight);
 	lockfs_backend *b = backend(srv_plain, "hostb", base, opts);
-	lockfs_ldap_test_set_clock_offset(ahead, 10 * 60 * SEC);
-	lockfs_ldap_test_set_clock_offset(behind, -10 * 60 * SEC);
-	lockfs_lease *l1 = take_ok(ahead, "ahead.lock", "ahead");
-	lockfs_lease *l2 = take_ok(behind, "behind.lock", "behind");
+	lockfs_ldap_test_set_clock_offset(far, 10 * 60 * SEC);
+	lockfs_ldap_test_set_clock_offset(near, -40 * SEC);
+	lockfs_clock_info ci;
+	g_assert_cmpint(far->clock(far, &ci), ==, 0);
+	g_assert_cmpint(ci.offset_us, <, -10 * 60 * SEC + SEC);
+	g_assert_cmpint(near->clock(near, &ci), ==, 0);
+	g_assert_cmpint(ci.bound_us, ==, 30 * SEC);
+
+	g_autofree char *notes = g_build_filename(E(srv_plain, "SLAPD_DIR"), "notify.out", NULL);
+	g_autofree char *cmd = g_strdup_printf(
+	        "printf '%%s|%%s|%%s\\n' \"$LOCKFS_EVENT\" \"$LOCKFS_LOCK\" \"$LOCKFS_DETAIL\" >>%s",
+	        notes);
+	lockfs_notify_init(cmd, "/test");
+
+	/* hosta dies holding a lock; the far host's own lock dies too. */
+	lockfs_lease *la = take_ok(a, "dead.lock", "hosta");
+	a->lease_free(a, la);
+	lockfs_lease *lf = take_ok(far, "far.lock", "far");
+	far->lease_free(far, lf);
+	g_usleep(3500 * 1000); /* ttl and a second of the server's stamps */
 	log_reset();
-	/* A holder whose clock runs 10 minutes ahead: its notes are in our future;
-	 * the lock is never judged, however old, and the error is logged. */
-	g_assert_cmpint(take(b, "ahead.lock", "hostb", NULL, NULL), ==, -EEXIST);
-	g_assert_true(log_has("clock skew on ahead.lock"));
-	/* A holder whose clock runs 10 minutes behind: its notes look old, but the
-	 * server's timestamps are fresh, so it is held. */
-	g_assert_cmpint(take(b, "behind.lock", "hostb", NULL, NULL), ==, -EEXIST);
-	g_usleep(3500 * 1000); /* neither renews: both leases run out */
-	g_assert_cmpint(take(b, "ahead.lock", "hostb", NULL, NULL), ==, -EEXIST);
+	for (int i = 0; i < 3; i++) {
+		g_assert_cmpint(take(far, "dead.lock", "far", NULL, NULL), ==, -EEXIST);
+		g_assert_cmpint(take(near, "dead.lock", "near", NULL, NULL), ==, -EEXIST);
+	}
 	lockfs_lock_info info;
-	g_assert_cmpint(b->inspect(b, "ahead.lock", &info), ==, 0);
+	g_assert_cmpint(far->inspect(far, "dead.lock", &info), ==, 0);
 	g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
 	lockfs_lock_info_clear(&info);
+	g_assert_true(log_has("ldap: clock: this host's clock is 10m00s ahead of the server's"));
+	g_assert_true(log_has("more than max_clock_offset 5m00s"));
+	g_assert_true(log_has("more than max_clock_offset 30.000 s"));
+	g_assert_true(log_has("breaks no other host's lock"));
+	/* Once a minute per mount. */
+	g_mutex_lock(&log_mu);
+	const char *first = strstr(log_text->str, "ldap: clock: this host's clock is 10m");
+	g_assert_null(strstr(first + 1, "ldap: clock: this host's clock is 10m"));
+	g_mutex_unlock(&log_mu);
+	/* A host within the bound breaks both: the far host's lock is judged by
+	 * the server's clock like anyone's. */
 	lockfs_acquire_result res;
 	lockfs_lease *lb = NULL;
-	g_assert_cmpint(take(b, "behind.lock", "hostb", &lb, &res), ==, 0);
+	g_assert_cmpint(take(b, "dead.lock", "hostb", &lb, &res), ==, 0);
 	g_assert_true(res.broke);
 	lockfs_lock_info_clear(&res.previous);
 	release_ok(b, lb);
-	release_ok(ahead, l1);
-	g_assert_cmpint(behind->release(behind, l2), ==, -ENOENT);
-	behind->lease_free(behind, l2);
-	ahead->destroy(ahead);
-	behind->destroy(behind);
+	g_assert_cmpint(take(b, "far.lock", "hostb", &lb, &res), ==, 0);
+	g_assert_true(res.broke);
+	g_assert_cmpstr(res.previous.holder.host, ==, "far");
+	lockfs_lock_info_clear(&res.previous);
+	release_ok(b, lb);
+	lockfs_notify_shutdown();
+	g_autofree char *got = NULL;
+	g_assert_true(g_file_get_contents(notes, &got, NULL, NULL));
+	g_test_message("notified: %s", got);
+	g_assert_nonnull(strstr(got, "clock|dead.lock|this host's clock is 10m00s ahead of the "
+	                             "server's"));
+	g_assert_nonnull(strstr(got, "clock|dead.lock|this host's clock is 40.0"));
+	a->destroy(a);
+	far->destroy(far);
+	near->destroy(near);
+	b->destroy(b);
+}
+
+/* Without dds and without post-read, the clock is read back from a probe;
+ * without assertions too, the seed's break still works on it. */
+static void test_clock_readback(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_plain, "readback");
+	const char *opts[] = { "ttl=2s", "network_timeout=1s", NULL };
+	lockfs_backend *a = backend(srv_plain, "hosta", base, opts);
+	lockfs_backend *b = backend(srv_plain, "slow40s", base, opts);
+	lockfs_ldap_test_disable_caps(b, LL_CAP_POSTREAD | LL_CAP_ASSERT);
+	lockfs_ldap_test_set_clock_offset(b, -40 * SEC);
+	lockfs_ldap_test_forget_clock(b);
+	lockfs_clock_info ci;
+	g_assert_cmpint(b->clock(b, &ci), ==, -ENOENT);
+	renewer r = { .be = a, .lease = take_ok(a, "rb.lock", "hosta") };
+	GThread *t = g_thread_new("renew", renew_run, &r);
+	for (int i = 0; i < 8; i++) {
+		g_assert_cmpint(take(b, "rb.lock", "slow40s", NULL, NULL), ==, -EEXIST);
+		g_usleep(300 * 1000);
+	}
+	g_atomic_int_set(&r.stop, 1);
+	g_thread_join(t);
+	int64_t last = r.lease->renewed_mono_us;
+	lockfs_lease *lb = NULL;
+	int rc;
+	while ((rc = take(b, "rb.lock", "slow40s", &lb, NULL)) == -EEXIST &&
+	       mono() < last + 8 * SEC)
+		g_usleep(100 * 1000);
+	g_assert_cmpint(rc, ==, 0);
+	g_assert_cmpint(mono(), >=, last + 2 * SEC);
+	g_assert_cmpint(b->clock(b, &ci), ==, 0);
+	g_test_message("read back: offset %.3f s (+/- %.3f s)", ci.offset_us / 1e6,
+	               ci.uncertainty_us / 1e6);
+	g_assert_cmpint(ci.offset_us, >, 39 * SEC);
+	g_assert_cmpint(ci.offset_us, <, 41 * SEC);
+	release_ok(b, lb);
+	a->lease_free(a, r.lease);
+	a->destroy(a);
 	b->destroy(b);
 }
 
@@ -1266,10 +1506,11 @@ static void test_key_encoding(void)
 	g_assert_true(g_str_has_prefix(hashed3, "%58%58%58%58%58%58%58%58%h"));
 	g_assert_false(ll_cn_hashed("x%h0123456789abcdef0123456789abcdeg"));
 	lockfs_holder h = { .host = "h" };
-	g_autoptr(GPtrArray) notes = ll_notes_build(lng, &h, "fence=1", 0, NULL);
+	g_autoptr(GPtrArray) notes = ll_notes_build(lng, &h, "fence=1", 0, 1234567, NULL);
 	ll_lock l = { 0 };
 	ll_notes_parse(&l, (char **)notes->pdata, notes->len);
 	g_assert_cmpstr(l.note_key, ==, lng);
+	g_assert_cmpint(l.idle_us, ==, 1234000);
 	ll_lock_clear(&l);
 	g_autofree char *stale = ll_stale_cn("x.lock", "Host", 1700000000 * SEC, 3);
 	g_assert_true(g_str_has_prefix(stale, "x.lock%stale%%48ost-1700000000-"));
@@ -1283,30 +1524,60 @@ static void test_key_encoding(void)
 
 static void test_judge(void)
 {
+	/* Every time the judge uses is the server's: NOW is its clock, the
+	 * entry's stamps its writes.  The holder's notes (its wall clock) only
+	 * tell the gap between its heartbeat and its last write. */
 	int64_t now = 1700000000 * SEC, ttl = 30 * SEC, stale = 300 * SEC;
-	ll_lock l = { 0 };
-	l.holder.acquired_us = l.create_us = now - 50 * SEC;
-	l.holder.heartbeat_us = l.renewed_us = l.modify_us = now - 10 * SEC;
-	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_HELD);
-	/* Lease: both clocks must say it ran out. */
-	l.renewed_us = l.holder.heartbeat_us = now - 40 * SEC;
-	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_HELD);
-	l.modify_us = now - 40 * SEC;
-	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_EXPIRED);
-	/* Heartbeat: by the holder's note and by the server's clock. */
-	l.renewed_us = now - 5 * SEC;
-	l.modify_us = now - 5 * SEC;
-	l.holder.heartbeat_us = now - 400 * SEC;
-	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_STALE);
-	l.holder.heartbeat_us = now - 400 * SEC;
-	l.renewed_us = now - 350 * SEC; /* holder's clock 345 s behind */
-	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_HELD);
-	/* The future beyond 5 minutes: skew. */
-	l.holder.heartbeat_us = now + 6 * 60 * SEC;
-	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_SKEW);
-	l.holder.heartbeat_us = now;
-	l.modify_us = now + 6 * 60 * SEC;
-	g_assert_cmpint(ll_judge(&l, now, ttl, stale), ==, LL_SKEW);
+	ll_server_now n = { now - 2000, now + 2000 };
+	ll_lock l = { .ttl_s = -1, .idle_us = -1 };
+	l.create_us = now - 50 * SEC;
+	l.modify_us = now - 10 * SEC;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_HELD);
+	/* The holder's notes, whatever its clock, do not matter... */
+	l.holder.acquired_us = l.holder.heartbeat_us = l.renewed_us = now - 3600 * SEC;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_HELD);
+	l.holder.acquired_us = l.holder.heartbeat_us = l.renewed_us = now + 3600 * SEC;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_HELD);
+	/* ...but the gap between heartbeat and last write does. */
+	/* (10 s since the write, less its second of rounding) */
+	l.holder.heartbeat_us = l.renewed_us - 292 * SEC;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_STALE);
+	l.idle_us = 290 * SEC; /* idle_ms= comes first */
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_HELD);
+	l.idle_us = 292 * SEC;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_STALE);
+	l.idle_us = 0;
+	/* The lease: ttl since the last write, its stamp rounded up (1 s). */
+	l.modify_us = now - 29 * SEC;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_HELD);
+	l.modify_us = now - 31 * SEC;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_HELD);
+	l.modify_us = now - 32 * SEC;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_EXPIRED);
+	/* entryCSN dates the write to the microsecond when it agrees with
+	 * modifyTimestamp, and only then. */
+	l.modify_us = now - 31 * SEC;
+	l.csn_us = now - 31 * SEC + 100;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_EXPIRED);
+	l.csn_us = now - 20 * SEC;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_HELD);
+	l.csn_us = 0;
+	/* The server's clock, not ours: NOW's low end decides. */
+	ll_server_now wide = { now - 2 * SEC, now + 2 * SEC };
+	l.modify_us = now - 32 * SEC;
+	g_assert_cmpint(ll_judge(&l, &wide, ttl, stale), ==, LL_HELD);
+	/* Cannot judge: no stamp, no server clock, or a stamp in its future. */
+	ll_server_now none = { 0, 0 };
+	g_assert_cmpint(ll_judge(&l, &none, ttl, stale), ==, LL_UNSURE);
+	l.modify_us = now + 3 * SEC;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_UNSURE);
+	l.modify_us = l.create_us = 0;
+	g_assert_cmpint(ll_judge(&l, &n, ttl, stale), ==, LL_UNSURE);
+	/* What is left of the lease, and the server's own entryTtl. */
+	l.modify_us = now - 10 * SEC;
+	g_assert_cmpint(ll_lease_left_ms(&l, &n, ttl), ==, 20500);
+	l.ttl_s = 5;
+	g_assert_cmpint(ll_lease_left_ms(&l, &n, ttl), ==, 5000);
 
 	int64_t t;
 	g_assert_true(ll_gentime_parse("20231114221320Z", &t));
@@ -1317,6 +1588,9 @@ static void test_judge(void)
 	g_assert_cmpstr(s, ==, "2023-11-14T22:13:20.123456Z");
 	g_assert_true(ll_time_parse(s, &t));
 	g_assert_cmpint(t, ==, 1700000000 * SEC + 123456);
+	g_assert_true(ll_csn_parse("20231114221320.123456Z#000000#000#000000", &t));
+	g_assert_cmpint(t, ==, 1700000000 * SEC + 123456);
+	g_assert_false(ll_csn_parse("20231114221320.123456Z", &t));
 }
 
 int main(int argc, char **argv)
@@ -1339,7 +1613,10 @@ int main(int argc, char **argv)
 	g_test_add_func("/ldap/race/stale-heartbeat", test_race_stale);
 	g_test_add_func("/ldap/dds/expiry", test_dds_expiry);
 	g_test_add_func("/ldap/nodds/lease", test_nodds_lease);
-	g_test_add_func("/ldap/clock-skew", test_clock_skew);
+	g_test_add_func("/ldap/clock/matrix-dds", test_clock_matrix_dds);
+	g_test_add_func("/ldap/clock/matrix-plain", test_clock_matrix_plain);
+	g_test_add_func("/ldap/clock/bound", test_clock_bound);
+	g_test_add_func("/ldap/clock/read-back", test_clock_readback);
 	g_test_add_func("/ldap/names/hostile", test_names);
 	g_test_add_func("/ldap/auth/ldapi-external", test_ldapi_external);
 	g_test_add_func("/ldap/tls", test_tls);
