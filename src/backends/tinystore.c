@@ -102,7 +102,10 @@ typedef struct {
 	char *mount;
 	int64_t ttl_ms, timeout_us, stale_after_us;
 	size_t key_max;
-	int64_t clock_offset_ms; /* the server's clock less ours (atomic) */
+	/* The server's clock (unix ms) less our boot clock (ms), from the last
+	 * WELCOME (atomic): the server's now goes by our boot clock, so a step
+	 * of our wall clock moves no judgement of another host's lock. */
+	int64_t clock_offset_ms;
 
 	/* Lock calls, inspect and list: one caller at a time on this
 	 * connection; waiting for it is bounded too. */
@@ -256,7 +259,7 @@ static bool ensure_conn(ts_backend *tb, ts_link *l, int64_t deadline, int tries)
 		if (c) {
 			l->conn = c;
 			l->gen++;
-			__atomic_store_n(&tb->clock_offset_ms, ts_conn_clock_offset_ms(c),
+			__atomic_store_n(&tb->clock_offset_ms, ts_conn_server_ms(c, 0),
 			                 __ATOMIC_RELAXED);
 			l->backoff_ms = 0;
 			l->next_try_us = 0;
@@ -967,7 +970,7 @@ static gpointer publisher_main(gpointer data)
 /* Now by the server's clock, as measured at WELCOME (unix ms). */
 static int64_t server_now_ms(ts_backend *tb)
 {
-	return lockfs_now_us() / 1000 + __atomic_load_n(&tb->clock_offset_ms, __ATOMIC_RELAXED);
+	return lockfs_mono_us() / 1000 + __atomic_load_n(&tb->clock_offset_ms, __ATOMIC_RELAXED);
 }
 
 /* Silent past stale_after: by the server's clock when the holder gave it,
