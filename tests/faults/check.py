@@ -119,6 +119,8 @@ def main():
     sections = {}
     aborted = []
     hold_x_only = 0
+    acq_fail = defaultdict(int)  # (tool-ish wid suffix, rc, message) -> count
+    acq_fail_at = []  # (t, host, wid, message), unexpected ones only
     for path in sorted(glob.glob(os.path.join(run, "w.*.log"))):
         xs = {}
         for f in read_tsv(path):
@@ -132,6 +134,11 @@ def main():
                     xs[f[1]] = (int(f[2]), f[3], f[4] if len(f) > 4 else "")
                 elif f[0] == "A":
                     aborted.append((f[1], int(f[2]), f[3]))
+                elif f[0] == "F":
+                    msg = f[4] if len(f) > 4 else ""
+                    acq_fail[(f[1].split("-")[-1], f[3], msg.split(": ")[-1])] += 1
+                    if not re.search(r"Input/output error|Transport endpoint is not connected", msg):
+                        acq_fail_at.append((int(f[2]), f[1].split("-")[0], f[1], msg))
             except (IndexError, ValueError):
                 emit("diag", f"unreadable record in {os.path.basename(path)}: {f}")
         for i, (t, rc, rel) in xs.items():
@@ -192,7 +199,11 @@ def main():
             elif f[0] == "R":
                 released[(host, f[1])].append(int(f[2]))
             elif f[0] == "J":
-                janitor.append((int(f[2]), host, f[3], f[4]))
+                janitor.append((int(f[2]), host, f[3], f[4], len(f) > 5 and f[5] == "1",
+                                int(f[6]) if len(f) > 6 and f[6].isdigit() else None,
+                                f[7] if len(f) > 7 else "lost"))
+            elif f[0] == "F":
+                pass
     for path in glob.glob(os.path.join(run, "p.*.log")):
         for f in read_tsv(path):
             if f[0] == "G" and f[3].isdigit():
@@ -362,10 +373,19 @@ def main():
             judge_late(key, phost, pfence, min(decl) if decl else None, host, fence, t)
 
     # R.lock left lost on a mount by a lockfsctl hold that had exited.
-    for t, host, fence, pid in janitor:
-        add(t, f"left behind: R.lock (fence {fence}) stayed lost on {host} after its holder, "
-               f"lockfsctl hold pid {pid}, exited without unlinking it: nothing on {host} could "
-               f"take R.lock until the keeper unlinked it")
+    for t, host, fence, pid, hold, lost_ms, state in janitor:
+        since = t - (lost_ms or 0) * 1_000_000
+        why = [x for x in acq_fail_at if x[1] == host and since - 2_000_000_000 <= x[0] <= since + 500_000_000]
+        who = (f"lockfsctl hold pid {pid}, exited without unlinking it" if hold else
+               f"pid {pid}, never unlinked it (no worker held or was taking it: the tool's "
+               f"acquisition failed after the grant, so it took it for a failure; with set -C "
+               f"that is bash's noclobber path for a name that is not a regular file, i.e. a "
+               f"mkdir lock: stat, then open without O_EXCL, which took the freed name, then "
+               f"fstat, a regular file, so 'cannot overwrite existing file'"
+               f"{'; ' + why[-1][2] + ' at ' + fmt_t(why[-1][0], t0) + ': ' + why[-1][3][-90:] if why else ''})")
+        add(t - (lost_ms or 0) * 1_000_000, f"left behind: R.lock (fence {fence}) stayed {state} on {host}"
+               f"{' for ' + format(lost_ms / 1000, '.1f') + ' s' if lost_ms is not None else ''} after its holder, "
+               f"{who}: nothing on {host} could take R.lock until the keeper unlinked it")
 
     # ------------------------------------------------------------ inspection
     slow = []
@@ -417,22 +437,27 @@ def main():
     per = []
     for n in nems:
         w_end = (n.t1 or t_end) + after_ns
-        affected = None if n.target == "server" else {n.target}
-        ls = [(t, h, k, f) for t, h, k, f, _ in lost if n.t0 <= t <= w_end and
-              (affected is None or h in affected)]
-        delays = [t - n.t0 for t, h, k, f in ls]
-        cont_delays = [t - n.t1 for t, h, k, f in ls if n.t1 and t >= n.t1]
-        for t, h, k, f in ls:
+        affected = sorted(first) if n.target == "server" else [n.target]
+        # The locks the affected hosts held when the fault began, and when
+        # (if at all, within the fault and ttl + 2 s after it) each was
+        # declared lost by its holder.
+        held = []
+        for h in affected:
+            for key, fence in held_at(h, n.t0):
+                d = [t for t, lh in lost_of.get((key, fence), []) if lh == h and n.t0 <= t <= w_end]
+                held.append((h, key, fence, min(d) if d else None))
+        declared = [x for x in held if x[3] is not None]
+        delays = [t - n.t0 for h, k, f, t in declared]
+        cont_delays = [t - n.t1 for h, k, f, t in declared if n.t1]
+        for h, k, f, t in declared:
             fault_lost.append((n, t - n.t0, h, k))
         # A fault that cut hosts off from the server for a whole ttl: each lock
         # they held when it began must be declared lost within ttl of it (its
         # last renewal was sent before).
         down = (n.marks[0][0] if n.base == "server-kill" and n.marks else (n.t1 or t_end)) - n.t0
         if n.base in ("partition-holder", "reset-holder", "server-pause", "server-kill") and down >= ttl_ns:
-            for h in (sorted(first) if affected is None else sorted(affected)):
-                for key, fence in held_at(h, n.t0):
-                    d = [t - n.t0 for t, lh in lost_of.get((key, fence), []) if lh == h and t >= n.t0]
-                    cut.append((n, h, key, fence, min(d) if d else None))
+            for h, key, fence, t in held:
+                cut.append((n, h, key, fence, t - n.t0 if t is not None else None))
         insp = [us for t, h, k, us in slow_inspect if n.t0 <= t <= w_end]
         in_win = [s for s in secs if n.t0 <= s.t_ws <= w_end]
         per.append({
@@ -440,11 +465,13 @@ def main():
             "start_s": round((n.t0 - t0) / 1e9, 3),
             "duration_ms": round(ms((n.t1 or t_end) - n.t0)),
             "sections": len(in_win),
-            "lost": len(ls),
+            "held_at_fault": len(held),
+            "lost": len(declared),
             "fault_to_lost_max_ms": round(ms(max(delays))) if delays else None,
             "resume_to_lost_max_ms": round(ms(max(cont_delays))) if cont_delays else None,
             "violations": sum(1 for x in viol.get(n.name, []) if f"#{n.id} " in x),
             "inspect_max_ms": round(max(insp) / 1000) if insp else None,
+            "restart_ns": (n.marks[0][0] - n.t0) if n.base.startswith("server-kill") and n.marks else None,
         })
 
     # ------------------------------------------------------------ results
@@ -495,17 +522,23 @@ def main():
                        f"declared lost within ttl ({a.ttl:g}s): {len(cut)} locks, worst {ms(worst):.0f} ms")
     if resumed:
         emit("note", f"{len(resumed)} losses declared by a lockfs only after it ran again (it was stopped): "
-                     f"at most {ms(max(r[2] for r in resumed)):.0f} ms after it resumed")
+                     f"at most {max(0, ms(max(r[2] for r in resumed))):.0f} ms after it resumed")
     emit("note", "per nemesis:")
     for p in per:
         emit("note", f"  #{p['id']} {p['name']} on {p['target']} at {p['start_s']}s for {p['duration_ms']} ms: "
-                     f"{p['sections']} sections, {p['violations']} violations, {p['lost']} lost, fault->lost max "
+                     f"{p['sections']} sections, {p['violations']} violations, {p['lost']} of the "
+                     f"{p['held_at_fault']} locks held then declared lost, fault->lost max "
                      f"{p['fault_to_lost_max_ms'] if p['fault_to_lost_max_ms'] is not None else '-'} ms"
                      f"{', resume->lost ' + str(p['resume_to_lost_max_ms']) + ' ms' if p['name'].startswith('pause-holder') and p['resume_to_lost_max_ms'] is not None else ''}"
+                     f"{', restart->lost ' + str(round(max(0, p['fault_to_lost_max_ms'] - ms(p['restart_ns'])))) + ' ms' if p.get('restart_ns') is not None and p['fault_to_lost_max_ms'] is not None else ''}"
                      f"{', slowest inspection ' + str(p['inspect_max_ms']) + ' ms' if p['inspect_max_ms'] else ''}")
     for t, host, key, prev, pfence, age, what in breaks[:20]:
         emit("note", f"  break by {host}: {what} {key} of {prev} (fence {pfence}, heartbeat {age} s ago) "
                      f"at {fmt_t(t, t0)} [{where(t)}]")
+    if acq_fail:
+        emit("note", "acquisitions that failed other than with 'held' (EIO and ENOTCONN are the faults'): " + "; ".join(
+            f"{tool} rc {rc} x{c}: {msg[:120]}" for (tool, rc, msg), c in
+            sorted(acq_fail.items(), key=lambda x: -x[1])[:8]))
     if eio:
         emit("note", "EIO answers logged: " + ", ".join(f"{h} {c}" for h, c in sorted(eio.items())))
     if no_end:

@@ -54,7 +54,7 @@ if [[ -z $FAULTS_FAKETIME_LIB ]]; then
 fi
 export FAULTS_FAKETIME_LIB
 
-declare -A H_PID=() H_LOG=() H_PROXY_PID=() H_PORT=() H_TOOLS=()
+declare -A H_PID=() H_LOG=() H_PROXY_PID=() H_PORT=() H_TOOLS=() H_WIDS=()
 declare -a FAULTS_HOST_LIST=() _faults_bg=()
 FAULTS_NEMESIS_SEQ=0
 
@@ -257,19 +257,20 @@ nap() {
     return 0
 }
 
-# _lockfs_attrs PATH: sets A_FENCE, A_STATE, A_PID (the holder's) and A_HOLD
-# (1: the holder is lockfsctl) from one getfattr, and A_US (how long it took, in microseconds).  Non-zero when the
+# _lockfs_attrs PATH: sets A_FENCE, A_STATE, A_PID and A_HOST (the holder's)
+# and A_HOLD (1: the holder is lockfsctl) from one getfattr, and A_US (how long it took, in microseconds).  Non-zero when the
 # attributes are unreadable.
 _lockfs_attrs() {
     local t0 out re_f='user\.lockfs\.fence="([0-9]+)"' re_s='user\.lockfs\.state="([a-z]+)"'
-    local re_p='user\.lockfs\.pid="([0-9]+)"'
+    local re_p='user\.lockfs\.pid="([0-9]+)"' re_h='user\.lockfs\.host="([^"]*)"'
     t0=${EPOCHREALTIME/./}
-    out=$(getfattr -h --absolute-names -d -m '^user\.lockfs\.(fence|state|pid|command)$' -- "$1" 2>/dev/null)
+    out=$(getfattr -h --absolute-names -d -m '^user\.lockfs\.(fence|state|pid|host|command)$' -- "$1" 2>/dev/null)
     A_US=$((${EPOCHREALTIME/./} - t0))
-    A_FENCE='' A_STATE='' A_PID=''
+    A_FENCE='' A_STATE='' A_PID='' A_HOST=''
     [[ $out =~ $re_f ]] && A_FENCE=${BASH_REMATCH[1]}
     [[ $out =~ $re_s ]] && A_STATE=${BASH_REMATCH[1]}
     [[ $out =~ $re_p ]] && A_PID=${BASH_REMATCH[1]}
+    [[ $out =~ $re_h ]] && A_HOST=${BASH_REMATCH[1]}
     A_HOLD=0
     [[ $out == *'user.lockfs.command="'*lockfsctl* ]] && A_HOLD=1
     [[ -n $A_FENCE && -n $A_STATE ]]
@@ -285,6 +286,21 @@ _want_long() {
         return 0
     done
     return 1
+}
+
+# Parking: while a host's dead mount is replaced (kill-holder), its mount
+# point is a plain directory for a moment, where the tools would "lock"
+# happily.  The nemesis creates $RUN/park.HOST (holding its number); every
+# worker of HOST acknowledges in $RUN/parked.WID at the top of its loop and
+# waits there until the file is gone.  Until then they see the dead mount
+# (ENOTCONN), as a host whose lockfs crashed would.
+_park() { # HOST WID
+    [[ -e $RUN/park.$1 ]] || return 1
+    local g
+    read -r g <"$RUN/park.$1" 2>/dev/null
+    printf '%s\n' "$g" >|"$RUN/parked.$2"
+    while [[ -e $RUN/park.$1 && ! -e $RUN/stop ]]; do nap 50; done
+    return 0
 }
 
 # Turns: a mount that just released a lock sees its name free at once, while
@@ -321,34 +337,45 @@ _turn_take() { # HOST: a section of HOST began
 legacy_worker() { # WID HOST TOOL
     local wid=$1 h=$2 tool=$3
     local m=$TESTDIR/$2 log=$RUN/w.$1.log err=$RUN/w.$1.err
-    local lk=$m/R.lock tmp=$m/.tmp.$1 seq=0 id rc t_try t_acq t_ws t_we t_chk how long dur left e
+    local lk=$m/R.lock tmp=$m/.tmp.$1 seq=0 id rc t_try t_acq t_ws t_we t_chk how long dur left e msg
     exec {NAPFD}<>"$RUN/nap.fifo"
     [[ $tool == setc ]] && set -C
     while ((seq < FAULTS_MAX_PER_WORKER)); do
         [[ -e $RUN/stop ]] && break
+        _park "$h" "$wid" && continue
         if _turn_wait "$h"; then
             nap $((RANDOM % 100 + 50))
             continue
         fi
         t_try=${EPOCHREALTIME/./}
         case $tool in
-        setc) { printf '%s\n' "$BASHPID" >"$lk"; } 2>/dev/null ;;
+        setc) { printf '%s\n' "$BASHPID" >"$lk"; } 2>|"$err.acq" ;;
         ln)
             [[ -e $tmp ]] || { printf '%s\n' "$BASHPID" >|"$tmp"; } 2>/dev/null
-            ln -T -- "$tmp" "$lk" 2>/dev/null
+            ln -T -- "$tmp" "$lk" 2>|"$err.acq"
             ;;
-        mkdir) mkdir -- "$lk" 2>/dev/null ;;
-        dotlockfile) dotlockfile -l -r 0 "$lk" 2>/dev/null ;;
+        mkdir) mkdir -- "$lk" 2>|"$err.acq" ;;
+        dotlockfile) dotlockfile -l -r 0 "$lk" 2>|"$err.acq" ;;
         esac
         rc=$?
         if ((rc != 0)); then
+            # Held (EEXIST) is the common answer; anything else is kept.
+            msg=''
+            read -r msg <"$err.acq" 2>/dev/null
+            case $tool:$rc:$msg in
+            *"File exists"* | *"cannot overwrite existing file"* | *"Is a directory"* | dotlockfile:4:*) ;;
+            *) printf 'F\t%s\t%s000\t%s\t%s\n' "$wid" "${EPOCHREALTIME/./}" "$rc" "${msg//$'\t'/ }" >>"$log" ;;
+            esac
             nap $((RANDOM % 25 + 5))
             continue
         fi
         t_acq=${EPOCHREALTIME/./}
         seq=$((seq + 1))
         id=$wid.$seq
-        if ! _lockfs_attrs "$lk" || [[ $A_STATE != held ]]; then
+        printf '%s acq\n' "$h" >|"$RUN/cur.$wid"
+        _lockfs_attrs "$lk"
+        printf '%s %s\n' "$h" "${A_FENCE:-?}" >|"$RUN/cur.$wid"
+        if [[ -z $A_FENCE || $A_STATE != held ]]; then
             printf 'A\t%s\t%s000\tstate=%s,fence=%s,getfattr_us=%s\n' "$id" "${EPOCHREALTIME/./}" \
                 "${A_STATE:-?}" "${A_FENCE:-?}" "$A_US" >>"$log"
         else
@@ -398,6 +425,7 @@ legacy_worker() { # WID HOST TOOL
         done
         printf 'X\t%s\t%s000\t%s\t%s\n' "$id" "${EPOCHREALTIME/./}" "$rc" \
             "$( ((rc == 0)) || head -c 200 "$err.rel" | tr '\n\t' '  ')" >>"$log"
+        : >|"$RUN/cur.$wid"
         nap $((RANDOM % 10 + 1))
     done
 }
@@ -411,6 +439,7 @@ hold_worker() { # WID HOST
     exec {NAPFD}<>"$RUN/nap.fifo"
     while ((seq < FAULTS_MAX_PER_WORKER)); do
         [[ -e $RUN/stop ]] && break
+        _park "$h" "$wid" && continue
         if _turn_wait "$h"; then
             nap $((RANDOM % 100 + 50))
             continue
@@ -428,6 +457,25 @@ hold_worker() { # WID HOST
 }
 export FAULTS_SHORT_MIN_MS FAULTS_SHORT_MAX_MS FAULTS_LONG_MS
 
+# _left_behind HOST FENCE PID HOLD MS: R.lock, taken through HOST's mount with
+# FENCE and seen (lost or held) for MS, has no holder left that could still
+# unlink it: a lockfsctl hold whose process is gone, or (after 5 s) no worker
+# of HOST that is taking it or holds FENCE (cur.WID: "HOST acq" while taking,
+# "HOST FENCE" while held).
+_left_behind() {
+    local h=$1 f=$2 pid=$3 hold=$4 ms=$5 c
+    if ((hold)); then
+        [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null && ((ms >= 1000))
+        return
+    fi
+    ((ms >= 5000)) || return 1
+    for c in "$RUN"/cur.*; do
+        [[ -s $c ]] || continue
+        case $(<"$c") in "$h acq" | "$h $f") return 1 ;; esac
+    done
+    return 0
+}
+
 # The keeper of HOST's side locks side-HOST-N.lock: takes them, checks every
 # 300 ms that they are still its own (fence and state, timed: inspection must
 # not wait on a hung renewal), heart-beats them every 20 s (stale_after), and
@@ -436,17 +484,21 @@ export FAULTS_SHORT_MIN_MS FAULTS_SHORT_MAX_MS FAULTS_LONG_MS
 #   L key t state fence    found not held (lost, gone, or another's)
 #   Q key t getfattr_us    a check that took longer than 300 ms
 #   R key t                let go at the end of the run
-#   J R.lock t fence pid   R.lock was left lost on this mount by a lockfsctl hold
-#                          that is gone (no unlink after the loss): the keeper
-#                          unlinks it once (ENOENT: it only drops the name),
-#                          or nothing on this host could ever take R.lock again
+#   J R.lock t fence pid hold ms state   R.lock was left (lost, or held) on
+#                          this mount by a holder that will never unlink it (a
+#                          lockfsctl hold that is gone; or a tool whose
+#                          acquisition failed after the grant, so that it never
+#                          knew it held it): the keeper unlinks it once (when
+#                          lost, ENOENT: that only drops the name), or nothing
+#                          could take R.lock again
 keeper() { # HOST
-    local h=$1 m=$TESTDIR/$1 log=$RUN/k.$1.log i k n t beat=0
+    local h=$1 m=$TESTDIR/$1 log=$RUN/k.$1.log i k n t beat=0 lost_fence='' lost_since=0
     local -A fence=()
     exec {NAPFD}<>"$RUN/nap.fifo"
     set -C
     for ((i = 1; i <= FAULTS_SIDE_LOCKS; i++)); do fence[side-$h-$i.lock]=''; done
     while [[ ! -e $RUN/stop ]]; do
+        _park "$h" "keeper-$h" && continue
         n=0
         t=${EPOCHREALTIME/./}
         for k in "${!fence[@]}"; do
@@ -470,10 +522,16 @@ keeper() { # HOST
             [[ $A_STATE == lost && $A_FENCE == "${fence[$k]}" ]] && rm -f -- "$m/$k" 2>/dev/null
             fence[$k]=''
         done
-        if _lockfs_attrs "$m/R.lock" && [[ $A_STATE == lost && $A_HOLD == 1 && -n $A_PID ]] &&
-            ! kill -0 "$A_PID" 2>/dev/null; then
-            printf 'J\tR.lock\t%s000\t%s\t%s\n' "${EPOCHREALTIME/./}" "$A_FENCE" "$A_PID" >>"$log"
-            if [[ -d $m/R.lock ]]; then rmdir -- "$m/R.lock"; else rm -f -- "$m/R.lock"; fi 2>/dev/null
+        if _lockfs_attrs "$m/R.lock" && [[ $A_HOST == "$h" && ($A_STATE == lost || $A_STATE == held) ]]; then
+            [[ $A_FENCE == "$lost_fence" ]] || { lost_fence=$A_FENCE lost_since=$t; }
+            if _left_behind "$h" "$A_FENCE" "$A_PID" "$A_HOLD" $(((t - lost_since) / 1000)); then
+                printf 'J\tR.lock\t%s000\t%s\t%s\t%s\t%s\t%s\n' "${EPOCHREALTIME/./}" "$A_FENCE" "$A_PID" \
+                    "$((A_HOLD ? 1 : 0))" "$(((t - lost_since) / 1000))" "$A_STATE" >>"$log"
+                if [[ -d $m/R.lock ]]; then rmdir -- "$m/R.lock"; else rm -f -- "$m/R.lock"; fi 2>/dev/null
+                lost_fence=''
+            fi
+        else
+            lost_fence=''
         fi
         printf '%s\n' "$n" >|"$RUN/keeper.$h"
         if ((t / 1000000 - beat >= 20)); then
@@ -497,15 +555,21 @@ keeper() { # HOST
 #   G key taker fence t_try t_acq state
 prober() { # HOST OTHER...
     local h=$1 m=$TESTDIR/$1 log=$RUN/p.$1.log o i k t_try t_acq
+    local -A next=()
     shift
     exec {NAPFD}<>"$RUN/nap.fifo"
     set -C
     while [[ ! -e $RUN/stop ]]; do
+        _park "$h" "prober-$h" && continue
         for o in "$@"; do
             for ((i = 1; i <= FAULTS_SIDE_LOCKS; i++)); do
                 k=side-$o-$i.lock
                 t_try=${EPOCHREALTIME/./}
+                # After a grant, leave the key to its owner for a while: this
+                # mount sees it free at once, the owner's only after list_cache.
+                ((t_try < ${next[$k]:-0})) && continue
                 { printf '%s\n' "$BASHPID" >"$m/$k"; } 2>/dev/null || continue
+                next[$k]=$((t_try + 3000000))
                 t_acq=${EPOCHREALTIME/./}
                 _lockfs_attrs "$m/$k"
                 printf 'G\t%s\t%s\t%s\t%s000\t%s000\t%s\n' "$k" "$h" "$A_FENCE" "$t_try" "$t_acq" "$A_STATE" >>"$log"
@@ -518,30 +582,33 @@ prober() { # HOST OTHER...
 
 _bg() { "$@" </dev/null >/dev/null 2>>"$RUN/workload.err" & _faults_bg+=($!); }
 
-workload_start() {
-    local h o tool n=0 others
-    rm -f "$RUN/stop"
-    for h in "${FAULTS_HOST_LIST[@]}"; do
-        others=()
-        for o in "${FAULTS_HOST_LIST[@]}"; do [[ $o == "$h" ]] || others+=("$o"); done
-        _bg keeper "$h"
-        _bg prober "$h" "${others[@]}"
-        for tool in ${H_TOOLS[$h]//,/ }; do
-            n=$((n + 1))
-            case $tool in
-            hold) _bg hold_worker "$h-$n-hold" "$h" ;;
-            setc | ln | mkdir) _bg legacy_worker "$h-$n-$tool" "$h" "$tool" ;;
-            dotlockfile)
-                if command -v dotlockfile >/dev/null; then
-                    _bg legacy_worker "$h-$n-$tool" "$h" "$tool"
-                else
-                    _bg legacy_worker "$h-$n-setc" "$h" setc
-                fi
-                ;;
-            *) BAIL_OUT "faults: unknown tool $tool" ;;
-            esac
-        done
+_faults_wseq=0
+# workload_start_host HOST: its keeper, its prober (of the hosts started
+# before it) and one worker per tool of H_TOOLS[HOST].
+workload_start_host() {
+    local h=$1 o tool others=()
+    for o in "${FAULTS_HOST_LIST[@]}"; do [[ $o == "$h" ]] || others+=("$o"); done
+    _bg keeper "$h"
+    _bg prober "$h" "${others[@]}"
+    H_WIDS[$h]="keeper-$h prober-$h"
+    for tool in ${H_TOOLS[$h]//,/ }; do
+        _faults_wseq=$((_faults_wseq + 1))
+        case $tool in
+        dotlockfile) command -v dotlockfile >/dev/null || tool=setc ;;
+        esac
+        H_WIDS[$h]+=" $h-$_faults_wseq-$tool"
+        case $tool in
+        hold) _bg hold_worker "$h-$_faults_wseq-hold" "$h" ;;
+        setc | ln | mkdir | dotlockfile) _bg legacy_worker "$h-$_faults_wseq-$tool" "$h" "$tool" ;;
+        *) BAIL_OUT "faults: unknown tool $tool" ;;
+        esac
     done
+}
+
+workload_start() {
+    local h
+    rm -f "$RUN/stop"
+    for h in "${FAULTS_HOST_LIST[@]}"; do workload_start_host "$h"; done
 }
 
 # Stop asking for locks; a section running finishes (a long one may take
@@ -599,6 +666,23 @@ pick_holder() {
     return 1
 }
 
+# park_host HOST: ask HOST's workers to stay off its mount and wait (10 s at
+# most) until every one of them has said so.
+park_host() {
+    local h=$1 w i left
+    printf '%s\n' "$NEM_ID" >"$RUN/park.$h"
+    for ((i = 0; i < 100; i++)); do
+        left=''
+        for w in ${H_WIDS[$h]}; do
+            [[ $(cat "$RUN/parked.$w" 2>/dev/null) == "$NEM_ID" ]] || left+=" $w"
+        done
+        [[ -z $left ]] && return 0
+        sleep 0.1
+    done
+    diag "  not parked after 10 s:$left"
+    return 1
+}
+
 other_host() { # HOST: another host, at random
     local o hs=()
     for o in "${FAULTS_HOST_LIST[@]}"; do [[ $o == "$1" ]] || hs+=("$o"); done
@@ -638,6 +722,8 @@ settle() {
 #   kill-holder [DOWN_SECS]     kill -9 the holder's lockfs, remount after DOWN
 #   server-pause [SECS]         SIGSTOP the server
 #   server-kill [DOWN_SECS]     kill -9 the server, restart it after DOWN
+#   server-kill-fresh           kill -9, restart at once, and a fresh mount (hf)
+#                               tries to take every lock right away
 #   quiet [SECS]                no fault: the workload alone (default 10 s)
 nemesis() {
     local name=$1 tool='' secs label=$1
@@ -717,10 +803,14 @@ nemesis() {
         label=$name:down=${secs}s
         _nem_begin "$label" "$HOLDER" "kill -9 of its lockfs, remount after ${secs}s, section $HOLDER_SECTION"
         kill -KILL "${H_PID[$HOLDER]}"
-        host_unmount_dead "$HOLDER"
+        wait "${H_PID[$HOLDER]}" 2>/dev/null
+        # The dead mount stays (ENOTCONN to all) for DOWN_SECS.
         sleep_s "$secs"
+        park_host "$HOLDER" || fail "$label: the workers of $HOLDER stopped using its dead mount"
         _nem_mark remount
-        host_mount "$HOLDER" || fail "$name: remount $HOLDER"
+        host_unmount_dead "$HOLDER"
+        host_mount "$HOLDER" || fail "$label: remount $HOLDER"
+        rm -f "$RUN/park.$HOLDER"
         _nem_end
         ;;
     server-pause)
@@ -733,6 +823,54 @@ nemesis() {
         kill -STOP "$sp"
         sleep_s "$secs"
         kill -CONT "$sp"
+        _nem_end
+        ;;
+    server-kill-fresh)
+        # tinystore forgets its leases when it restarts.  A host takes a new
+        # lock K just before the kill (so that no holder record of it exists
+        # yet); right after the restart a mount that connects for the first
+        # time (host hf, a new lockfs process each time) tries to take K
+        # every 10 ms: it must not be granted K before K's holder declared it
+        # lost.  Records: T in the holder's k.HOST.log, G in p.hf.log.
+        label=$name
+        if [[ -z ${H_PID[hf]:-} ]]; then
+            host_start hf setc,ln || { fail "$label: start the fresh host hf"; return; }
+            workload_start_host hf
+            sleep_s 2
+        fi
+        local th k t_try t_acq i deadline
+        th=${FAULTS_HOST_LIST[RANDOM % (${#FAULTS_HOST_LIST[@]} - 1)]}
+        park_host hf || fail "$label: the workers of hf stopped using its mount"
+        lockfs_stop "${H_PID[hf]}" >/dev/null 2>&1 || host_unmount_dead hf
+        _nem_begin "$label" server "$th takes K, then kill -9 of the $FAULTS_BACKEND server, restart at once, and a fresh mount (hf) tries to take K"
+        k=fresh-$NEM_ID.lock
+        if (set -C; printf '%s\n' "$$" >"$TESTDIR/$th/$k") 2>/dev/null && _lockfs_attrs "$TESTDIR/$th/$k"; then
+            printf 'T\t%s\t%s\t%s000\n' "$k" "$A_FENCE" "${EPOCHREALTIME/./}" >>"$RUN/k.$th.log"
+        else
+            diag "$label: $th could not take $k"
+        fi
+        server_kill9 || diag "$name: the server did not die"
+        server_restart || { fail "$label: restart the $FAULTS_BACKEND server: $(tail -n 3 "$RUN/server.err")"; _nem_end; return; }
+        _nem_mark restart
+        host_mount hf || fail "$label: mount the fresh host hf"
+        _nem_mark "fresh mount"
+        deadline=$(($(date +%s%N) + 2 * ttl * 1000000000))
+        for ((i = 0; i < 1000; i++)); do
+            t_try=${EPOCHREALTIME/./}
+            if (set -C; printf '%s\n' "$$" >"$TESTDIR/hf/$k") 2>/dev/null; then
+                t_acq=${EPOCHREALTIME/./}
+                _lockfs_attrs "$TESTDIR/hf/$k"
+                printf 'G\t%s\thf\t%s\t%s000\t%s000\t%s\n' "$k" "$A_FENCE" "$t_try" "$t_acq" "$A_STATE" >>"$RUN/p.hf.log"
+                rm -f -- "$TESTDIR/hf/$k"
+                break
+            fi
+            (($(date +%s%N) >= deadline)) && break
+            sleep 0.01
+        done
+        ((i < 1000)) && _nem_mark "hf took $k"
+        printf 'R\t%s\t%s000\n' "$k" "${EPOCHREALTIME/./}" >>"$RUN/k.$th.log"
+        rm -f -- "$TESTDIR/$th/$k" 2>/dev/null
+        rm -f "$RUN/park.hf"
         _nem_end
         ;;
     server-kill)
