@@ -26,6 +26,7 @@ Output, one item a line, for tests/faults/run to turn into TAP:
 """
 
 import argparse
+import bisect
 import glob
 import json
 import os
@@ -236,9 +237,14 @@ def main():
     # violations by nemesis name ("" for none)
     viol = defaultdict(list)
 
-    def add(t, text):
+    other = defaultdict(list)  # "left" / "slow" -> [text]: not safety, listed apart
+
+    def add(t, text, cat=None):
         n = nemesis_at(t)
-        viol[n.name if n else ""].append(f"{text} [{where(t)}]")
+        if cat:
+            other[cat].append(f"{text} [{where(t)}]")
+        else:
+            viol[n.name if n else ""].append(f"{text} [{where(t)}]")
 
     # ------------------------------------------------------------ sections
     secs = sorted(sections.values(), key=lambda s: s.t_ws)
@@ -259,8 +265,24 @@ def main():
         for p in active:
             overlaps.append((p, s, min(p.end, s.end) - s.t_ws))
         active.append(s)
+    # One line per section that others overlapped: a long one may overlap
+    # many short ones.
+    by_first = defaultdict(list)
+    spans = []
     for p, s, ov in overlaps:
-        add(s.t_ws, f"overlap of {ms(ov):.1f} ms: {p.desc(t0)} and {s.desc(t0)}")
+        by_first[p.id].append((p, s, ov))
+    for pid, lst in by_first.items():
+        p = lst[0][0]
+        first_s = min((s for _, s, _ in lst), key=lambda s: s.t_ws)
+        span = min(p.end, max(s.end for _, s, _ in lst)) - first_s.t_ws
+        others = sorted({s.host for _, s, _ in lst})
+        spans.append(span)
+        if len(lst) == 1:
+            add(first_s.t_ws, f"overlap of {ms(lst[0][2]):.1f} ms: {p.desc(t0)} and {first_s.desc(t0)}")
+        else:
+            add(first_s.t_ws, f"overlap for {ms(span):.1f} ms: {p.desc(t0)} was still working while "
+                              f"{len(lst)} sections (on {', '.join(others)}) ran, the first "
+                              f"{first_s.desc(t0)}")
 
     # Fence order, in the order the work began.
     fenced = [s for s in secs if s.fence is not None]
@@ -345,13 +367,14 @@ def main():
                      f"{fmt_t(t_g, t0)}{' (its lockfs was stopped then, and ran again at ' + fmt_t(p1, t0) + ')' if p1 else ''}")
 
     # R.lock: a lost declaration later than the next grant.
+    fence_keys = [s.fence for s in by_fence]
     for t, host, key, fence, why in lost:
         if key != "R.lock":
             continue
-        later = [s for s in fenced if s.fence > fence]
-        if not later:
+        i = bisect.bisect_right(fence_keys, fence)
+        if i >= len(by_fence):
             continue
-        nxt = min(later, key=lambda s: s.fence)
+        nxt = by_fence[i]
         judge_late("R.lock", host, fence, t, nxt.host, nxt.fence, nxt.t_acq, f", section {nxt.id}")
     # Side locks: every prober grant against the owner's previous take.
     side_grants = 0
@@ -385,7 +408,7 @@ def main():
                f"{'; ' + why[-1][2] + ' at ' + fmt_t(why[-1][0], t0) + ': ' + why[-1][3][-90:] if why else ''})")
         add(t - (lost_ms or 0) * 1_000_000, f"left behind: R.lock (fence {fence}) stayed {state} on {host}"
                f"{' for ' + format(lost_ms / 1000, '.1f') + ' s' if lost_ms is not None else ''} after its holder, "
-               f"{who}: nothing on {host} could take R.lock until the keeper unlinked it")
+               f"{who}: nothing on {host} could take R.lock until the keeper unlinked it", "left")
 
     # ------------------------------------------------------------ inspection
     slow = []
@@ -397,7 +420,7 @@ def main():
             continue
         if us > a.inspect_ms * 1000:
             slow.append((t, host, key, us))
-            add(t, f"slow inspection: getfattr of {host}'s own {key} took {us / 1000:.0f} ms")
+            add(t, f"slow inspection: getfattr of {host}'s own {key} took {us / 1000:.0f} ms", "slow")
 
     # ------------------------------------------------------------ per nemesis
     # Which locks each host held at a time t: side locks by its keeper's
@@ -415,6 +438,9 @@ def main():
     for v in side_ev.values():
         v.sort(key=lambda e: e[0])
 
+    by_acq = sorted(secs, key=lambda s: s.t_acq)
+    acq_keys = [s.t_acq for s in by_acq]
+
     def held_at(host, t):
         out = []
         for (h, key), evs in side_ev.items():
@@ -427,8 +453,15 @@ def main():
                 cur = fence if kind == "T" else None
             if cur is not None:
                 out.append((key, cur))
-        for s in secs:
-            if s.host == host and s.fence is not None and s.t_acq <= t < (s.t_x or s.end or t_end):
+        # Sections that began before t, the latest first; none is longer
+        # than a minute.
+        i = bisect.bisect_right(acq_keys, t)
+        while i > 0:
+            i -= 1
+            s = by_acq[i]
+            if s.t_acq < t - 60_000_000_000:
+                break
+            if s.host == host and s.fence is not None and t < (s.t_x or s.end or t_end):
                 out.append(("R.lock", s.fence))
         return out
 
@@ -470,6 +503,7 @@ def main():
             "fault_to_lost_max_ms": round(ms(max(delays))) if delays else None,
             "resume_to_lost_max_ms": round(ms(max(cont_delays))) if cont_delays else None,
             "violations": sum(1 for x in viol.get(n.name, []) if f"#{n.id} " in x),
+            "left_behind": sum(1 for x in other.get("left", []) if f"#{n.id} " in x),
             "inspect_max_ms": round(max(insp) / 1000) if insp else None,
             "restart_ns": (n.marks[0][0] - n.t0) if n.base.startswith("server-kill") and n.marks else None,
         })
@@ -478,16 +512,14 @@ def main():
     def name_checks(name, label):
         v = viol.get(name, [])
         if v:
-            emit("not ok", f"{label}: no overlap, stale run, fence inversion, late or missing loss, "
-                           f"left-behind lost lock or slow "
-                           f"inspection ({len(v)} found)")
+            emit("not ok", f"{label}: no overlap, stale run, fence inversion, late or missing loss "
+                           f"({len(v)} found)")
             for line in v[:40]:
                 emit("diag", "  " + line)
             if len(v) > 40:
                 emit("diag", f"  ... and {len(v) - 40} more")
         else:
-            emit("ok", f"{label}: no overlap, stale run, fence inversion, late or missing loss, "
-                       f"left-behind lost lock or slow inspection")
+            emit("ok", f"{label}: no overlap, stale run, fence inversion, late or missing loss")
 
     emit("note", f"{len(secs)} critical sections on {len(hosts)} hosts "
                  f"({', '.join(f'{h} {by_host[h]}' for h in hosts)}); "
@@ -503,8 +535,24 @@ def main():
     for name in sorted({n.name for n in nems}):
         cnt = sum(1 for n in nems if n.name == name)
         name_checks(name, f"{name} ({cnt}x)")
-    emit("note", f"totals: {len(overlaps)} overlaps (longest "
-                 f"{ms(max((o[2] for o in overlaps), default=0)):.1f} ms), {len(stale)} stale runs, "
+    for cat, good, bad in (
+            ("left", "no lock was left behind, lost or held, on a mount by a holder that cannot know "
+                     "it must unlink it", "locks left behind on a mount by a holder that cannot know it "
+                     "must unlink it"),
+            ("slow", f"inspection of a mount's own locks (getfattr) answered within {a.inspect_ms:g} ms, "
+                     f"except while its lockfs was stopped", f"inspections of a mount's own locks slower "
+                     f"than {a.inspect_ms:g} ms")):
+        v = other.get(cat, [])
+        if v:
+            emit("not ok", f"{good} ({len(v)} {bad})")
+            for line in v[:20]:
+                emit("diag", "  " + line)
+            if len(v) > 20:
+                emit("diag", f"  ... and {len(v) - 20} more")
+        else:
+            emit("ok", good)
+    emit("note", f"totals: {len(overlaps)} overlapping pairs of sections, in {len(spans)} overlaps "
+                 f"(longest {ms(max(spans, default=0)):.1f} ms), {len(stale)} stale runs, "
                  f"{len(inversions)} fence inversions, {len(dups)} fences shown to two sections, "
                  f"{len(late)} late or missing loss declarations, {len(slow)} slow inspections")
 
@@ -547,8 +595,8 @@ def main():
     if a.json:
         summary = {
             "sections": len(secs), "hosts": dict(by_host), "long_sections": sum(1 for s in secs if s.long),
-            "overlaps": len(overlaps),
-            "longest_overlap_ms": round(ms(max((o[2] for o in overlaps), default=0)), 1),
+            "overlapping_pairs": len(overlaps), "overlaps": len(spans),
+            "longest_overlap_ms": round(ms(max(spans, default=0)), 1),
             "stale_runs": len(stale), "fence_inversions": len(inversions), "duplicate_fences": len(dups),
             "late_losses": len(late), "slow_inspections": len(slow),
             "max_inspect_ms": round(max((x[3] for x in slow_inspect), default=0) / 1000),

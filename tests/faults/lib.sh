@@ -43,7 +43,9 @@ FAULTS_STEP_MS=${FAULTS_STEP_MS:-100}
 FAULTS_LONG_MS=${FAULTS_LONG_MS:-$((FAULTS_TTL_S * 3000))}
 FAULTS_MAX_PER_WORKER=${FAULTS_MAX_PER_WORKER:-1000000}
 # The tools each host's workers use, by host position (cycled).
-FAULTS_TOOLSETS=${FAULTS_TOOLSETS:-"setc,ln,mkdir,hold dotlockfile,setc,ln,hold mkdir,dotlockfile,setc,hold"}
+# hold is lockfsctl hold --ttl (the mount's ttl), holdd lockfsctl hold with
+# its default --ttl (30 s).
+FAULTS_TOOLSETS=${FAULTS_TOOLSETS:-"setc,ln,mkdir,hold dotlockfile,setc,ln,holdd mkdir,dotlockfile,setc,hold"}
 
 FAULTS_FAKETIME_LIB=${FAULTS_FAKETIME_LIB:-}
 if [[ -z $FAULTS_FAKETIME_LIB ]]; then
@@ -120,6 +122,8 @@ server_kill9() {
     pid=$(server_pid)
     [[ -n $pid ]] || return 1
     kill -KILL "$pid" 2>/dev/null
+    # tinystore's server is a job of this shell: reap it here, quietly.
+    wait "$pid" 2>/dev/null
     for ((i = 0; i < 100; i++)); do
         kill -0 "$pid" 2>/dev/null || return 0
         sleep 0.05
@@ -433,9 +437,11 @@ legacy_worker() { # WID HOST TOOL
 # A lockfsctl hold worker: the section is tests/faults/section, run by hold
 # (it writes B and E; E how=term when hold stopped it); this writes X when
 # hold returned.  An attempt that did not get the lock writes X only.
-hold_worker() { # WID HOST
-    local wid=$1 h=$2 m=$TESTDIR/$2 log=$RUN/w.$1.log err=$RUN/w.$1.err
+hold_worker() { # WID HOST TOOL (hold: --ttl the mount's ttl; holdd: hold's default --ttl)
+    local wid=$1 h=$2 tool=${3:-hold} m=$TESTDIR/$2 log=$RUN/w.$1.log err=$RUN/w.$1.err
     local lk=$m/R.lock seq=0 id rc t_try
+    local -a ttl=(--ttl "${FAULTS_HOLD_TTL:-${FAULTS_TTL_S}s}")
+    [[ $tool == holdd ]] && ttl=()
     exec {NAPFD}<>"$RUN/nap.fifo"
     while ((seq < FAULTS_MAX_PER_WORKER)); do
         [[ -e $RUN/stop ]] && break
@@ -447,8 +453,8 @@ hold_worker() { # WID HOST
         seq=$((seq + 1))
         id=$wid.$seq
         t_try=${EPOCHREALTIME/./}
-        FAULTS_ID=$id FAULTS_HOSTNAME=$h FAULTS_T_TRY=${t_try}000 FAULTS_LOG=$log \
-            "$CTL" hold --wait 2s --ttl "${FAULTS_HOLD_TTL:-${FAULTS_TTL_S}s}" "$lk" -- \
+        FAULTS_ID=$id FAULTS_HOSTNAME=$h FAULTS_T_TRY=${t_try}000 FAULTS_LOG=$log FAULTS_TOOL=$tool \
+            "$CTL" hold --wait 2s "${ttl[@]}" "$lk" -- \
             "$FAULTS_DIR/section" 2>>"$err"
         rc=$?
         printf 'X\t%s\t%s000\t%s\t\n' "$id" "${EPOCHREALTIME/./}" "$rc" >>"$log"
@@ -523,7 +529,8 @@ keeper() { # HOST
             fence[$k]=''
         done
         if _lockfs_attrs "$m/R.lock" && [[ $A_HOST == "$h" && ($A_STATE == lost || $A_STATE == held) ]]; then
-            [[ $A_FENCE == "$lost_fence" ]] || { lost_fence=$A_FENCE lost_since=$t; }
+            # Timed from when it was first seen so (held, or lost) with this fence.
+            [[ $A_FENCE:$A_STATE == "$lost_fence" ]] || { lost_fence=$A_FENCE:$A_STATE lost_since=$t; }
             if _left_behind "$h" "$A_FENCE" "$A_PID" "$A_HOLD" $(((t - lost_since) / 1000)); then
                 printf 'J\tR.lock\t%s000\t%s\t%s\t%s\t%s\t%s\n' "${EPOCHREALTIME/./}" "$A_FENCE" "$A_PID" \
                     "$((A_HOLD ? 1 : 0))" "$(((t - lost_since) / 1000))" "$A_STATE" >>"$log"
@@ -598,7 +605,7 @@ workload_start_host() {
         esac
         H_WIDS[$h]+=" $h-$_faults_wseq-$tool"
         case $tool in
-        hold) _bg hold_worker "$h-$_faults_wseq-hold" "$h" ;;
+        hold | holdd) _bg hold_worker "$h-$_faults_wseq-$tool" "$h" "$tool" ;;
         setc | ln | mkdir | dotlockfile) _bg legacy_worker "$h-$_faults_wseq-$tool" "$h" "$tool" ;;
         *) BAIL_OUT "faults: unknown tool $tool" ;;
         esac
