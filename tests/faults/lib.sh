@@ -66,6 +66,9 @@ now_ns() { local t=${EPOCHREALTIME/./}; printf '%s000' "$t"; }
 
 faults_setup() {
     FAULTS_BACKEND=$1
+    # No loop of the workload runs past this (the watchdog's own deadline).
+    FAULTS_DEADLINE=$((EPOCHSECONDS + ${TEST_TIMEOUT:-300} + 30))
+    export FAULTS_DEADLINE
     RUN=$TESTDIR/run
     mkdir -p "$RUN"
     mkfifo "$RUN/nap.fifo"
@@ -100,6 +103,14 @@ faults_setup() {
     esac
     # mount.sh's cleanup stops the mounts first, then runs this.
     _backend_stop=faults_teardown
+    # Should this shell be killed outright (the watchdog's SIGKILL), its
+    # traps never run: the proxies and slapd watch it themselves, and this
+    # watches it for the tinystore server.
+    (
+        while kill -0 $$ 2>/dev/null && ((EPOCHSECONDS < FAULTS_DEADLINE + 120)); do sleep 1; done
+        p=$(server_pid)
+        [[ -n $p ]] && kill -KILL "$p"
+    ) </dev/null >/dev/null 2>&1 &
 }
 
 server_pid() {
@@ -303,7 +314,7 @@ _park() { # HOST WID
     local g
     read -r g <"$RUN/park.$1" 2>/dev/null
     printf '%s\n' "$g" >|"$RUN/parked.$2"
-    while [[ -e $RUN/park.$1 && ! -e $RUN/stop ]]; do nap 50; done
+    while [[ -e $RUN/park.$1 && ! -e $RUN/stop ]] && ((EPOCHSECONDS < FAULTS_DEADLINE)); do nap 50; done
     return 0
 }
 
@@ -344,7 +355,7 @@ legacy_worker() { # WID HOST TOOL
     local lk=$m/R.lock tmp=$m/.tmp.$1 seq=0 id rc t_try t_acq t_ws t_we t_chk how long dur left e msg
     exec {NAPFD}<>"$RUN/nap.fifo"
     [[ $tool == setc ]] && set -C
-    while ((seq < FAULTS_MAX_PER_WORKER)); do
+    while ((seq < FAULTS_MAX_PER_WORKER && EPOCHSECONDS < FAULTS_DEADLINE)); do
         [[ -e $RUN/stop ]] && break
         _park "$h" "$wid" && continue
         if _turn_wait "$h"; then
@@ -443,7 +454,7 @@ hold_worker() { # WID HOST TOOL (hold: --ttl the mount's ttl; holdd: hold's defa
     local -a ttl=(--ttl "${FAULTS_HOLD_TTL:-${FAULTS_TTL_S}s}")
     [[ $tool == holdd ]] && ttl=()
     exec {NAPFD}<>"$RUN/nap.fifo"
-    while ((seq < FAULTS_MAX_PER_WORKER)); do
+    while ((seq < FAULTS_MAX_PER_WORKER && EPOCHSECONDS < FAULTS_DEADLINE)); do
         [[ -e $RUN/stop ]] && break
         _park "$h" "$wid" && continue
         if _turn_wait "$h"; then
@@ -503,7 +514,7 @@ keeper() { # HOST
     exec {NAPFD}<>"$RUN/nap.fifo"
     set -C
     for ((i = 1; i <= FAULTS_SIDE_LOCKS; i++)); do fence[side-$h-$i.lock]=''; done
-    while [[ ! -e $RUN/stop ]]; do
+    while [[ ! -e $RUN/stop ]] && ((EPOCHSECONDS < FAULTS_DEADLINE)); do
         _park "$h" "keeper-$h" && continue
         n=0
         t=${EPOCHREALTIME/./}
@@ -566,7 +577,7 @@ prober() { # HOST OTHER...
     shift
     exec {NAPFD}<>"$RUN/nap.fifo"
     set -C
-    while [[ ! -e $RUN/stop ]]; do
+    while [[ ! -e $RUN/stop ]] && ((EPOCHSECONDS < FAULTS_DEADLINE)); do
         _park "$h" "prober-$h" && continue
         for o in "$@"; do
             for ((i = 1; i <= FAULTS_SIDE_LOCKS; i++)); do
