@@ -94,6 +94,30 @@ class Nemesis:
         return f"#{self.id} {self.name} on {self.target} at {fmt_t(self.t0, t0)}"
 
 
+def by_label(per):
+    """The per-nemesis entries summed by label: runs, counts, worst amounts."""
+    out = {}
+    for p in per:
+        o = out.setdefault(p["name"], {"runs": 0, "sections": 0, "held_at_fault": 0, "lost": 0,
+                                       "counts": defaultdict(int), "worst_ms": defaultdict(float),
+                                       "fault_to_lost_max_ms": None, "resume_to_lost_max_ms": None,
+                                       "inspect_max_ms": None})
+        o["runs"] += 1
+        for k in ("sections", "held_at_fault", "lost"):
+            o[k] += p[k]
+        for k, v in p["counts"].items():
+            o["counts"][k] += v
+        for k, v in p["worst_ms"].items():
+            o["worst_ms"][k] = max(o["worst_ms"][k], v)
+        for k in ("fault_to_lost_max_ms", "resume_to_lost_max_ms", "inspect_max_ms"):
+            if p[k] is not None:
+                o[k] = p[k] if o[k] is None else max(o[k], p[k])
+    for o in out.values():
+        o["counts"] = dict(o["counts"])
+        o["worst_ms"] = dict(o["worst_ms"])
+    return out
+
+
 def read_tsv(path):
     try:
         with open(path, errors="replace") as fh:
@@ -239,8 +263,18 @@ def main():
 
     other = defaultdict(list)  # "left" / "slow" -> [text]: not safety, listed apart
 
-    def add(t, text, cat=None):
+    # Per nemesis id ("" for none): counts of each kind and the worst amount.
+    tally = defaultdict(lambda: defaultdict(int))
+    worst_amt = defaultdict(lambda: defaultdict(float))
+
+    def add(t, text, cat=None, kind=None, amount_ms=None):
         n = nemesis_at(t)
+        k = n.id if n else ""
+        kind = kind or cat
+        if kind:
+            tally[k][kind] += 1
+            if amount_ms is not None:
+                worst_amt[k][kind] = max(worst_amt[k][kind], amount_ms)
         if cat:
             other[cat].append(f"{text} [{where(t)}]")
         else:
@@ -278,11 +312,12 @@ def main():
         others = sorted({s.host for _, s, _ in lst})
         spans.append(span)
         if len(lst) == 1:
-            add(first_s.t_ws, f"overlap of {ms(lst[0][2]):.1f} ms: {p.desc(t0)} and {first_s.desc(t0)}")
+            add(first_s.t_ws, f"overlap of {ms(lst[0][2]):.1f} ms: {p.desc(t0)} and {first_s.desc(t0)}",
+                kind="overlap", amount_ms=ms(lst[0][2]))
         else:
             add(first_s.t_ws, f"overlap for {ms(span):.1f} ms: {p.desc(t0)} was still working while "
                               f"{len(lst)} sections (on {', '.join(others)}) ran, the first "
-                              f"{first_s.desc(t0)}")
+                              f"{first_s.desc(t0)}", kind="overlap", amount_ms=ms(span))
 
     # Fence order, in the order the work began.
     fenced = [s for s in secs if s.fence is not None]
@@ -290,7 +325,8 @@ def main():
     for p, s in zip(fenced, fenced[1:]):
         if s.fence <= p.fence:
             inversions.append((p, s))
-            add(s.t_ws, f"fence order: {s.desc(t0)} began after {p.desc(t0)} with a fence not larger")
+            add(s.t_ws, f"fence order: {s.desc(t0)} began after {p.desc(t0)} with a fence not larger",
+                kind="inversion")
 
     # Stale runs: S still working when a section with a larger fence began.
     by_fence = sorted(fenced, key=lambda s: s.fence)
@@ -308,7 +344,7 @@ def main():
         if nxt is not None and nxt.fence > s.fence and nxt.t_ws < s.end:
             stale.append((s, nxt, s.end - nxt.t_ws))
             add(nxt.t_ws, f"stale run: {s.desc(t0)} kept working {ms(s.end - nxt.t_ws):.1f} ms after "
-                          f"{nxt.desc(t0)} was granted R.lock")
+                          f"{nxt.desc(t0)} was granted R.lock", kind="stale", amount_ms=ms(s.end - nxt.t_ws))
     dup = defaultdict(list)
     for s in fenced:
         dup[s.fence].append(s)
@@ -360,11 +396,12 @@ def main():
         late.append((key, phost, pfence, t_l, host, fence, t_g))
         if t_l is None:
             add(t_g, f"no loss declared: {host} was granted {key} (fence {fence}{extra}) at {fmt_t(t_g, t0)} "
-                     f"while its holder {phost} (fence {pfence}) never declared it lost")
+                     f"while its holder {phost} (fence {pfence}) never declared it lost", kind="missing_loss")
         else:
             add(t_g, f"late loss: {phost} declared {key} (fence {pfence}) lost at {fmt_t(t_l, t0)}, "
                      f"{ms(t_l - t_g):.0f} ms after {host} was granted it (fence {fence}{extra}) at "
-                     f"{fmt_t(t_g, t0)}{' (its lockfs was stopped then, and ran again at ' + fmt_t(p1, t0) + ')' if p1 else ''}")
+                     f"{fmt_t(t_g, t0)}{' (its lockfs was stopped then, and ran again at ' + fmt_t(p1, t0) + ')' if p1 else ''}",
+                kind="late_loss", amount_ms=ms(t_l - t_g))
 
     # R.lock: a lost declaration later than the next grant.
     fence_keys = [s.fence for s in by_fence]
@@ -420,7 +457,8 @@ def main():
             continue
         if us > a.inspect_ms * 1000:
             slow.append((t, host, key, us))
-            add(t, f"slow inspection: getfattr of {host}'s own {key} took {us / 1000:.0f} ms", "slow")
+            add(t, f"slow inspection: getfattr of {host}'s own {key} took {us / 1000:.0f} ms", "slow",
+                amount_ms=us / 1000)
 
     # ------------------------------------------------------------ per nemesis
     # Which locks each host held at a time t: side locks by its keeper's
@@ -504,6 +542,8 @@ def main():
             "resume_to_lost_max_ms": round(ms(max(cont_delays))) if cont_delays else None,
             "violations": sum(1 for x in viol.get(n.name, []) if f"#{n.id} " in x),
             "left_behind": sum(1 for x in other.get("left", []) if f"#{n.id} " in x),
+            "counts": dict(tally.get(n.id, {})),
+            "worst_ms": {k: round(v, 1) for k, v in worst_amt.get(n.id, {}).items()},
             "inspect_max_ms": round(max(insp) / 1000) if insp else None,
             "restart_ns": (n.marks[0][0] - n.t0) if n.base.startswith("server-kill") and n.marks else None,
         })
@@ -608,6 +648,9 @@ def main():
             "janitor": len(janitor),
             "violations_by_nemesis": {k or "none": len(v) for k, v in viol.items()},
             "nemeses": per,
+            "no_fault": {"counts": dict(tally.get("", {})),
+                         "worst_ms": {k: round(v, 1) for k, v in worst_amt.get("", {}).items()}},
+            "by_label": by_label(per),
         }
         with open(a.json, "w") as fh:
             json.dump(summary, fh, indent=1)
