@@ -10,17 +10,23 @@
 #
 #   faults_setup BACKEND          start the server (tinystore over TCP with a token,
 #                                 or slapd), RUN=$TESTDIR/run
-#   host_start NAME               proxy + mount at $TESTDIR/NAME
+#   host_start NAME TOOLS         proxy + mount at $TESTDIR/NAME; TOOLS its workers'
+#   host_mount NAME               (re)mount it (after kill-holder)
 #   workload_start                workers, side-lock keepers and probers on every host
+#   workload_start_host NAME      the same for one host (the fresh host hf)
 #   workload_stop                 ask them to stop, wait (bounded), then kill
 #   nemesis NAME [ARGS]           one fault, logged in $RUN/nemesis.log, then settle
+#   park_host NAME                keep NAME's workers off its mount (while replaced)
+#   faults_unfreeze               at exit: continue, mend, unskew everything
 #
 # Logs (all outside the mounts, under $RUN):
-#   w.WID.log   B/E/X/A records of one worker's critical sections (checker.py)
-#   k.HOST.log  T/L/Q records of one host's keeper of its side locks
+#   w.WID.log   B/E/X/A/F records of one worker's critical sections (check.py)
+#   k.HOST.log  T/L/Q/R/J records of one host's keeper of its side locks
 #   p.HOST.log  G records of one host's prober of the other hosts' side locks
-#   nemesis.log N+/N- records: which fault, on whom, when
-#   hosts.tsv   host, lockfs pid, its log (one line per mount started)
+#   nemesis.log N+/N=/N- records: which fault, on whom, when
+#   hosts.tsv   host, lockfs pid, its log, start time (one line per mount)
+#   HOST.clock  HOST's libfaketime offset; HOST.conf its backend configuration;
+#   HOST.ctl    its proxy's control socket; HOST.proxy.log what its proxy did
 # Times are wall-clock nanoseconds (bash's EPOCHREALTIME, stamp.py): one
 # machine, one clock, so sections of different hosts compare directly.
 
