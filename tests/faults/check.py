@@ -1,0 +1,662 @@
+#!/usr/bin/python3
+"""check.py — the fault suite's checker: reads what the workload, the
+nemeses and the mounts recorded under RUN (tests/faults/lib.sh) and decides.
+
+  check.py RUN --ttl SECS [--inspect-ms MS] [--json FILE]
+
+Assertions (each a result line, see below):
+  * no two critical sections overlapped in time, across all hosts and tools;
+  * R.lock's fences grew in grant order (sections sorted by when their work
+    began have strictly increasing fences);
+  * no host ran a section after its lock was granted elsewhere: no section
+    with a smaller fence was still working when one with a larger fence began;
+  * every "lost" a mount declared came before the lock was granted elsewhere
+    (R.lock: the next section's acquisition; side locks: a prober's grant),
+    and a side lock granted to a prober had been declared lost by its owner
+    (unless the owner's lockfs was killed meanwhile);
+  * inspection (getfattr of fence and state) of a mount's own locks answered
+    within --inspect-ms, except while that mount's lockfs was stopped;
+  * after a fault on a link or the server, the mounts that lost locks declared
+    it within ttl of the fault's start (their last renewal was sent before it).
+Each violation is attributed to the nemesis active then (or within ttl + 2 s
+after it ended), and printed with the sections, hosts, fences and times.
+
+Output, one item a line, for tests/faults/run to turn into TAP:
+  ok<TAB>DESCRIPTION / not ok<TAB>DESCRIPTION / diag<TAB>TEXT / note<TAB>TEXT
+"""
+
+import argparse
+import bisect
+import glob
+import json
+import os
+import re
+import sys
+from collections import defaultdict
+
+LOST_RE = re.compile(r"^(\d+) lockfs: warning: lost (\S+) \(fence (\d+), held by (\S+?):(-?\d+) ")
+BREAK_RE = re.compile(r"^(\d+) lockfs: warning: (.*?) (\S+): held by (\S+) .*with fence (\d+), "
+                      r"last heartbeat (-?\d+) s ago; broken by (.*)$")
+EIO_RE = re.compile(r"^(\d+) lockfs: warning: cannot (take|release) (\S+)")
+
+OUT = []
+
+
+def emit(kind, text):
+    OUT.append(f"{kind}\t{text}")
+
+
+def ms(ns):
+    return ns / 1e6
+
+
+def fmt_t(ns, t0):
+    """A time as seconds into the run."""
+    return f"{(ns - t0) / 1e9:.3f}s"
+
+
+class Section:
+    __slots__ = ("id", "host", "tool", "fence", "t_try", "t_acq", "t_ws", "long", "attr_us",
+                 "t_we", "how", "t_x", "rc", "end_src")
+
+    def __init__(self, f):
+        self.id, self.host, self.tool = f[1], f[2], f[3]
+        self.fence = int(f[4]) if f[4].isdigit() else None
+        self.t_try, self.t_acq, self.t_ws = int(f[5]), int(f[6]), int(f[7])
+        self.long = f[8] == "1"
+        self.attr_us = int(f[9]) if len(f) > 9 and f[9].isdigit() else 0
+        self.t_we = None
+        self.how = None
+        self.t_x = None
+        self.rc = None
+        self.end_src = None
+
+    @property
+    def end(self):
+        return self.t_we if self.t_we is not None else self.t_x
+
+    def desc(self, t0):
+        e = self.end
+        return (f"{self.id} ({self.host}, {self.tool}{', long' if self.long else ''}, fence "
+                f"{self.fence if self.fence is not None else '?'}, work {fmt_t(self.t_ws, t0)}.."
+                f"{fmt_t(e, t0) if e else '?'}{'' if self.end_src == 'E' else ' [end: ' + str(self.end_src) + ']'}"
+                f"{', ended ' + self.how if self.how and self.how != 'ok' else ''})")
+
+
+class Nemesis:
+    def __init__(self, f):
+        self.id, self.name, self.target, self.t0, self.detail = f[1], f[2], f[3], int(f[4]), f[5]
+        self.base = self.name.split(":")[0]
+        self.t1 = None
+        self.marks = []
+
+    def label(self, t0):
+        return f"#{self.id} {self.name} on {self.target} at {fmt_t(self.t0, t0)}"
+
+
+def by_label(per):
+    """The per-nemesis entries summed by label: runs, counts, worst amounts."""
+    out = {}
+    for p in per:
+        o = out.setdefault(p["name"], {"runs": 0, "sections": 0, "held_at_fault": 0, "lost": 0,
+                                       "counts": defaultdict(int), "worst_ms": defaultdict(float),
+                                       "fault_to_lost_max_ms": None, "resume_to_lost_max_ms": None,
+                                       "inspect_max_ms": None})
+        o["runs"] += 1
+        for k in ("sections", "held_at_fault", "lost"):
+            o[k] += p[k]
+        for k, v in p["counts"].items():
+            o["counts"][k] += v
+        for k, v in p["worst_ms"].items():
+            o["worst_ms"][k] = max(o["worst_ms"][k], v)
+        for k in ("fault_to_lost_max_ms", "resume_to_lost_max_ms", "inspect_max_ms"):
+            if p[k] is not None:
+                o[k] = p[k] if o[k] is None else max(o[k], p[k])
+    for o in out.values():
+        o["counts"] = dict(o["counts"])
+        o["worst_ms"] = dict(o["worst_ms"])
+    return out
+
+
+def read_tsv(path):
+    try:
+        with open(path, errors="replace") as fh:
+            for line in fh:
+                line = line.rstrip("\n")
+                if line:
+                    yield line.split("\t")
+    except FileNotFoundError:
+        return
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("run")
+    ap.add_argument("--ttl", type=float, required=True)
+    ap.add_argument("--inspect-ms", type=float, default=1000.0)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    run = a.run
+    ttl_ns = int(a.ttl * 1e9)
+    after_ns = ttl_ns + 2_000_000_000  # a fault's effects are its own this long after it
+
+    # ------------------------------------------------------------ load
+    sections = {}
+    aborted = []
+    hold_x_only = 0
+    acq_fail = defaultdict(int)  # (tool-ish wid suffix, rc, message) -> count
+    acq_fail_at = []  # (t, host, wid, message), unexpected ones only
+    for path in sorted(glob.glob(os.path.join(run, "w.*.log"))):
+        xs = {}
+        for f in read_tsv(path):
+            try:
+                if f[0] == "B":
+                    sections[f[1]] = Section(f)
+                elif f[0] == "E" and f[1] in sections:
+                    s = sections[f[1]]
+                    s.t_we, s.how, s.end_src = int(f[2]), f[3], "E"
+                elif f[0] == "X":
+                    xs[f[1]] = (int(f[2]), f[3], f[4] if len(f) > 4 else "")
+                elif f[0] == "A":
+                    aborted.append((f[1], int(f[2]), f[3]))
+                elif f[0] == "F":
+                    msg = f[4] if len(f) > 4 else ""
+                    acq_fail[(f[1].split("-")[-1], f[3], msg.split(": ")[-1])] += 1
+                    if not re.search(r"Input/output error|Transport endpoint is not connected", msg):
+                        acq_fail_at.append((int(f[2]), f[1].split("-")[0], f[1], msg))
+            except (IndexError, ValueError):
+                emit("diag", f"unreadable record in {os.path.basename(path)}: {f}")
+        for i, (t, rc, rel) in xs.items():
+            s = sections.get(i)
+            if s is None:
+                hold_x_only += 1
+                continue
+            s.t_x, s.rc = t, rc
+            if s.t_we is None:
+                s.end_src = "X (no E record: the command was killed?)"
+    nemeses = {}
+    for f in read_tsv(os.path.join(run, "nemesis.log")):
+        if f[0] == "N+":
+            nemeses[f[1]] = Nemesis(f)
+        elif f[0] == "N-" and f[1] in nemeses:
+            nemeses[f[1]].t1 = int(f[2])
+        elif f[0] == "N=" and f[1] in nemeses:
+            nemeses[f[1]].marks.append((int(f[2]), f[3]))
+    nems = sorted(nemeses.values(), key=lambda n: n.t0)
+    mounts = []  # (host, pid, log, t_start)
+    for f in read_tsv(os.path.join(run, "hosts.tsv")):
+        mounts.append((f[0], f[1], f[2], int(f[3])))
+    lost = []  # (t, host, key, fence, why)
+    breaks = []
+    eio = defaultdict(int)
+    for host, pid, logpath, _ in mounts:
+        try:
+            fh = open(logpath, errors="replace")
+        except FileNotFoundError:
+            emit("diag", f"missing lockfs log {logpath} of {host}")
+            continue
+        with fh:
+            for line in fh:
+                m = LOST_RE.match(line)
+                if m:
+                    lost.append((int(m.group(1)), host, m.group(2), int(m.group(3)),
+                                 line.split("): ", 1)[-1].strip()))
+                    continue
+                m = BREAK_RE.match(line)
+                if m:
+                    breaks.append((int(m.group(1)), host, m.group(3), m.group(4), int(m.group(5)),
+                                   int(m.group(6)), m.group(2)))
+                    continue
+                m = EIO_RE.match(line)
+                if m:
+                    eio[host] += 1
+    takes = defaultdict(list)  # side key -> [(t, host, fence, kind)]
+    slow_inspect = []  # (t, host, key, us)
+    released = defaultdict(list)  # (host, side key) -> times its keeper let it go
+    janitor = []  # (t, host, fence, pid)
+    for path in glob.glob(os.path.join(run, "k.*.log")):
+        host = os.path.basename(path)[2:-4]
+        for f in read_tsv(path):
+            if f[0] == "T" and f[2].isdigit():
+                takes[f[1]].append((int(f[3]), host, int(f[2]), "T"))
+            elif f[0] == "Q":
+                slow_inspect.append((int(f[2]), host, f[1], int(f[3])))
+            elif f[0] == "R":
+                released[(host, f[1])].append(int(f[2]))
+            elif f[0] == "J":
+                janitor.append((int(f[2]), host, f[3], f[4], len(f) > 5 and f[5] == "1",
+                                int(f[6]) if len(f) > 6 and f[6].isdigit() else None,
+                                f[7] if len(f) > 7 else "lost"))
+            elif f[0] == "F":
+                pass
+    for path in glob.glob(os.path.join(run, "p.*.log")):
+        for f in read_tsv(path):
+            if f[0] == "G" and f[3].isdigit():
+                takes[f[1]].append((int(f[5]), f[2], int(f[3]), "G"))
+    for s in sections.values():
+        if s.attr_us > a.inspect_ms * 1000:
+            slow_inspect.append((s.t_ws, s.host, "R.lock", s.attr_us))
+
+    all_t = [s.t_ws for s in sections.values()] + [n.t0 for n in nems]
+    t0 = min(all_t) if all_t else 0
+    t_end = max([s.end or s.t_ws for s in sections.values()] + [n.t1 or n.t0 for n in nems] + [t0])
+
+    def nemesis_at(t):
+        """The nemesis whose fault (or its aftermath) covers time t."""
+        best = None
+        for n in nems:
+            end = (n.t1 or t_end) + after_ns
+            if n.t0 <= t <= end:
+                best = n  # the latest one started wins
+        return best
+
+    def where(t):
+        n = nemesis_at(t)
+        if n is None:
+            return "no fault active"
+        if n.t1 is not None and t > n.t1:
+            return f"{n.label(t0)}, {ms(t - n.t1):.0f} ms after it ended"
+        return f"during {n.label(t0)}"
+
+    # violations by nemesis name ("" for none)
+    viol = defaultdict(list)
+
+    other = defaultdict(list)  # "left" / "slow" -> [text]: not safety, listed apart
+
+    # Per nemesis id ("" for none): counts of each kind and the worst amount.
+    tally = defaultdict(lambda: defaultdict(int))
+    worst_amt = defaultdict(lambda: defaultdict(float))
+
+    def add(t, text, cat=None, kind=None, amount_ms=None):
+        n = nemesis_at(t)
+        k = n.id if n else ""
+        kind = kind or cat
+        if kind:
+            tally[k][kind] += 1
+            if amount_ms is not None:
+                worst_amt[k][kind] = max(worst_amt[k][kind], amount_ms)
+        if cat:
+            other[cat].append(f"{text} [{where(t)}]")
+        else:
+            viol[n.name if n else ""].append(f"{text} [{where(t)}]")
+
+    # ------------------------------------------------------------ sections
+    secs = sorted(sections.values(), key=lambda s: s.t_ws)
+    no_end = [s for s in secs if s.end is None]
+    for s in no_end:
+        s.end_src = "none (worker gone): taken as the end of the run"
+        s.t_x = t_end
+    hosts = sorted({s.host for s in secs})
+    by_host = defaultdict(int)
+    for s in secs:
+        by_host[s.host] += 1
+
+    # Overlaps: every pair whose work intervals intersect.
+    overlaps = []
+    active = []
+    for s in secs:
+        active = [p for p in active if p.end > s.t_ws]
+        for p in active:
+            overlaps.append((p, s, min(p.end, s.end) - s.t_ws))
+        active.append(s)
+    # One line per section that others overlapped: a long one may overlap
+    # many short ones.
+    by_first = defaultdict(list)
+    spans = []
+    for p, s, ov in overlaps:
+        by_first[p.id].append((p, s, ov))
+    for pid, lst in by_first.items():
+        p = lst[0][0]
+        first_s = min((s for _, s, _ in lst), key=lambda s: s.t_ws)
+        span = min(p.end, max(s.end for _, s, _ in lst)) - first_s.t_ws
+        others = sorted({s.host for _, s, _ in lst})
+        spans.append(span)
+        if len(lst) == 1:
+            add(first_s.t_ws, f"overlap of {ms(lst[0][2]):.1f} ms: {p.desc(t0)} and {first_s.desc(t0)}",
+                kind="overlap", amount_ms=ms(lst[0][2]))
+        else:
+            add(first_s.t_ws, f"overlap for {ms(span):.1f} ms: {p.desc(t0)} was still working while "
+                              f"{len(lst)} sections (on {', '.join(others)}) ran, the first "
+                              f"{first_s.desc(t0)}", kind="overlap", amount_ms=ms(span))
+
+    # Fence order, in the order the work began.
+    fenced = [s for s in secs if s.fence is not None]
+    inversions = []
+    for p, s in zip(fenced, fenced[1:]):
+        if s.fence <= p.fence:
+            inversions.append((p, s))
+            add(s.t_ws, f"fence order: {s.desc(t0)} began after {p.desc(t0)} with a fence not larger",
+                kind="inversion")
+
+    # Stale runs: S still working when a section with a larger fence began.
+    by_fence = sorted(fenced, key=lambda s: s.fence)
+    stale = []
+    suffix_min = [None] * len(by_fence)
+    best = None
+    for i in range(len(by_fence) - 1, -1, -1):
+        suffix_min[i] = best
+        s = by_fence[i]
+        if best is None or s.t_ws < best.t_ws:
+            best = s
+    for i, s in enumerate(by_fence):
+        nxt = suffix_min[i]
+        # The first later grant of a larger fence; equal fences are inversions.
+        if nxt is not None and nxt.fence > s.fence and nxt.t_ws < s.end:
+            stale.append((s, nxt, s.end - nxt.t_ws))
+            add(nxt.t_ws, f"stale run: {s.desc(t0)} kept working {ms(s.end - nxt.t_ws):.1f} ms after "
+                          f"{nxt.desc(t0)} was granted R.lock", kind="stale", amount_ms=ms(s.end - nxt.t_ws))
+    dup = defaultdict(list)
+    for s in fenced:
+        dup[s.fence].append(s)
+    dups = [v for v in dup.values() if len(v) > 1]
+
+    # ------------------------------------------------------------ lost vs granted elsewhere
+    late = []
+    restarts = defaultdict(list)  # host -> mount start times (after its first)
+    first = {}
+    for host, pid, logpath, ts in mounts:
+        if host in first:
+            restarts[host].append(ts)
+        else:
+            first[host] = ts
+    killed = defaultdict(list)  # host -> times its lockfs was killed
+    for n in nems:
+        if n.base == "kill-holder":
+            killed[n.target].append(n.t0)
+
+    def died_between(host, ta, tb):
+        return any(ta <= t <= tb for t in killed[host])
+
+    paused = defaultdict(list)  # host -> [(t0, t1)] its lockfs was stopped
+    for n in nems:
+        if n.base == "pause-holder":
+            paused[n.target].append((n.t0, n.t1 or t_end))
+
+    def paused_at(host, t):
+        for p0, p1 in paused[host]:
+            if p0 <= t <= p1:
+                return p1
+        return None
+
+    lost_of = defaultdict(list)  # (key, fence) -> [(t, host)]
+    for t, host, key, fence, why in lost:
+        lost_of[(key, fence)].append((t, host))
+    resumed = []  # (host, key, ms from resume to the declaration): a stopped lockfs
+    # declares nothing; it must do so at once when it runs again
+
+    def judge_late(key, phost, pfence, t_l, host, fence, t_g, extra=""):
+        """A grant to HOST at t_g of KEY that PHOST held with PFENCE, which PHOST
+        declared lost at t_l (None: never)."""
+        p1 = paused_at(phost, t_g)
+        if t_l is not None and t_l <= t_g:
+            return
+        if p1 is not None and t_l is not None and t_l <= p1 + 1_500_000_000:
+            resumed.append((phost, key, t_l - p1))
+            return
+        late.append((key, phost, pfence, t_l, host, fence, t_g))
+        if t_l is None:
+            add(t_g, f"no loss declared: {host} was granted {key} (fence {fence}{extra}) at {fmt_t(t_g, t0)} "
+                     f"while its holder {phost} (fence {pfence}) never declared it lost", kind="missing_loss")
+        else:
+            add(t_g, f"late loss: {phost} declared {key} (fence {pfence}) lost at {fmt_t(t_l, t0)}, "
+                     f"{ms(t_l - t_g):.0f} ms after {host} was granted it (fence {fence}{extra}) at "
+                     f"{fmt_t(t_g, t0)}{' (its lockfs was stopped then, and ran again at ' + fmt_t(p1, t0) + ')' if p1 else ''}",
+                kind="late_loss", amount_ms=ms(t_l - t_g))
+
+    # R.lock: a lost declaration later than the next grant.
+    fence_keys = [s.fence for s in by_fence]
+    for t, host, key, fence, why in lost:
+        if key != "R.lock":
+            continue
+        i = bisect.bisect_right(fence_keys, fence)
+        if i >= len(by_fence):
+            continue
+        nxt = by_fence[i]
+        judge_late("R.lock", host, fence, t, nxt.host, nxt.fence, nxt.t_acq, f", section {nxt.id}")
+    # Side locks: every prober grant against the owner's previous take.
+    side_grants = 0
+    for key, evs in takes.items():
+        evs.sort(key=lambda e: e[2])
+        for i, (t, host, fence, kind) in enumerate(evs):
+            if kind != "G":
+                continue
+            side_grants += 1
+            prev = evs[i - 1] if i > 0 else None
+            if prev is None or prev[3] != "T":
+                continue
+            pt, phost, pfence, _ = prev
+            if died_between(phost, pt, t):
+                continue
+            if any(pt <= rt <= t for rt in released.get((phost, key), [])):
+                continue
+            decl = [lt for lt, lh in lost_of.get((key, pfence), []) if lh == phost]
+            judge_late(key, phost, pfence, min(decl) if decl else None, host, fence, t)
+
+    # R.lock left lost on a mount by a lockfsctl hold that had exited.
+    for t, host, fence, pid, hold, lost_ms, state in janitor:
+        since = t - (lost_ms or 0) * 1_000_000
+        why = [x for x in acq_fail_at if x[1] == host and since - 2_000_000_000 <= x[0] <= since + 500_000_000]
+        who = (f"lockfsctl hold pid {pid}, exited without unlinking it" if hold else
+               f"pid {pid}, never unlinked it (no worker held or was taking it: the tool's "
+               f"acquisition failed after the grant, so it took it for a failure; with set -C "
+               f"that is bash's noclobber path for a name that is not a regular file, i.e. a "
+               f"mkdir lock: stat, then open without O_EXCL, which took the freed name, then "
+               f"fstat, a regular file, so 'cannot overwrite existing file'"
+               f"{'; ' + why[-1][2] + ' at ' + fmt_t(why[-1][0], t0) + ': ' + why[-1][3][-90:] if why else ''})")
+        add(t - (lost_ms or 0) * 1_000_000, f"left behind: R.lock (fence {fence}) stayed {state} on {host}"
+               f"{' for ' + format(lost_ms / 1000, '.1f') + ' s' if lost_ms is not None else ''} after its holder, "
+               f"{who}: nothing on {host} could take R.lock until the keeper unlinked it", "left")
+
+    # ------------------------------------------------------------ inspection
+    slow = []
+    for t, host, key, us in slow_inspect:
+        n = nemesis_at(t)
+        # A stopped or killed lockfs answers nothing: not an inspection bug.
+        if n and n.base in ("pause-holder", "kill-holder") and n.target == host and \
+                n.t0 - 1e9 <= t <= (n.t1 or t_end) + 1e9 + us * 1000:
+            continue
+        if us > a.inspect_ms * 1000:
+            slow.append((t, host, key, us))
+            add(t, f"slow inspection: getfattr of {host}'s own {key} took {us / 1000:.0f} ms", "slow",
+                amount_ms=us / 1000)
+
+    # ------------------------------------------------------------ per nemesis
+    # Which locks each host held at a time t: side locks by its keeper's
+    # records, R.lock by the sections.
+    side_ev = defaultdict(list)  # (host, key) -> [(t, 'T'|'L'|'R', fence)]
+    for key, evs in takes.items():
+        for t, host, fence, kind in evs:
+            if kind == "T":
+                side_ev[(host, key)].append((t, "T", fence))
+    for path in glob.glob(os.path.join(run, "k.*.log")):
+        host = os.path.basename(path)[2:-4]
+        for f in read_tsv(path):
+            if f[0] in ("L", "R"):
+                side_ev[(host, f[1])].append((int(f[2]), f[0], None))
+    for v in side_ev.values():
+        v.sort(key=lambda e: e[0])
+
+    by_acq = sorted(secs, key=lambda s: s.t_acq)
+    acq_keys = [s.t_acq for s in by_acq]
+
+    def held_at(host, t):
+        out = []
+        for (h, key), evs in side_ev.items():
+            if h != host:
+                continue
+            cur = None
+            for et, kind, fence in evs:
+                if et > t:
+                    break
+                cur = fence if kind == "T" else None
+            if cur is not None:
+                out.append((key, cur))
+        # Sections that began before t, the latest first; none is longer
+        # than a minute.
+        i = bisect.bisect_right(acq_keys, t)
+        while i > 0:
+            i -= 1
+            s = by_acq[i]
+            if s.t_acq < t - 60_000_000_000:
+                break
+            if s.host == host and s.fence is not None and t < (s.t_x or s.end or t_end):
+                out.append(("R.lock", s.fence))
+        return out
+
+    fault_lost = []  # (nemesis, delay_ns from fault start, host, key)
+    cut = []  # (nemesis, host, key, fence, delay_ns or None)
+    per = []
+    for n in nems:
+        w_end = (n.t1 or t_end) + after_ns
+        affected = sorted(first) if n.target == "server" else [n.target]
+        # The locks the affected hosts held when the fault began, and when
+        # (if at all, within the fault and ttl + 2 s after it) each was
+        # declared lost by its holder.
+        held = []
+        for h in affected:
+            for key, fence in held_at(h, n.t0):
+                d = [t for t, lh in lost_of.get((key, fence), []) if lh == h and n.t0 <= t <= w_end]
+                held.append((h, key, fence, min(d) if d else None))
+        declared = [x for x in held if x[3] is not None]
+        delays = [t - n.t0 for h, k, f, t in declared]
+        cont_delays = [t - n.t1 for h, k, f, t in declared if n.t1]
+        for h, k, f, t in declared:
+            fault_lost.append((n, t - n.t0, h, k))
+        # A fault that cut hosts off from the server for a whole ttl: each lock
+        # they held when it began must be declared lost within ttl of it (its
+        # last renewal was sent before).
+        down = (n.marks[0][0] if n.base == "server-kill" and n.marks else (n.t1 or t_end)) - n.t0
+        if n.base in ("partition-holder", "reset-holder", "server-pause", "server-kill") and down >= ttl_ns:
+            for h, key, fence, t in held:
+                cut.append((n, h, key, fence, t - n.t0 if t is not None else None))
+        insp = [us for t, h, k, us in slow_inspect if n.t0 <= t <= w_end]
+        in_win = [s for s in secs if n.t0 <= s.t_ws <= w_end]
+        per.append({
+            "id": n.id, "name": n.name, "target": n.target, "detail": n.detail,
+            "start_s": round((n.t0 - t0) / 1e9, 3),
+            "duration_ms": round(ms((n.t1 or t_end) - n.t0)),
+            "sections": len(in_win),
+            "held_at_fault": len(held),
+            "lost": len(declared),
+            "fault_to_lost_max_ms": round(ms(max(delays))) if delays else None,
+            "resume_to_lost_max_ms": round(ms(max(cont_delays))) if cont_delays else None,
+            "violations": sum(1 for x in viol.get(n.name, []) if f"#{n.id} " in x),
+            "left_behind": sum(1 for x in other.get("left", []) if f"#{n.id} " in x),
+            "counts": dict(tally.get(n.id, {})),
+            "worst_ms": {k: round(v, 1) for k, v in worst_amt.get(n.id, {}).items()},
+            "inspect_max_ms": round(max(insp) / 1000) if insp else None,
+            "restart_ns": (n.marks[0][0] - n.t0) if n.base.startswith("server-kill") and n.marks else None,
+        })
+
+    # ------------------------------------------------------------ results
+    def name_checks(name, label):
+        v = viol.get(name, [])
+        if v:
+            emit("not ok", f"{label}: no overlap, stale run, fence inversion, late or missing loss "
+                           f"({len(v)} found)")
+            for line in v[:40]:
+                emit("diag", "  " + line)
+            if len(v) > 40:
+                emit("diag", f"  ... and {len(v) - 40} more")
+        else:
+            emit("ok", f"{label}: no overlap, stale run, fence inversion, late or missing loss")
+
+    emit("note", f"{len(secs)} critical sections on {len(hosts)} hosts "
+                 f"({', '.join(f'{h} {by_host[h]}' for h in hosts)}); "
+                 f"{sum(1 for s in secs if s.long)} long; {len(aborted)} taken but found not held; "
+                 f"{sum(1 for s in secs if s.how and s.how != 'ok')} ended by a loss "
+                 f"(heartbeat failed / hold stopped the command); {side_grants} side-lock grants to probers; "
+                 f"{len(lost)} lost declarations; {len(breaks)} breaks")
+    if len(secs) > 0 and all(by_host[h] > 0 for h in first):
+        emit("ok", f"the workload ran: {len(secs)} critical sections on every host")
+    else:
+        emit("not ok", f"the workload ran on every host ({dict(by_host)}, hosts {sorted(first)})")
+    name_checks("", "with no fault active")
+    for name in sorted({n.name for n in nems}):
+        cnt = sum(1 for n in nems if n.name == name)
+        name_checks(name, f"{name} ({cnt}x)")
+    for cat, good, bad in (
+            ("left", "no lock was left behind, lost or held, on a mount by a holder that cannot know "
+                     "it must unlink it", "locks left behind on a mount by a holder that cannot know it "
+                     "must unlink it"),
+            ("slow", f"inspection of a mount's own locks (getfattr) answered within {a.inspect_ms:g} ms, "
+                     f"except while its lockfs was stopped", f"inspections of a mount's own locks slower "
+                     f"than {a.inspect_ms:g} ms")):
+        v = other.get(cat, [])
+        if v:
+            emit("not ok", f"{good} ({len(v)} {bad})")
+            for line in v[:20]:
+                emit("diag", "  " + line)
+            if len(v) > 20:
+                emit("diag", f"  ... and {len(v) - 20} more")
+        else:
+            emit("ok", good)
+    emit("note", f"totals: {len(overlaps)} overlapping pairs of sections, in {len(spans)} overlaps "
+                 f"(longest {ms(max(spans, default=0)):.1f} ms), {len(stale)} stale runs, "
+                 f"{len(inversions)} fence inversions, {len(dups)} fences shown to two sections, "
+                 f"{len(late)} late or missing loss declarations, {len(slow)} slow inspections")
+
+    # Lost within ttl of a fault that cut hosts off for a whole ttl.
+    if cut:
+        bad = [c for c in cut if c[4] is None or c[4] > ttl_ns]
+        worst = max((c[4] for c in cut if c[4] is not None), default=0)
+        if bad:
+            emit("not ok", f"every lock held when a link or the server was cut for a whole ttl was "
+                           f"declared lost within ttl ({a.ttl:g}s): {len(bad)} of {len(cut)} late or never")
+            for n, h, key, fence, d in sorted(bad, key=lambda c: -(c[4] or 1e18))[:20]:
+                emit("diag", f"  {h} {'never declared ' + key + ' (fence ' + str(fence) + ') lost' if d is None else 'declared ' + key + ' (fence ' + str(fence) + ') lost ' + format(ms(d), '.0f') + ' ms'} after {n.label(t0)} began")
+        else:
+            emit("ok", f"every lock held when a link or the server was cut for a whole ttl was "
+                       f"declared lost within ttl ({a.ttl:g}s): {len(cut)} locks, worst {ms(worst):.0f} ms")
+    if resumed:
+        emit("note", f"{len(resumed)} losses declared by a lockfs only after it ran again (it was stopped): "
+                     f"at most {max(0, ms(max(r[2] for r in resumed))):.0f} ms after it resumed")
+    emit("note", "per nemesis:")
+    for p in per:
+        emit("note", f"  #{p['id']} {p['name']} on {p['target']} at {p['start_s']}s for {p['duration_ms']} ms: "
+                     f"{p['sections']} sections, {p['violations']} violations, {p['lost']} of the "
+                     f"{p['held_at_fault']} locks held then declared lost, fault->lost max "
+                     f"{p['fault_to_lost_max_ms'] if p['fault_to_lost_max_ms'] is not None else '-'} ms"
+                     f"{', resume->lost ' + str(p['resume_to_lost_max_ms']) + ' ms' if p['name'].startswith('pause-holder') and p['resume_to_lost_max_ms'] is not None else ''}"
+                     f"{', restart->lost ' + str(round(max(0, p['fault_to_lost_max_ms'] - ms(p['restart_ns'])))) + ' ms' if p.get('restart_ns') is not None and p['fault_to_lost_max_ms'] is not None else ''}"
+                     f"{', slowest inspection ' + str(p['inspect_max_ms']) + ' ms' if p['inspect_max_ms'] else ''}")
+    for t, host, key, prev, pfence, age, what in breaks[:20]:
+        emit("note", f"  break by {host}: {what} {key} of {prev} (fence {pfence}, heartbeat {age} s ago) "
+                     f"at {fmt_t(t, t0)} [{where(t)}]")
+    if acq_fail:
+        emit("note", "acquisitions that failed other than with 'held' (EIO and ENOTCONN are the faults'): " + "; ".join(
+            f"{tool} rc {rc} x{c}: {msg[:120]}" for (tool, rc, msg), c in
+            sorted(acq_fail.items(), key=lambda x: -x[1])[:8]))
+    if eio:
+        emit("note", "EIO answers logged: " + ", ".join(f"{h} {c}" for h, c in sorted(eio.items())))
+    if no_end:
+        emit("diag", f"{len(no_end)} sections had no end record at all (their worker was killed)")
+
+    if a.json:
+        summary = {
+            "sections": len(secs), "hosts": dict(by_host), "long_sections": sum(1 for s in secs if s.long),
+            "overlapping_pairs": len(overlaps), "overlaps": len(spans),
+            "longest_overlap_ms": round(ms(max(spans, default=0)), 1),
+            "stale_runs": len(stale), "fence_inversions": len(inversions), "duplicate_fences": len(dups),
+            "late_losses": len(late), "slow_inspections": len(slow),
+            "max_inspect_ms": round(max((x[3] for x in slow_inspect), default=0) / 1000),
+            "lost": len(lost), "breaks": len(breaks), "side_grants": side_grants,
+            "fault_to_lost_max_ms": round(ms(max((x[1] for x in fault_lost), default=0))),
+            "cut_locks": len(cut),
+            "cut_late_or_never": sum(1 for c in cut if c[4] is None or c[4] > ttl_ns),
+            "cut_fault_to_lost_max_ms": round(ms(max((c[4] for c in cut if c[4] is not None), default=0))),
+            "janitor": len(janitor),
+            "violations_by_nemesis": {k or "none": len(v) for k, v in viol.items()},
+            "nemeses": per,
+            "no_fault": {"counts": dict(tally.get("", {})),
+                         "worst_ms": {k: round(v, 1) for k, v in worst_amt.get("", {}).items()}},
+            "by_label": by_label(per),
+        }
+        with open(a.json, "w") as fh:
+            json.dump(summary, fh, indent=1)
+    print("\n".join(OUT))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
