@@ -3,6 +3,7 @@
  * held past its stale limit?  Exit 0 ok, 1 warnings, 2 errors. */
 #include "ctl.h"
 #include "fence_store.h"
+#include "log.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -275,6 +276,9 @@ static void check_clock(tally *t, lockfs_backend *be, const lockfs_settings *s)
 static void check_shared(tally *t, const lockfs_config *cfg, const lockfs_settings *s)
 {
 	g_autoptr(GError) err = NULL;
+	/* What the backend says on its way (a certificate left unchecked, a
+	 * clock too far off) reads like the rest of check's lines. */
+	lockfs_log_init(ctl_prog, true, "warning");
 	gint64 t0 = g_get_monotonic_time();
 	lockfs_backend *be = lockfs_backend_new(cfg, "lockfsctl-check", &err);
 	if (!be) {
