@@ -591,6 +591,11 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 			result = -ESTALE;
 		locks_unclaim(fs, key);
 	}
+	/* A heartbeat that waited (on a claim, on the network) while its lease
+	 * was declared lost must not answer success: its caller would go on
+	 * working under a lock another host may hold by now. */
+	if (locks_check_writable(fs, n))
+		result = -ESTALE;
 	return result;
 }
 

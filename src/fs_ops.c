@@ -1295,11 +1295,18 @@ static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	LOCK(fs);
 	lfs_dentry *d = node_lock_dentry(fs, node_of(fs, ino));
 	/* Only the fence waits for its confirmation; the rest is at hand. */
+	int r = 0;
 	if (d && d->lease && !d->fence_final && !strcmp(name, "user.lockfs.fence")) {
 		g_autofree char *key = g_strdup(d->lease->key);
 		locks_confirm(fs, key, 0);
+		/* A fence the backend could not confirm (it did not answer) may
+		 * be older than another holder's since: never shown, EIO. */
+		d = node_lock_dentry(fs, node_of(fs, ino));
+		if (d && d->lease && !d->fence_final && !d->lost)
+			r = -EIO;
 	}
-	int r = xattr_get(fs, node_of(fs, ino), name, v);
+	if (!r)
+		r = xattr_get(fs, node_of(fs, ino), name, v);
 	UNLOCK(fs);
 	if (r)
 		fuse_reply_err(req, -r);
