@@ -420,7 +420,11 @@ legacy_worker() { # WID HOST TOOL
                     nap "$FAULTS_STEP_MS"
                     left=$((left - FAULTS_STEP_MS))
                     t_chk=${EPOCHREALTIME/./}
-                    if ! touch -c -- "$lk" 2>>"$err"; then
+                    # A heartbeat by path, then the fence, as a careful
+                    # client does: by path, a touch also succeeds on the
+                    # lock another process of this uid took here since.
+                    if ! touch -c -- "$lk" 2>>"$err" ||
+                        [[ $(getfattr -h --absolute-names --only-values -n user.lockfs.fence -- "$lk" 2>/dev/null) != "$A_FENCE" ]]; then
                         how=lost
                         break
                     fi
@@ -495,7 +499,10 @@ _left_behind() {
         [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null && ((ms >= 1000))
         return
     fi
-    ((ms >= 5000)) || return 1
+    # A grant whose answer the server's death cut off is the backend's
+    # alone, this mount never learnt of it: it lasts until its lease runs
+    # out (LDAP's dds entries live up to twice ttl).  Longer is left behind.
+    ((ms >= FAULTS_TTL_S * 2000 + 2000)) || return 1
     for c in "$RUN"/cur.*; do
         [[ -s $c ]] || continue
         case $(<"$c") in "$h acq" | "$h $f") return 1 ;; esac
