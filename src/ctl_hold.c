@@ -344,6 +344,61 @@ static int release(held *h)
 	return 0;
 }
 
+/* How long a release after a loss may wait for a mount that answers late. */
+#define RELEASE_WAIT_US (3 * G_USEC_PER_SEC)
+
+typedef struct {
+	held *h;
+	GMutex mu;
+	GCond cond;
+	bool done, abandoned;
+} release_job;
+
+static gpointer release_main(gpointer data)
+{
+	release_job *j = data;
+	release(j->h);
+	g_mutex_lock(&j->mu);
+	j->done = true;
+	bool free_it = j->abandoned;
+	g_cond_signal(&j->cond);
+	g_mutex_unlock(&j->mu);
+	if (free_it) { /* the caller gave up on us: what we use is left to exit */
+		g_mutex_clear(&j->mu);
+		g_cond_clear(&j->cond);
+		g_free(j);
+	}
+	return NULL;
+}
+
+/* release(H), waiting at most US for a mount that may hang; false when it
+ * gave up (H is then still in use and must be left alone). */
+static bool release_within(held *h, int64_t us)
+{
+	release_job *j = g_new0(release_job, 1);
+	j->h = h;
+	g_mutex_init(&j->mu);
+	g_cond_init(&j->cond);
+	GThread *t = g_thread_new("lockfsctl-release", release_main, j);
+	int64_t until = g_get_monotonic_time() + us;
+	g_mutex_lock(&j->mu);
+	while (!j->done && g_cond_wait_until(&j->cond, &j->mu, until))
+		;
+	bool done = j->done;
+	if (!done)
+		j->abandoned = true;
+	g_mutex_unlock(&j->mu);
+	if (done) {
+		g_thread_join(t);
+		g_mutex_clear(&j->mu);
+		g_cond_clear(&j->cond);
+		g_free(j);
+	} else {
+		g_thread_unref(t);
+	}
+	return done;
+}
+
 static int exit_code(int status)
 {
 	if (WIFEXITED(status))
@@ -684,10 +739,12 @@ int ctl_hold(int argc, char **argv)
 		        r && r != ENOENT ? "; releasing it failed: run lockfsctl unlock" : "");
 		rc = CTL_EXIT_FAIL;
 	} else if (stop == STOP_LOST) {
-		/* Declared lost on failing checks, it may in fact still be ours:
-		 * let it go then, unless the mount hangs. */
-		if (!stuck)
-			release(&h);
+		/* Declared lost on failing checks, it may in fact still be ours
+		 * (a mount that only answered late): let it go then, or it stays
+		 * held, renewed, with nobody to unlink it.  A mount that still
+		 * hangs is given a few seconds. */
+		if (!release_within(&h, RELEASE_WAIT_US))
+			leave_h = true;
 		ctl_err("the lock %s was lost (%s), so the command was stopped: another "
 		        "may hold it now",
 		        t.path, h.why ? h.why : "?");
