@@ -332,20 +332,30 @@ static int sleep_for_signal(const sigset_t *set, int64_t us, siginfo_t *si)
 /* ---------------------------------------------------------------- releasing */
 
 /* Unlink PATH only if it is still ours: same inode, same fence. */
+/* How long a release retries a backend that does not answer (EIO: the lock
+ * is kept, and nobody else would ever unlink it). */
+#define RELEASE_RETRY_US (3 * G_USEC_PER_SEC)
+
 static int release(held *h)
 {
-	char *why = NULL;
-	int r = check_once(h, false, &why);
-	g_free(why);
-	if (r > 0)
-		return ENOENT;
-	if (unlink(h->path) != 0)
-		return errno;
-	return 0;
+	int64_t until = boot_us() + RELEASE_RETRY_US;
+	for (;;) {
+		char *why = NULL;
+		int r = check_once(h, false, &why);
+		g_free(why);
+		if (r > 0)
+			return ENOENT;
+		if (unlink(h->path) == 0)
+			return 0;
+		int e = errno;
+		if (e != EIO || boot_us() >= until)
+			return e;
+		g_usleep(200 * 1000);
+	}
 }
 
 /* How long a release after a loss may wait for a mount that answers late. */
-#define RELEASE_WAIT_US (3 * G_USEC_PER_SEC)
+#define RELEASE_WAIT_US (RELEASE_RETRY_US + G_USEC_PER_SEC)
 
 typedef struct {
 	held *h;
