@@ -208,24 +208,36 @@ fi
 
 # ---------------------------------------------------------------- 6. what others may not do
 
-fsop1 excl "$A/o.lock" 0644 "9999\n" >/dev/null
-chmod 0666 "$A/o.lock" # writable by all: only lockfs stands in the way
-if have_user2; then
-    run 10 as_user2 "$PYTHON" "$TESTLIB/fsop.py" write "$A/o.lock" x trunc
-    is "$OUT" EPERM "others: another uid's O_TRUNC of a held lock answers EPERM"
-else
-    skip "$(user2_skip_reason)" 1
-fi
-is "$(timeout 10 cat -- "$A/o.lock")" 9999 "others: the lock's content is unchanged"
-rm -f "$A/o.lock"
+# no_trunc_by_others LOCK CONTENT WHAT: another uid's O_TRUNC of a held lock
+# answers EPERM and leaves CONTENT.
+no_trunc_by_others() {
+    chmod 0666 "$1" # writable by all: only lockfs stands in the way
+    if have_user2; then
+        run 10 as_user2 "$PYTHON" "$TESTLIB/fsop.py" write "$1" x trunc
+        is "$OUT" EPERM "$3: another uid's O_TRUNC of a held lock answers EPERM"
+    else
+        skip "$(user2_skip_reason)" 1
+    fi
+    is "$(timeout 10 cat -- "$1")" "$2" "$3: the lock's content is unchanged"
+    rm -f "$1"
+}
 
-mkdir "$A/sub"
-: >"$A/sub/.t"
-fsop1 link "$A/sub/.t" "$A/sub/x.lock" >/dev/null
-rm -f "$A/sub/.t"
-is "$(fsop1 rmdir "$A/sub")" ENOTEMPTY "others: rmdir of a directory holding a lock: ENOTEMPTY"
-rm -f "$A/sub/x.lock"
-is "$(fsop1 rmdir "$A/sub")" OK "others: rmdir once the lock is gone"
+# no_rmdir_with_lock DIR WHAT: rmdir of a directory with a lock in it
+# answers ENOTEMPTY; once the lock is gone it works.
+no_rmdir_with_lock() {
+    mkdir "$1"
+    : >"$1/.t"
+    fsop1 link "$1/.t" "$1/x.lock" >/dev/null
+    rm -f "$1/.t"
+    is "$(fsop1 rmdir "$1")" ENOTEMPTY "$2: rmdir of a directory holding a lock: ENOTEMPTY"
+    ok "$2: ... and the lock is still there" test -e "$1/x.lock"
+    rm -f "$1/x.lock"
+    is "$(fsop1 rmdir "$1")" OK "$2: rmdir once the lock is gone"
+}
+
+fsop1 excl "$A/o.lock" 0644 "9999\n" >/dev/null
+no_trunc_by_others "$A/o.lock" 9999 others
+no_rmdir_with_lock "$A/sub" others
 
 # A directory renamed while a lock is taken in it: wherever the lock ends
 # up, its name and its key agree.  The server is paused so the acquisition
@@ -276,25 +288,9 @@ S=$MNT
 # A lock whose node is a disk file (a file renamed onto the lock name).
 printf '4321\n' >"$S/f.tmp"
 is "$(fsop1 rename "$S/f.tmp" "$S/disk.lock")" OK "disk: a disk file renamed onto disk.lock takes it"
-chmod 0666 "$S/disk.lock"
-if have_user2; then
-    run 10 as_user2 "$PYTHON" "$TESTLIB/fsop.py" write "$S/disk.lock" x trunc
-    is "$OUT" EPERM "disk: another uid's O_TRUNC of a disk-backed lock answers EPERM"
-else
-    skip "$(user2_skip_reason)" 1
-fi
-is "$(timeout 10 cat -- "$S/disk.lock")" 4321 "disk: the disk-backed lock's content is unchanged"
-rm -f "$S/disk.lock"
-
+no_trunc_by_others "$S/disk.lock" 4321 "disk (a disk-backed lock)"
 # rmdir of a directory on the disk with a lock in it.
-mkdir "$S/sub"
-: >"$S/sub/.t"
-fsop1 link "$S/sub/.t" "$S/sub/x.lock" >/dev/null
-rm -f "$S/sub/.t"
-is "$(fsop1 rmdir "$S/sub")" ENOTEMPTY "disk: rmdir of a disk directory holding a lock: ENOTEMPTY"
-ok "disk: ... and the lock is still there" test -e "$S/sub/x.lock"
-rm -f "$S/sub/x.lock"
-is "$(fsop1 rmdir "$S/sub")" OK "disk: rmdir once the lock is gone"
+no_rmdir_with_lock "$S/sub" "disk (a directory on the disk)"
 
 # A setgid directory (Debian's /var/mail is 2775 root:mail): a file made
 # through the mount takes the directory's group, as on the disk itself.
