@@ -92,7 +92,9 @@ static int local_acquire(lockfs_backend *be, const char *key, const lockfs_holde
 	l = g_new0(local_lock, 1);
 	lockfs_holder_copy(&l->holder, who);
 	l->fence = fence;
-	l->beat_boot = lockfs_mono_us();
+	/* The holder's last heartbeat as given (now, for a fresh grant), on
+	 * the boot clock from here on. */
+	l->beat_boot = lockfs_mono_us() - MAX(lockfs_now_us() - who->heartbeat_us, 0);
 	g_hash_table_insert(lb->locks, g_strdup(key), l);
 	g_mutex_unlock(&lb->mu);
 
@@ -112,7 +114,7 @@ static int local_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs
 	local_lock *l = owned(lb, lease);
 	if (l && beat->heartbeat_us) {
 		l->holder.heartbeat_us = beat->heartbeat_us;
-		l->beat_boot = lockfs_mono_us();
+		l->beat_boot = lockfs_mono_us() - MAX(lockfs_now_us() - beat->heartbeat_us, 0);
 	}
 	g_mutex_unlock(&lb->mu);
 	return l ? 0 : -ESTALE;
