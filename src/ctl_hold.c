@@ -356,6 +356,8 @@ static int release(held *h)
 
 /* How long a release after a loss may wait for a mount that answers late. */
 #define RELEASE_WAIT_US (RELEASE_RETRY_US + G_USEC_PER_SEC)
+/* ... and when the mount did not even answer the last check. */
+#define RELEASE_STUCK_WAIT_US (2 * G_USEC_PER_SEC)
 
 typedef struct {
 	held *h;
@@ -753,7 +755,7 @@ int ctl_hold(int argc, char **argv)
 		 * (a mount that only answered late): let it go then, or it stays
 		 * held, renewed, with nobody to unlink it.  A mount that still
 		 * hangs is given a few seconds. */
-		if (!release_within(&h, RELEASE_WAIT_US))
+		if (!release_within(&h, stuck ? RELEASE_STUCK_WAIT_US : RELEASE_WAIT_US))
 			leave_h = true;
 		ctl_err("the lock %s was lost (%s), so the command was stopped: another "
 		        "may hold it now",

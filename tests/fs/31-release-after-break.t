@@ -38,7 +38,7 @@ held_by() {
     [[ -z ${4:-} || $(status_field "$line" fence) == "$4" ]]
 }
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
-is_lost() { [[ $(field "$1" "$2" state) == lost ]]; }
+fd_lost() { [[ $(timeout 10 getfattr --only-values -n user.lockfs.state -- "$1" 2>/dev/null) == lost ]]; }
 
 # take KIND PATH CONTENT: a file lock by O_EXCL create (written through the
 # descriptor), or a directory lock by mkdir.
@@ -62,10 +62,8 @@ late_release() {
     # A descriptor kept open on it: once the lock is lost its name leaves
     # hostA's namespace, and the holder learns of the loss through this.
     local fd='' fdpath=''
-    if [[ $kind == file ]]; then
-        exec {fd}<"$A/$name"
-        fdpath=/proc/$$/fd/$fd
-    fi
+    exec {fd}<"$A/$name" # a directory lock opens too (OPENDIR)
+    fdpath=/proc/$$/fd/$fd
     like "$fa" '^[0-9]+$' "$what: hostA's fence ($fa)"
     # hostB may see another host's lock only once its record is published.
     ok "$what: hostB sees it held by hostA" wait_until 10 held_by "$B" "$name" "$hostA" "$fa"
@@ -84,10 +82,12 @@ late_release() {
         # A content change always reaches the backend, which no longer has
         # hostA's lock: the write fails and the lock is lost.
         is "$(fsop1 write "$A/$name" x)" ESTALE "$what: hostA's write through the broken lock: ESTALE"
-        ok "$what: hostA reports its lock lost" is_lost "$A" "$name"
+        ok "$what: hostA reports its lock lost" fd_lost "$fdpath"
     elif [[ $when == after-lost ]]; then
         # hostA learns of the break at its next renewal (ttl/3 = 1 s).
-        ok "$what: hostA reports its lock lost" wait_until 10 is_lost "$A" "$name"
+        # Through the descriptor: by then hostB holds the name, which is
+        # what hostA's .lockfs/ shows of it.
+        ok "$what: hostA reports its lock lost" wait_until 10 fd_lost "$fdpath"
         if [[ $kind == file ]]; then
             is "$(fsop1 utime "$fdpath")" ESTALE "$what: hostA's heartbeat through the lost lock: ESTALE"
             is "$(fsop1 write "$fdpath" x)" ESTALE "$what: hostA's write through the lost lock: ESTALE"
