@@ -372,7 +372,10 @@ legacy_worker() { # WID HOST TOOL
         case $tool in
         setc) { printf '%s\n' "$BASHPID" >"$lk"; } 2>|"$err.acq" ;;
         ln)
-            [[ -e $tmp ]] || { printf '%s\n' "$BASHPID" >|"$tmp"; } 2>/dev/null
+            # A fresh temp file each time, as the tools make one: linked,
+            # its mtime is the lock's, and liblockfile (dotlockfile) takes
+            # a lock whose mtime is 5 minutes old for stale and unlinks it.
+            { printf '%s\n' "$BASHPID" >|"$tmp"; } 2>/dev/null
             ln -T -- "$tmp" "$lk" 2>|"$err.acq"
             ;;
         mkdir) mkdir -- "$lk" 2>|"$err.acq" ;;
