@@ -119,7 +119,7 @@ faults_setup() {
     (
         while kill -0 $$ 2>/dev/null && ((EPOCHSECONDS < FAULTS_DEADLINE + 120)); do sleep 1; done
         p=$(server_pid)
-        [[ -n $p ]] && kill -KILL "$p"
+        _is_ours "$p" serve && kill -KILL "$p"
     ) </dev/null >/dev/null 2>&1 &
 }
 
@@ -156,7 +156,7 @@ faults_teardown() {
     local h p
     for h in "${FAULTS_HOST_LIST[@]}"; do
         p=${H_PROXY_PID[$h]:-}
-        [[ -n $p ]] && kill "$p" 2>/dev/null
+        _is_ours "$p" proxy.py && kill "$p" 2>/dev/null
     done
     case ${FAULTS_BACKEND:-} in
     tinystore)
@@ -179,13 +179,14 @@ faults_unfreeze() {
     local h p
     touch "$RUN/stop" 2>/dev/null
     for h in "${FAULTS_HOST_LIST[@]}"; do
-        kill -CONT "${H_PID[$h]}" 2>/dev/null
+        _is_ours "${H_PID[$h]}" lockfs && kill -CONT "${H_PID[$h]}" 2>/dev/null
         printf '+0s\n' >"$RUN/$h.clock" 2>/dev/null
         proxy_ctl "$h" forward >/dev/null 2>&1
     done
     p=$(server_pid)
     [[ -n $p ]] && kill -CONT "$p" 2>/dev/null
-    for p in "${_faults_bg[@]}"; do kill "$p" 2>/dev/null; done
+    # Workers are subshells of this script: the same command line.
+    for p in "${_faults_bg[@]}"; do _is_ours "$p" faults/run && kill "$p" 2>/dev/null; done
     for p in "${_faults_bg[@]}"; do wait "$p" 2>/dev/null; done
     _faults_bg=()
 }
@@ -261,10 +262,31 @@ host_start() { # HOST TOOLS(comma-separated)
     host_mount "$h"
 }
 
+# _is_ours PID WORD: PID is alive and its command line has WORD.  pid_max is
+# 32768 here and the workload forks hundreds of processes a second: a pid
+# saved a minute ago may be another program's now, another test's even.
+_is_ours() {
+    [[ -n $1 && -r /proc/$1/cmdline ]] && [[ $(tr '\0' ' ' </proc/"$1"/cmdline 2>/dev/null) == *"$2"* ]]
+}
+
+# _forget_lockfs PID: a lockfs this file has waited for (killed, or stopped)
+# leaves mount.sh's lists, so that its cleanup and watchdog never signal that
+# pid again, when it may be someone else's.
+_forget_lockfs() {
+    local p=$1 i
+    for i in "${!_lockfs_pids[@]}"; do
+        [[ ${_lockfs_pids[$i]} == "$p" ]] && unset '_lockfs_pids[i]'
+    done
+    _lockfs_pids=("${_lockfs_pids[@]}")
+    grep -vx -- "$p" "$TESTDIR/.pids" >"$TESTDIR/.pids.new" 2>/dev/null
+    mv -f -- "$TESTDIR/.pids.new" "$TESTDIR/.pids"
+}
+
 # The lockfs of HOST is gone (kill -9): lazily unmount what is left.
 host_unmount_dead() {
     local h=$1
     wait "${H_PID[$h]}" 2>/dev/null
+    _forget_lockfs "${H_PID[$h]}"
     _unmount_force "$TESTDIR/$h"
 }
 
@@ -376,7 +398,10 @@ legacy_worker() { # WID HOST TOOL
         case $tool in
         setc) { printf '%s\n' "$BASHPID" >"$lk"; } 2>|"$err.acq" ;;
         ln)
-            [[ -e $tmp ]] || { printf '%s\n' "$BASHPID" >|"$tmp"; } 2>/dev/null
+            # A fresh temp file each time, as the tools make one: linked,
+            # its mtime is the lock's, and liblockfile (dotlockfile) takes
+            # a lock whose mtime is 5 minutes old for stale and unlinks it.
+            { printf '%s\n' "$BASHPID" >|"$tmp"; } 2>/dev/null
             ln -T -- "$tmp" "$lk" 2>|"$err.acq"
             ;;
         mkdir) mkdir -- "$lk" 2>|"$err.acq" ;;
@@ -656,8 +681,8 @@ workload_stop() {
     touch "$RUN/stop"
     deadline=$(($(date +%s) + FAULTS_LONG_MS / 1000 + 15))
     for p in "${_faults_bg[@]}"; do
-        while kill -0 "$p" 2>/dev/null && (($(date +%s) < deadline)); do sleep 0.1; done
-        kill -0 "$p" 2>/dev/null && { diag "workload process $p did not stop; killing it"; kill -KILL "$p" 2>/dev/null; }
+        while _is_ours "$p" faults/run && (($(date +%s) < deadline)); do sleep 0.1; done
+        _is_ours "$p" faults/run && { diag "workload process $p did not stop; killing it"; kill -KILL "$p" 2>/dev/null; }
         wait "$p" 2>/dev/null
     done
     _faults_bg=()
@@ -886,7 +911,7 @@ nemesis() {
         local th k t_try t_acq i deadline
         th=${FAULTS_HOST_LIST[RANDOM % (${#FAULTS_HOST_LIST[@]} - 1)]}
         park_host hf || fail "$label: the workers of hf stopped using its mount"
-        lockfs_stop "${H_PID[hf]}" >/dev/null 2>&1 || host_unmount_dead hf
+        if lockfs_stop "${H_PID[hf]}" >/dev/null 2>&1; then _forget_lockfs "${H_PID[hf]}"; else host_unmount_dead hf; fi
         _nem_begin "$label" server "$th takes K, then kill -9 of the $FAULTS_BACKEND server, restart at once, and a fresh mount (hf) tries to take K"
         k=fresh-$NEM_ID.lock
         if (set -C; printf '%s\n' "$$" >"$TESTDIR/$th/$k") 2>/dev/null && _lockfs_attrs "$TESTDIR/$th/$k"; then

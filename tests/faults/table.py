@@ -26,15 +26,50 @@ def cell(counts, worst, kind):
     return f"{n} / {w:.0f} ms" if w else str(n)
 
 
+def merge_label(a, b):
+    out = dict(a)
+    for k in ("runs", "sections", "held_at_fault", "lost"):
+        if isinstance(a.get(k), int) and isinstance(b.get(k), int):
+            out[k] = a[k] + b[k]
+    out["counts"] = dict(a.get("counts", {}))
+    for k, v in b.get("counts", {}).items():
+        out["counts"][k] = out["counts"].get(k, 0) + v
+    out["worst_ms"] = dict(a.get("worst_ms", {}))
+    for k, v in b.get("worst_ms", {}).items():
+        out["worst_ms"][k] = max(out["worst_ms"].get(k, 0), v)
+    for k in ("fault_to_lost_max_ms", "resume_to_lost_max_ms", "inspect_max_ms"):
+        xs = [x for x in (a.get(k), b.get(k)) if x is not None]
+        out[k] = max(xs) if xs else None
+    return out
+
+
+def merge(a, b):
+    """Two runs' summaries as one (a long run made of several)."""
+    out = dict(a)
+    for k in ("sections", "overlaps", "overlapping_pairs", "stale_runs", "fence_inversions",
+              "late_losses", "janitor", "cut_locks", "cut_late_or_never", "lost", "breaks"):
+        out[k] = a.get(k, 0) + b.get(k, 0)
+    for k in ("longest_overlap_ms", "fault_to_lost_max_ms", "cut_fault_to_lost_max_ms"):
+        out[k] = max(a.get(k, 0), b.get(k, 0))
+    labels = dict(a.get("by_label", {}))
+    for k, v in b.get("by_label", {}).items():
+        labels[k] = merge_label(labels[k], v) if k in labels else v
+    out["by_label"] = labels
+    out["no_fault"] = merge_label(a.get("no_fault", {}), b.get("no_fault", {}))
+    return out
+
+
 def main():
     rows = []
-    totals = []
+    by_backend = {}
     for i, path in enumerate(sys.argv[1:]):
-        m = re.search(r"summary-([a-z]+)\.json$", path)
+        m = re.search(r"summary-([a-z]+)[^/]*\.json$", path)
         backend = m.group(1) if m else f"#{i + 1}"
         with open(path) as fh:
             j = json.load(fh)
-        totals.append((backend, j))
+        by_backend[backend] = merge(by_backend[backend], j) if backend in by_backend else j
+    totals = list(by_backend.items())
+    for backend, j in totals:
         labels = dict(j.get("by_label", {}))
         labels["(no fault)"] = dict(j.get("no_fault", {}), runs="-", sections="-", held_at_fault=0,
                                     lost=0, fault_to_lost_max_ms=None, resume_to_lost_max_ms=None)

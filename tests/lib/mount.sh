@@ -224,6 +224,17 @@ _pid_alive() {
     [[ ${s%% *} != Z ]]
 }
 
+# PID is still the lockfs this file started for MNT: its command line names
+# MNT.  A pid this file has waited for may belong to any other process a
+# moment later (pid_max is 32768 on many machines, and the tests fork a lot),
+# and signalling it would hit another test's process, or another run's.
+_is_lockfs_of() {
+    local pid=$1 mnt=$2 cmd
+    [[ -n $mnt && -r /proc/$pid/cmdline ]] || return 1
+    cmd=$(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)
+    [[ " $cmd " == *" $mnt "* ]]
+}
+
 _lockfs_ready() {
     is_fuse_mounted "$1" && timeout 5 cat -- "$1/.lockfs/status" >/dev/null 2>&1
 }
@@ -352,7 +363,7 @@ lockfs_stop() {
     local pid=${1:-$LOCKFS_PID} sig=${2:-TERM}
     local mnt=${_lockfs_mnt_of[$pid]:-}
     LOCKFS_RC=''
-    if ! _pid_alive "$pid"; then
+    if ! _pid_alive "$pid" || ! _is_lockfs_of "$pid" "$mnt"; then
         wait "$pid" 2>/dev/null
         LOCKFS_RC=$?
         diag "lockfs (pid $pid) had already exited with status $LOCKFS_RC"
@@ -394,7 +405,8 @@ _mount_cleanup() {
         done
     fi
     for pid in "${_lockfs_pids[@]}"; do
-        _pid_alive "$pid" || { wait "$pid" 2>/dev/null; continue; }
+        { _pid_alive "$pid" && _is_lockfs_of "$pid" "${_lockfs_mnt_of[$pid]:-}"; } ||
+            { wait "$pid" 2>/dev/null; continue; }
         lockfs_stop "$pid" TERM >/dev/null 2>&1 || :
     done
     for mnt in "${_lockfs_mnts[@]}"; do
@@ -430,7 +442,9 @@ _mount_watchdog() {
         printf 'not ok - watchdog: %s still running after %ss; killing lockfs and the test\n' "$0" "$secs"
         # Killing the daemons aborts their FUSE connections, which unblocks
         # any request the test is stuck in.
-        while read -r p; do kill -KILL "$p" 2>/dev/null; done <"$pidfile"
+        while read -r p; do
+            [[ $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null) == *lockfs* ]] && kill -KILL "$p" 2>/dev/null
+        done <"$pidfile"
         kill -TERM "$main" 2>/dev/null
         sleep 5
         kill -KILL "$main" 2>/dev/null
