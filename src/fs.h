@@ -202,6 +202,8 @@ enum {
 	BEAT_ATTRS = 1u << 2,     /* times or mode, as shown on other hosts */
 };
 int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned what);
+/* Whether D's last heartbeat is older than stale_after. */
+bool locks_past_stale(lfs *fs, const lfs_dentry *d);
 /* Break D if its lock is stale; true when it was removed. */
 bool locks_expire_if_stale(lfs *fs, lfs_dentry *d);
 void locks_release_all(lfs *fs);

@@ -352,11 +352,15 @@ int locks_break_remote(lfs *fs, const char *key, const char *fence, const struct
 	return r == -EIO ? -EIO : r ? -ENOENT : 0;
 }
 
+bool locks_past_stale(lfs *fs, const lfs_dentry *d)
+{
+	return fs->stale_after_us && d->lease &&
+	       lockfs_mono_us() - d->heartbeat_boot > fs->stale_after_us;
+}
+
 bool locks_expire_if_stale(lfs *fs, lfs_dentry *d)
 {
-	if (!fs->stale_after_us || !d->lease || d->lost)
-		return false;
-	if (lockfs_mono_us() - d->heartbeat_boot <= fs->stale_after_us)
+	if (d->lost || !locks_past_stale(fs, d))
 		return false;
 	g_autofree char *key = g_strdup(d->lease->key);
 	if (!(d = claim_dentry(fs, d, key)))

@@ -123,10 +123,20 @@ static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
 	 * round: the backend may have granted the name elsewhere already. */
 	if (!d->lost && locks_lease_expired(fs, d))
 		locks_mark_lost(fs, d, "its lease could not be renewed in time");
-	/* A lookup never waits for a call on the lock (a renewal may hang on
-	 * the network): while one runs, the name stays as it is. */
-	if (g_hash_table_contains(fs->busy, d->lease->key))
-		return d;
+	/* A lookup does not wait for a call on a live lock (a renewal may hang
+	 * on the network): while one runs, the name stays as it is.  A lock
+	 * past stale_after must not pass for live because a renewal happens
+	 * to be running: that call is bounded by network_timeout, so wait for
+	 * it once and judge again. */
+	if (g_hash_table_contains(fs->busy, d->lease->key)) {
+		if (d->lost || !locks_past_stale(fs, d))
+			return d;
+		g_autofree char *key = g_strdup(d->lease->key);
+		locks_wait_idle(fs, key);
+		d = dentry_find(dir, name);
+		if (!d || !d->lease || g_hash_table_contains(fs->busy, d->lease->key))
+			return d;
+	}
 	if (d->lost ? locks_drop_lost(fs, d) : locks_expire_if_stale(fs, d))
 		return dentry_find(dir, name); /* a new holder may have taken it meanwhile */
 	return d;
