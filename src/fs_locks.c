@@ -222,7 +222,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 /* How long a process's finding a lock name free counts (below). */
 #define SAW_FREE_US (2 * G_USEC_PER_SEC)
 
-void locks_saw_free(lfs *fs, pid_t pid, const char *key)
+void locks_saw_free(lfs *fs, pid_t pid, const char *key, int64_t at)
 {
 	if (!fs->saw_free)
 		fs->saw_free = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -237,7 +237,7 @@ void locks_saw_free(lfs *fs, pid_t pid, const char *key)
 		if (g_hash_table_size(fs->saw_free) > 4096)
 			g_hash_table_remove_all(fs->saw_free);
 	}
-	g_hash_table_replace(fs->saw_free, saw_key(pid, key), g_memdup2(&now, sizeof(now)));
+	g_hash_table_replace(fs->saw_free, saw_key(pid, key), g_memdup2(&at, sizeof(at)));
 }
 
 /* liblockfile's stale check stat()s the lock it could not take, and when

@@ -142,20 +142,41 @@ static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
 	return d;
 }
 
+/* Whether this mount lost KEY's lock lately, held by UID. */
+static bool lost_by(lfs *fs, const char *key, uid_t uid)
+{
+	const lockfs_lock_info *lost = locks_lost_info(fs, key);
+	return lost && lost->holder.uid == uid;
+}
+
 /* A lock name not held here: held through another mount?  A stale one is
  * not shown, so that the acquisition that follows reaches the backend,
- * which breaks it by its own protocol. */
-static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
+ * which breaks it by its own protocol.
+ *
+ * A name whose lock this mount lost lately, asked about by its holder's uid,
+ * is not shown when it was taken here again while the lookup waited (for
+ * the key's acquisition, or for the backend): the lookup began while the
+ * name was free here and may take effect then, before the grant.  It comes
+ * from the holder's late release -- the rm after its critical section,
+ * retried while the backend was away -- and answering with the new lock
+ * would have that rm release the next holder's lock.  For the same reason
+ * such a lookup is ENOENT, not EIO, while the backend does not answer: the
+ * unlink would answer ENOENT anyway (unlink_remote), and an EIO has the rm
+ * retried until the name has a new holder here. */
+static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lfs_node **out)
 {
 	if (!fs->shared)
 		return -ENOENT;
 	g_autofree char *key = node_key(dir, name);
 	lockfs_lock_info info;
+	bool late = lost_by(fs, key, uid);
 	dir->nlookup++;
 	locks_wait_idle(fs, key);
 	lfs_dentry *d = dentry_find(dir, name);
 	if (d) {
 		dir->nlookup--;
+		if (late)
+			return -ENOENT;
 		*out = d->node;
 		return 0;
 	}
@@ -165,13 +186,15 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, lfs_node **ou
 	dir->nlookup--;
 	d = dentry_find(dir, name);
 	if (d) { /* taken here meanwhile */
-		*out = d->node;
 		if (r == 0)
 			lockfs_lock_info_clear(&info);
+		if (late)
+			return -ENOENT;
+		*out = d->node;
 		return 0;
 	}
 	if (r)
-		return r == -ENOENT ? -ENOENT : -EIO;
+		return r == -ENOENT || (late && lost_by(fs, key, uid)) ? -ENOENT : -EIO;
 	if (info.state == LOCKFS_STATE_STALE) {
 		lockfs_lock_info_clear(&info);
 		return -ENOENT;
@@ -183,10 +206,11 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, lfs_node **ou
 	return 0;
 }
 
-static void locks_saw_free_name(lfs *fs, fuse_req_t req, lfs_node *dir, const char *name)
+static void locks_saw_free_name(lfs *fs, fuse_req_t req, lfs_node *dir, const char *name,
+                                int64_t at)
 {
 	g_autofree char *key = node_key(dir, name);
-	locks_saw_free(fs, lockfs_tgid(fuse_req_ctx(req)->pid), key);
+	locks_saw_free(fs, lockfs_tgid(fuse_req_ctx(req)->pid), key, at);
 }
 
 static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -205,13 +229,14 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else if (dir == fs->root && strcmp(name, LOCKFS_VIEW_DIR) == 0) {
 		n = fs->control;
 	} else {
+		int64_t asked = lockfs_mono_us();
 		lfs_dentry *d = find_live(fs, dir, name);
 		if (d)
 			n = d->node;
 		else if (!name_is_lock(fs, name))
 			r = dir->kind == NODE_DISK ? disk_lookup(fs, dir, name, &n) : -ENOENT;
-		else if ((r = lookup_remote(fs, dir, name, &n)) == -ENOENT)
-			locks_saw_free_name(fs, req, dir, name);
+		else if ((r = lookup_remote(fs, dir, name, fuse_req_ctx(req)->uid, &n)) == -ENOENT)
+			locks_saw_free_name(fs, req, dir, name, asked);
 	}
 	if (!r)
 		r = make_entry(fs, n, &e);
