@@ -205,4 +205,20 @@ for w in '-n, --nonblock' '-w, --wait SECS' '-E, --conflict-exit-code N' '-c, --
     like "$OUT" "$(sed 's/[][().*+?^$|\\]/\\&/g' <<<"$w")" "--help shows '$w'"
 done
 
+# lockfsctl(1) documents every option and exit code --help lists.  (Pass 2
+# runs from a copy of the tests without docs/.)
+MAN=$REPO_TOP/docs/man/lockfsctl.1
+if [[ -r $MAN ]]; then
+    help=$OUT
+    for o in $(grep -oE -- '--[a-z][a-z-]+' <<<"$help" | sort -u); do
+        ok "lockfsctl.1 documents $o" grep -qF -- "${o//-/\\-}" "$MAN"
+    done
+    for c in $(grep -oE '\b(1|64|69|75|124|126|127)\b' <<<"$(sed -n '/^Exit status/,$p' <<<"$help")" | sort -u); do
+        ok "lockfsctl.1's hold section lists exit code $c" \
+            bash -c 'sed -n "/^\.SS hold/,/^\.SH/p" "$1" | grep -qE "^\.(B|BR) (.* )?$2( |$)"' _ "$MAN" "$c"
+    done
+else
+    skip "docs/man/lockfsctl.1 is not beside this test ($MAN): the tests were copied without docs/"
+fi
+
 done_testing
