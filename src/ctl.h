@@ -14,9 +14,15 @@
 /* Exit codes (documented in lockfsctl(1)). */
 enum {
 	CTL_EXIT_OK = 0,
-	CTL_EXIT_FAIL = 1,  /* warnings (check); refused, declined, not held, lost */
-	CTL_EXIT_ERROR = 2, /* bad configuration, unreachable mount or backend */
-	CTL_EXIT_USAGE = 64,
+	CTL_EXIT_FAIL = 1,   /* warnings (check); refused, declined, not held; hold: held by
+	                     * another (flock's default conflict code, -E changes it) */
+	CTL_EXIT_ERROR = 2,  /* bad configuration, unreachable mount or backend */
+	CTL_EXIT_USAGE = 64, /* EX_USAGE */
+	/* hold exits with its command's status, so its own failures take codes
+	 * commands seldom use: sysexits.h's, and timeout(1)'s. */
+	CTL_EXIT_UNAVAILABLE = 69, /* EX_UNAVAILABLE: the lock could not be tried */
+	CTL_EXIT_LOST = 75,        /* EX_TEMPFAIL: lost, the command stopped: run it again */
+	CTL_EXIT_MAX_HOLD = 124,   /* held past --max-hold: timeout(1)'s code */
 };
 
 /* A time this far in the local future is clock skew, not a fresh lock (the
@@ -99,6 +105,11 @@ char *ctl_escape(const char *s);
 /* The same, with spaces shown as spaces: for a command line, where nothing
  * follows on the line. */
 char *ctl_escape_text(const char *s);
+
+/* flock(1)'s -w SECS: seconds, fractions allowed ("5", "0.5", ".007",
+ * rounded up to a millisecond), or a duration ("500ms", "2m").  False when
+ * it is neither. */
+bool ctl_parse_seconds(const char *text, int64_t *ms);
 
 /* "45s", "5m3s", "2h10m", "3d4h". */
 char *ctl_format_age(int64_t s);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <lockfs/config.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,6 +337,34 @@ void ctl_target_clear(ctl_target *t)
 	g_free(t->mount);
 	g_free(t->key);
 	memset(t, 0, sizeof(*t));
+}
+
+bool ctl_parse_seconds(const char *text, int64_t *ms)
+{
+	/* Decimal seconds as flock takes them ("5", "0.5", ".007"); finer than a
+	 * millisecond rounds up, so that a wait given stays a wait. */
+	const char *p = text;
+	int64_t whole = 0, frac = 0;
+	int digits = 0, fdigits = 0;
+	bool finer = false;
+	for (; g_ascii_isdigit(*p); p++, digits++) {
+		if (whole > (G_MAXINT64 / 1000 - 1000) / 10)
+			return false;
+		whole = whole * 10 + (*p - '0');
+	}
+	if (*p == '.')
+		for (p++; g_ascii_isdigit(*p); p++, fdigits++) {
+			if (fdigits < 3)
+				frac = frac * 10 + (*p - '0');
+			else if (*p != '0')
+				finer = true;
+		}
+	if (*p || (!digits && !fdigits))
+		return lockfs_parse_duration(text, ms); /* "500ms", "2m", or nothing */
+	for (int k = fdigits; k < 3; k++)
+		frac *= 10;
+	*ms = whole * 1000 + frac + (finer ? 1 : 0);
+	return true;
 }
 
 char *ctl_format_age(int64_t s)

@@ -1,5 +1,7 @@
-/* lockfsctl hold PATH [--wait D] [--ttl D] [--max-hold D] -- CMD ARGS: run
- * CMD while holding the lock PATH.
+/* lockfsctl hold [OPTIONS] PATH CMD [ARG...] | -c 'SHELL COMMAND': run CMD
+ * while holding the lock PATH.  The options and exit codes are flock(1)'s
+ * where it has them (-n, -w SECS, -E N, -c, --verbose), so that scripts
+ * written for flock read the same.
  *
  * In a lockfs mount the lock is taken by open(O_CREAT|O_EXCL) and its fence
  * passed to CMD in LOCKFS_FENCE.  In a plain directory it is a careful
@@ -13,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <getopt.h>
 #include <lockfs/config.h>
 #include <pwd.h>
 #include <signal.h>
@@ -76,17 +79,30 @@ typedef struct {
 	const char *arg;
 	const char *wait_text, *ttl_text, *max_text; /* as given */
 	int64_t wait_ms, ttl_ms, max_ms;
+	bool nonblock, verbose;
+	int conflict_rc; /* -E: the exit code when another holds it past the wait */
 	char **cmd;
+	char *sh_cmd[4]; /* -c: /bin/sh -c TEXT */
 } hold_opts;
 
 static void usage(void)
 {
-	printf("usage: lockfsctl hold PATH [--wait D] [--ttl D] [--max-hold D] -- CMD [ARG...]\n"
-	       "Runs CMD while holding the lock PATH; waits up to --wait (10s; 0: only if free)\n"
-	       "for it, heartbeats every --ttl/3 (30s), passes the fence in LOCKFS_FENCE, and\n"
-	       "stops CMD (SIGTERM, SIGKILL 5s later) when the lock is lost or --max-hold\n"
-	       "passes.  Exit status: CMD's; 1 when the lock was not taken, was lost or was\n"
-	       "held past --max-hold; 126/127 when CMD cannot run; 64 usage.\n");
+	printf("usage: lockfsctl hold [OPTIONS] PATH [--] CMD [ARG...]\n"
+	       "       lockfsctl hold [OPTIONS] PATH -c 'SHELL COMMAND'\n"
+	       "Runs CMD while holding the lock PATH, passes the fence in LOCKFS_FENCE,\n"
+	       "heartbeats the lock, and stops CMD (SIGTERM, SIGKILL 5s later) when the lock\n"
+	       "is lost or --max-hold passes.  Options (flock(1)'s where it has them):\n"
+	       "  -n, --nonblock           fail at once if another holds the lock\n"
+	       "  -w, --wait SECS          wait up to SECS for it (10; 0.5, 5s, 2m; 0 is -n)\n"
+	       "  -E, --conflict-exit-code N   exit N (0-255) when another holds it (1)\n"
+	       "  -c, --command TEXT       run TEXT with /bin/sh -c instead of CMD\n"
+	       "      --verbose            say on stderr when waiting, holding, released\n"
+	       "      --ttl D              heartbeat every D/3 (30s); unconfirmed for D: lost\n"
+	       "      --max-hold D         stop CMD D after the lock was taken (no limit)\n"
+	       "Exit status: CMD's (128+N if signal N ended it); 1 (or -E N) held by another\n"
+	       "past the wait; 64 usage; 69 the lock could not be tried (its directory or\n"
+	       "mount, the backend, not a lock name); 75 the lock was lost, CMD stopped;\n"
+	       "124 held past --max-hold, CMD stopped; 126/127 CMD cannot run.\n");
 }
 
 /* ---------------------------------------------------------------- checks */
@@ -420,63 +436,156 @@ static int exit_code(int status)
 	return CTL_EXIT_FAIL;
 }
 
-static bool parse(int argc, char **argv, hold_opts *o, int *rc)
+/* One getopt_long pass over ARGV from its first word on, stopping at the
+ * first word that is not an option (REQUIRE_ORDER, as flock's "+"): the
+ * index of that word, or -1 (*RC set) to exit. */
+static int parse_opts(int argc, char **argv, hold_opts *o, bool *dashdash, int *rc)
 {
-	*o = (hold_opts){ .wait_text = "10s", .ttl_text = "30s", .max_text = NULL };
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
-		const char **text = NULL;
-		int r;
-		if (!strcmp(a, "--")) {
-			o->cmd = argv + i + 1;
+	enum {
+		OPT_TTL = 256,
+		OPT_MAX_HOLD,
+		OPT_VERBOSE
+	};
+	static const struct option longs[] = {
+		{ "nonblock", no_argument, NULL, 'n' },
+		{ "nb", no_argument, NULL, 'n' }, /* flock's alias */
+		{ "wait", required_argument, NULL, 'w' },
+		{ "timeout", required_argument, NULL, 'w' }, /* flock's alias */
+		{ "conflict-exit-code", required_argument, NULL, 'E' },
+		{ "command", required_argument, NULL, 'c' },
+		{ "verbose", no_argument, NULL, OPT_VERBOSE },
+		{ "ttl", required_argument, NULL, OPT_TTL },
+		{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *last_arg = NULL;
+	opterr = 0;
+	optind = 0; /* glibc: start afresh on this argv */
+	int c;
+	while ((c = getopt_long(argc, argv, "+:nw:E:c:h", longs, NULL)) != -1) {
+		last_arg = optarg;
+		switch (c) {
+		case 'n':
+			o->nonblock = true;
+			break;
+		case 'w':
+			o->wait_text = optarg;
+			break;
+		case 'E': {
+			guint64 v;
+			if (!g_ascii_string_to_unsigned(optarg, 10, 0, 255, &v, NULL)) {
+				*rc = ctl_usage_error(
+				        "-E/--conflict-exit-code '%s' is not a number "
+				        "from 0 to 255",
+				        optarg);
+				return -1;
+			}
+			o->conflict_rc = (int)v;
 			break;
 		}
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+		case 'c':
+			if (o->sh_cmd[0]) {
+				*rc = ctl_usage_error(
+				        "-c given twice; give the whole shell command "
+				        "as one word");
+				return -1;
+			}
+			o->sh_cmd[0] = "/bin/sh";
+			o->sh_cmd[1] = "-c";
+			o->sh_cmd[2] = optarg;
+			break;
+		case OPT_VERBOSE:
+			o->verbose = true;
+			break;
+		case OPT_TTL:
+			o->ttl_text = optarg;
+			break;
+		case OPT_MAX_HOLD:
+			o->max_text = optarg;
+			break;
+		case 'h':
 			usage();
 			*rc = CTL_EXIT_OK;
-			return false;
-		}
-		if ((r = ctl_opt_value(argc, argv, &i, "--wait", &v)))
-			text = &o->wait_text;
-		else if ((r = ctl_opt_value(argc, argv, &i, "--ttl", &v)))
-			text = &o->ttl_text;
-		else if ((r = ctl_opt_value(argc, argv, &i, "--max-hold", &v)))
-			text = &o->max_text;
-		if (r < 0) {
-			*rc = CTL_EXIT_USAGE;
-			return false;
-		}
-		if (text) {
-			*text = v;
-		} else if (a[0] == '-' && a[1]) {
-			*rc = ctl_usage_error("unknown option '%s' (put the command after --)", a);
-			return false;
-		} else if (!o->arg) {
-			o->arg = a;
-		} else {
-			o->cmd = argv + i; /* the command starts at the first other word */
-			break;
+			return -1;
+		case ':':
+			*rc = ctl_usage_error("%s needs a value", argv[optind - 1]);
+			return -1;
+		default:
+			if (optopt && optopt < 256)
+				*rc = ctl_usage_error("unknown option '-%c' (put the command after "
+				                      "--)",
+				                      optopt);
+			else
+				*rc = ctl_usage_error("unknown option '%s' (put the command after "
+				                      "--)",
+				                      argv[optind - 1]);
+			return -1;
 		}
 	}
-	if (!o->arg || !o->cmd || !o->cmd[0]) {
-		*rc = ctl_usage_error(
-		        "give a lock and a command: lockfsctl hold PATH -- CMD [ARG...]");
+	/* "--" ends the options (and is not the value of the last one). */
+	*dashdash = optind > 1 && !strcmp(argv[optind - 1], "--") && last_arg != argv[optind - 1];
+	return optind;
+}
+
+static bool parse(int argc, char **argv, hold_opts *o, int *rc)
+{
+	*o = (hold_opts){ .wait_text = "10s", .ttl_text = "30s", .conflict_rc = CTL_EXIT_FAIL };
+	/* Options before PATH, then, unless "--" came first, after it up to the
+	 * command: "hold PATH --wait 2 -- CMD" and "hold PATH -c TEXT" work as
+	 * they always did and as flock's "FILE -c CMD" does. */
+	bool dashdash = false;
+	int i = parse_opts(argc, argv, o, &dashdash, rc);
+	if (i < 0)
+		return false;
+	if (i < argc) {
+		o->arg = argv[i++];
+		if (!dashdash && i < argc) {
+			/* The rest, as an argv of its own: getopt starts at index 1. */
+			int j = parse_opts(argc - i + 1, argv + i - 1, o, &dashdash, rc);
+			if (j < 0)
+				return false;
+			i += j - 1;
+		}
+	}
+	char **rest = argv + i;
+	if (o->sh_cmd[0]) {
+		if (*rest) {
+			*rc = ctl_usage_error(
+			        "-c takes the whole command as one word; '%s' follows "
+			        "it (quote the command, or drop -c)",
+			        *rest);
+			return false;
+		}
+		o->cmd = o->sh_cmd;
+	} else {
+		o->cmd = rest;
+	}
+	if (!o->arg || !o->cmd[0]) {
+		*rc = ctl_usage_error("give a lock and a command: lockfsctl hold PATH -- CMD "
+		                      "[ARG...], or lockfsctl hold PATH -c 'SHELL COMMAND'");
 		return false;
 	}
+	if (!ctl_parse_seconds(o->wait_text, &o->wait_ms)) {
+		*rc = ctl_usage_error("-w/--wait '%s' is not a number of seconds or a duration; "
+		                      "write e.g. 5, 0.5, 30s or 2m",
+		                      o->wait_text);
+		return false;
+	}
+	if (o->nonblock)
+		o->wait_ms = 0; /* -n wins over -w, as in flock */
 	struct {
 		const char *name, *text;
 		int64_t *ms;
-	} d[] = { { "--wait", o->wait_text, &o->wait_ms },
-		  { "--ttl", o->ttl_text, &o->ttl_ms },
-		  { "--max-hold", o->max_text, &o->max_ms } };
-	for (size_t i = 0; i < G_N_ELEMENTS(d); i++) {
-		if (!d[i].text)
+	} d[] = { { "--ttl", o->ttl_text, &o->ttl_ms }, { "--max-hold", o->max_text, &o->max_ms } };
+	for (size_t k = 0; k < G_N_ELEMENTS(d); k++) {
+		if (!d[k].text)
 			continue;
-		if (!lockfs_parse_duration(d[i].text, d[i].ms)) {
+		if (!lockfs_parse_duration(d[k].text, d[k].ms)) {
 			*rc = ctl_usage_error(
 			        "%s '%s' is not a duration; write e.g. 500ms, 30s, 5m "
 			        "or 1h",
-			        d[i].name, d[i].text);
+			        d[k].name, d[k].text);
 			return false;
 		}
 	}
@@ -549,7 +658,7 @@ int ctl_hold(int argc, char **argv)
 	ctl_target t;
 	if (!ctl_target_resolve(o.arg, &t, &error)) {
 		ctl_err("%s", error->message);
-		return CTL_EXIT_FAIL;
+		return CTL_EXIT_UNAVAILABLE;
 	}
 	held h = { .path = g_strdup(t.path), .lockfs = t.mount != NULL };
 	g_mutex_init(&h.mu);
@@ -567,18 +676,19 @@ int ctl_hold(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &set, &old);
 
 	/* Wait for the lock, polling with backoff. */
-	int64_t deadline = boot_us() + o.wait_ms * 1000;
+	int64_t started = boot_us();
+	int64_t deadline = started + o.wait_ms * 1000;
 	int64_t delay = 10 * 1000;
 	g_autofree char *why = NULL;
 	char **envp = NULL;
-	bool leave_h = false;
+	bool leave_h = false, said_waiting = false;
 	for (;;) {
 		int e = t.mount ? take_lockfs(&h, &why) : take_plain(&h, t.dir, t.base, &why);
 		if (e == 0)
 			break;
 		if (e < 0) {
 			ctl_err("%s", why);
-			rc = CTL_EXIT_FAIL;
+			rc = CTL_EXIT_UNAVAILABLE;
 			goto out;
 		}
 		/* EIO: the backend failed this time; it may answer within the wait. */
@@ -586,22 +696,33 @@ int ctl_hold(int argc, char **argv)
 			ctl_err("cannot take %s: %s; check the path and the directory's "
 			        "permissions",
 			        t.path, g_strerror(e));
-			rc = CTL_EXIT_FAIL;
+			rc = CTL_EXIT_UNAVAILABLE;
 			goto out;
 		}
 		int64_t left = deadline - boot_us();
+		if (o.verbose && !said_waiting && left > 0) {
+			g_autofree char *by = e == EEXIST ? holder_of(&t) : NULL;
+			g_autofree char *upto = ctl_format_ms(o.wait_ms);
+			if (by)
+				ctl_err("waiting for %s, held by %s, up to %s", t.path, by, upto);
+			else
+				ctl_err("waiting for %s (the lockfs backend failed), up to %s",
+				        t.path, upto);
+			said_waiting = true;
+		}
 		if (left <= 0) {
 			if (e == EIO) {
 				ctl_err("cannot take %s: %s (the lockfs backend failed); see the "
 				        "mount's log and run lockfsctl check",
 				        t.path, g_strerror(e));
+				rc = CTL_EXIT_UNAVAILABLE;
 			} else {
 				g_autofree char *by = holder_of(&t);
 				g_autofree char *waited = ctl_format_ms(o.wait_ms);
 				ctl_err("%s is held by %s; --wait longer (waited %s)", t.path, by,
 				        waited);
+				rc = o.conflict_rc;
 			}
-			rc = CTL_EXIT_FAIL;
 			goto out;
 		}
 		siginfo_t si;
@@ -624,10 +745,17 @@ int ctl_hold(int argc, char **argv)
 			        "not run",
 			        t.path, w);
 			g_free(w);
-			rc = CTL_EXIT_FAIL;
+			rc = CTL_EXIT_LOST;
 			goto out;
 		}
 		g_free(w);
+	}
+	if (o.verbose) {
+		g_autofree char *fence = h.fence ? ctl_escape(h.fence) : NULL;
+		g_autofree char *cmd = ctl_escape_text(o.cmd == o.sh_cmd ? o.cmd[2] : o.cmd[0]);
+		ctl_err("holding %s (%s%s), got in %.3f s; running %s", t.path,
+		        fence ? "fence " : "a plain dot-lock, no fence", fence ? fence : "",
+		        (taken - started) / 1e6, cmd);
 	}
 	/* Not run from an interactive shell (cron, systemd, scripts), CMD gets
 	 * a process group of its own, and this process adopts its orphans, so
@@ -646,6 +774,8 @@ int ctl_hold(int argc, char **argv)
 		int r = release(&h);
 		ctl_err("cannot run %s: %s; check the command name and PATH (the lock %s was %s)",
 		        o.cmd[0], g_strerror(e), t.path, r ? "lost meanwhile" : "released");
+		if (o.verbose && !r)
+			ctl_err("released %s", t.path);
 		rc = e == ENOENT ? 127 : 126;
 		goto out;
 	}
@@ -749,7 +879,9 @@ int ctl_hold(int argc, char **argv)
 		ctl_err("the lock %s was held past --max-hold %s, so the command was stopped%s",
 		        t.path, max,
 		        r && r != ENOENT ? "; releasing it failed: run lockfsctl unlock" : "");
-		rc = CTL_EXIT_FAIL;
+		if (o.verbose && !r)
+			ctl_err("released %s", t.path);
+		rc = CTL_EXIT_MAX_HOLD;
 	} else if (stop == STOP_LOST) {
 		/* Declared lost on failing checks, it may in fact still be ours
 		 * (a mount that only answered late): let it go then, or it stays
@@ -760,18 +892,20 @@ int ctl_hold(int argc, char **argv)
 		ctl_err("the lock %s was lost (%s), so the command was stopped: another "
 		        "may hold it now",
 		        t.path, h.why ? h.why : "?");
-		rc = CTL_EXIT_FAIL;
+		rc = CTL_EXIT_LOST;
 	} else if (h.lost || check_once(&h, false, &h.why) > 0) {
 		/* Lost in the instant before CMD ended: its end was unprotected. */
 		ctl_err("the lock %s was lost (%s) before the command ended: another may hold it "
 		        "now",
 		        t.path, h.why ? h.why : "?");
-		rc = CTL_EXIT_FAIL;
+		rc = CTL_EXIT_LOST;
 	} else {
 		r = release(&h);
 		if (r && r != ENOENT)
 			ctl_err("cannot release %s: %s; remove it with lockfsctl unlock %s", t.path,
 			        g_strerror(r), t.path);
+		else if (o.verbose && !r)
+			ctl_err("released %s", t.path);
 		rc = exit_code(status);
 	}
 out:

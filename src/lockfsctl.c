@@ -13,7 +13,9 @@ static const struct {
 	{ "status", ctl_status, "status [--json] [MOUNT...]" },
 	{ "check", ctl_check, "check [--config FILE] [-o OPTIONS] [MOUNT...]" },
 	{ "unlock", ctl_unlock, "unlock [--yes] PATH" },
-	{ "hold", ctl_hold, "hold PATH [--wait D] [--ttl D] [--max-hold D] -- CMD [ARG...]" },
+	{ "hold", ctl_hold,
+	  "hold [-n] [-w SECS] [-E N] [--verbose] [--ttl D] [--max-hold D] PATH\n"
+	  "        ([--] CMD [ARG...] | -c 'SHELL COMMAND')" },
 };
 
 static void usage(FILE *to)

@@ -2,7 +2,8 @@
 # 70-lockfsctl-hold-loss.t — lockfsctl hold stops CMD (SIGTERM, SIGKILL 5 s
 # later) when the lock is lost — broken by lockfsctl unlock or the break
 # xattr, replaced, its mount hung past --ttl or gone — or when --max-hold
-# passes; then it prints exactly one line and exits 1.  Signals sent to
+# passes; then it prints exactly one line and exits 75 (lost) or 124
+# (--max-hold; 74-hold-flock-flags.t has the other codes).  Signals sent to
 # lockfsctl reach CMD, and the lock is released after CMD ends.
 set -u
 . "$(dirname "$0")/../lib/mount.sh"
@@ -40,7 +41,7 @@ end_hold() {
 
 lost_checks() {
     local what=$1
-    is "$HRC" 1 "$what: hold exits 1"
+    is "$HRC" 75 "$what: hold exits 75 (lost)"
     cmp_ok "$HMS" -lt 3000 "$what: within moments ($HMS ms)"
     is "$(grep -c . "$HERR")" 1 "$what: exactly one line on stderr"
     like "$(cat "$HERR")" "^lockfsctl hold: the lock $L/l\\.lock was lost .*so the command was stopped: another may hold it now$" \
@@ -76,7 +77,7 @@ rm -f "$L/l.lock"
 # --max-hold: stopped after 1 s, one line, the lock released.
 start_hold "$L/m.lock" --max-hold 1s
 end_hold 10
-is "$HRC" 1 "--max-hold 1s with sleep 60: exit 1"
+is "$HRC" 124 "--max-hold 1s with sleep 60: exit 124"
 cmp_ok "$HMS" -lt 4000 "stopped after about a second ($HMS ms)"
 is "$(grep -c . "$HERR")" 1 "exactly one line on stderr"
 like "$(cat "$HERR")" "^lockfsctl hold: the lock $L/m\\.lock was held past --max-hold 1s, so the command was stopped$" \
@@ -91,7 +92,7 @@ timeout -k 3 40 "$CTL" hold --max-hold 500ms "$L/k.lock" -- \
     sh -c 'trap "" TERM; echo $$ > "$1"; exec sleep 60' _ "$TESTDIR/cmd.pid" 2>"$TESTDIR/k.err"
 krc=$?
 kms=$((($(date +%s%N) - t0) / 1000000))
-is "$krc" 1 "a command ignoring SIGTERM: exit 1"
+is "$krc" 124 "a command ignoring SIGTERM, past --max-hold: exit 124"
 cmp_ok "$kms" -ge 5000 "it was killed no sooner than 5 s after SIGTERM ($kms ms)"
 cmp_ok "$kms" -lt 9000 "and not much later"
 nok "the command is gone" alive "$(cat "$TESTDIR/cmd.pid")"
@@ -124,7 +125,7 @@ wait_until 10 test -s "$TESTDIR/cmd.pid"
 CP=$(cat "$TESTDIR/cmd.pid")
 rm -f "$P/l.lock"
 end_hold 10
-is "$HRC" 1 "plain directory, lock removed: exit 1"
+is "$HRC" 75 "plain directory, lock removed: exit 75 (lost)"
 is "$(grep -c . "$TESTDIR/p.err")" 1 "exactly one line on stderr"
 like "$(cat "$TESTDIR/p.err")" "the lock $P/l\\.lock was lost" "saying the lock was lost"
 nok "the command was stopped" alive "$CP"
@@ -137,7 +138,7 @@ start_hold "$M/g.lock" --ttl 1s
 kill -STOP "$LOCKFS_PID"
 end_hold 15
 kill -CONT "$LOCKFS_PID"
-is "$HRC" 1 "the mount's lockfs stopped, --ttl 1s: exit 1"
+is "$HRC" 75 "the mount's lockfs stopped, --ttl 1s: exit 75 (lost)"
 cmp_ok "$HMS" -lt 6000 "within a few seconds ($HMS ms)"
 is "$(grep -c . "$HERR")" 1 "exactly one line on stderr"
 like "$(cat "$HERR")" 'was lost \(it could not be confirmed for --ttl 1s: .*\), so the command was stopped' \
@@ -153,7 +154,7 @@ start_hold "$M/g.lock"
 } 2>/dev/null
 HERR_SAVED=$HERR
 end_hold 10
-is "$HRC" 1 "the mount's lockfs killed: exit 1"
+is "$HRC" 75 "the mount's lockfs killed: exit 75 (lost)"
 is "$(grep -c . "$HERR_SAVED")" 1 "exactly one line on stderr"
 like "$(cat "$HERR_SAVED")" 'was lost \(its lockfs mount went away\)' "saying the mount went away"
 nok "the command was stopped" alive "$CP"

@@ -91,7 +91,7 @@ ok "the lock was released" gone "$L/x.lock"
 
 # A name that is not a lock name in the mount.
 run 20 "$CTL" hold "$L/notalock" -- true
-is "$RC" 1 "a name without the lock suffix: exit 1"
+is "$RC" 69 "a name without the lock suffix: exit 69 (the lock could not be tried)"
 like "$ERR" 'not a lock name' "saying so"
 ok "nothing is left behind" gone "$L/notalock"
 

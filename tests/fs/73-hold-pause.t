@@ -7,7 +7,7 @@
 # renews nor answers.  hostB's hold waits for the lock and runs a command
 # that stamps once.  hold on hostA goes by the lease end the mount last
 # reported, not by its own --ttl: every stamp of hostA's command is older
-# than hostB's, hostA's hold says the lock was lost and exits 1, and
+# than hostB's, hostA's hold says the lock was lost and exits 75, and
 # whatever its command started is gone too.
 set -u
 TEST_TIMEOUT=300
@@ -47,7 +47,7 @@ ok "hostB's command stamped" test -s "$STAMP_B"
 wait_until 15 bash -c '! kill -0 "$1" 2>/dev/null' _ "$hp_a"
 wait "$hp_a"
 rc_a=$?
-is "$rc_a" 1 "hostA's hold exits 1"
+is "$rc_a" 75 "hostA's hold exits 75 (lost)"
 like "$(cat "$TESTDIR/a.err")" 'was lost .*so the command was stopped' "hostA's hold says the lock was lost"
 
 last_a=$(tail -n 1 "$STAMPS_A")
