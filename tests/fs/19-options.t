@@ -94,10 +94,17 @@ lockfs_start_or_bail --arg -oallow_other=no
 m_no=$MNT
 o_no=$(super_opts "$MNT")
 nok "-oallow_other=no: the mount has no allow_other ($o_no)" has_opt "$o_no" allow_other
-lockfs_start_or_bail -o allow_other=no --arg -oallow_other
+# With it, every word an fstab line may hold: mount(8)'s and systemd's
+# are dropped, the kernel's reach it.
+fstab_words=rw,nosuid,nodev,defaults,auto,noauto,user,users,nouser,owner,group,_netdev,nofail
+fstab_words+=,x-systemd.automount,x-systemd.device-timeout=5s,comment=lockfs-test
+lockfs_start_or_bail -o allow_other=no --arg -oallow_other --arg "-o$fstab_words"
 m_glued=$MNT pid_glued=$LOCKFS_PID
 o_glued=$(super_opts "$MNT")
 ok "-oallow_other: the mount has allow_other ($o_glued)" has_opt "$o_glued" allow_other
+mopts=$(awk -v d="$(realpath -- "$MNT")" '$5 == d { print $6; exit }' /proc/self/mountinfo)
+ok "-o$fstab_words: mounted, with nosuid and nodev ($mopts)" \
+    bash -c '[[ ,$1, == *,nosuid,* && ,$1, == *,nodev,* ]]' _ "$mopts"
 lockfs_start_or_bail -o allow_other=no --arg -o --arg allow_other
 o_spaced=$(super_opts "$MNT")
 ok "-o allow_other: the mount has allow_other ($o_spaced)" has_opt "$o_spaced" allow_other
