@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <lockfs/backends.h>
 #include <lockfs/config.h>
+#include <lockfs/options.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -323,6 +324,9 @@ int ctl_check(int argc, char **argv)
 			if (r < 0)
 				return CTL_EXIT_USAGE;
 			g_ptr_array_add(opts, (char *)v);
+		} else if (options && !strncmp(a, "-o", 2) && a[2]) {
+			/* -oOPTIONS, as lockfs and every libfuse program take it. */
+			g_ptr_array_add(opts, (char *)a + 2);
 		} else if (options && a[0] == '-' && a[1]) {
 			return ctl_usage_error("unknown option '%s'", a);
 		} else {
@@ -335,13 +339,13 @@ int ctl_check(int argc, char **argv)
 	lockfs_config *cfg = lockfs_config_new();
 	g_autoptr(GError) err = NULL;
 	bool good = !file || lockfs_config_load_file(cfg, file, &err);
-	for (guint i = 0; good && i < opts->len; i++) {
-		g_auto(GStrv) parts = g_strsplit(opts->pdata[i], ",", -1);
-		for (int j = 0; good && parts[j]; j++) {
-			bool for_fuse;
-			if (*parts[j])
-				good = lockfs_config_set_option(cfg, parts[j], &for_fuse, &err);
-		}
+	/* Split as lockfs splits its -o: "\," is a comma in a value. */
+	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
+	for (guint i = 0; i < opts->len; i++)
+		lockfs_options_split(opts->pdata[i], items);
+	for (guint i = 0; good && i < items->len; i++) {
+		bool for_fuse;
+		good = lockfs_config_set_option(cfg, items->pdata[i], &for_fuse, &err);
 	}
 	if (good)
 		good = lockfs_config_finish(cfg, &err);

@@ -1,7 +1,9 @@
-/* lockfs MOUNTPOINT [-f] [-d] [-o OPTIONS] [--config FILE]
+/* lockfs [SOURCE] MOUNTPOINT [-f] [-d] [-s] [-o OPTIONS]... [--config FILE]
+ * (see cmdline.h)
  *
  * Exit status: 0 unmounted cleanly; 1 bad usage or configuration; 2 the mount
  * failed; 3 the backend could not be set up. */
+#include "cmdline.h"
 #include "fs.h"
 #include "holder.h"
 #include "log.h"
@@ -18,18 +20,6 @@
 #define EXIT_MOUNT 2
 #define EXIT_BACKEND 3
 
-static void usage(FILE *to)
-{
-	fprintf(to,
-	        "usage: lockfs MOUNTPOINT [-f] [-d] [-o KEY=VALUE[,...]] [--config FILE]\n"
-	        "       lockfs --version\n"
-	        "Mounts a directory in which creating NAME.lock takes a lock.\n"
-	        "  -f            stay in the foreground, log to stderr\n"
-	        "  -d            foreground with FUSE debug output\n"
-	        "  -o OPTIONS    configuration keys and mount options (see lockfs.conf(5))\n"
-	        "  --config FILE read the configuration from FILE (a GLib key file)\n");
-}
-
 static void die(int code, const char *fmt, ...) G_GNUC_PRINTF(2, 3);
 static void die(int code, const char *fmt, ...)
 {
@@ -42,110 +32,27 @@ static void die(int code, const char *fmt, ...)
 	exit(code);
 }
 
-/* Options mount(8) and systemd read from fstab lines, not for the kernel. */
-static bool fstab_only(const char *opt)
-{
-	static const char *const words[] = {"defaults", "default_permissions", "_netdev", "nofail",
-	                                    "noauto", "auto", "user", "users", "nouser", "owner",
-	                                    "group"};
-	for (size_t i = 0; i < G_N_ELEMENTS(words); i++)
-		if (strcmp(opt, words[i]) == 0)
-			return true;
-	return g_str_has_prefix(opt, "x-") || g_str_has_prefix(opt, "comment=");
-}
-
-/* Split -o's value at commas into OUT; "\," is a comma inside a value (an
- * LDAP DN) and "\\" a backslash, as libfuse's own option parser has them. */
-static void split_options(const char *s, GPtrArray *out)
-{
-	GString *cur = g_string_new(NULL);
-	for (;; s++) {
-		if (*s == '\\' && (s[1] == ',' || s[1] == '\\')) {
-			g_string_append_c(cur, *++s);
-		} else if (*s == ',' || !*s) {
-			if (cur->len)
-				g_ptr_array_add(out, g_strdup(cur->str));
-			g_string_truncate(cur, 0);
-			if (!*s)
-				break;
-		} else {
-			g_string_append_c(cur, *s);
-		}
-	}
-	g_string_free(cur, TRUE);
-}
-
 int main(int argc, char **argv)
 {
-	const char *mountpoint = NULL, *config_file = NULL;
-	GPtrArray *options = g_ptr_array_new_with_free_func(g_free);
-	const char *positional[2] = {NULL, NULL};
-	int npos = 0;
-	bool foreground = false, debug = false;
-
-	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-			usage(stdout);
-			return 0;
-		} else if (!strcmp(a, "-V") || !strcmp(a, "--version")) {
-			printf("lockfs %s\n", LOCKFS_VERSION);
-			return 0;
-		} else if (!strcmp(a, "-f")) {
-			foreground = true;
-		} else if (!strcmp(a, "-d")) {
-			debug = foreground = true;
-		} else if (!strcmp(a, "-o") || !strcmp(a, "--config")) {
-			if (i + 1 >= argc)
-				die(EXIT_USAGE, "%s needs a value; see lockfs --help", a);
-			if (a[1] == 'o') {
-				split_options(argv[++i], options);
-			} else {
-				config_file = argv[++i];
-			}
-		} else if (g_str_has_prefix(a, "--config=")) {
-			config_file = a + strlen("--config=");
-		} else if (a[0] == '-' && a[1]) {
-			usage(stderr);
-			die(EXIT_USAGE, "unknown option '%s'", a);
-		} else if (npos < 2) {
-			positional[npos++] = a;
-		} else {
-			die(EXIT_USAGE, "too many arguments ('%s'); see lockfs --help", a);
-		}
-	}
-	/* mount(8) runs "lockfs SOURCE MOUNTPOINT -o ..." for fstab lines. */
-	mountpoint = npos == 2 ? positional[1] : positional[0];
-	if (!mountpoint) {
-		usage(stderr);
+	lockfs_cmdline cl;
+	switch (lockfs_cmdline_parse(argc, argv, &cl)) {
+	case LOCKFS_CMDLINE_RUN:
+		break;
+	case LOCKFS_CMDLINE_DONE:
+		return 0;
+	case LOCKFS_CMDLINE_USAGE:
 		return EXIT_USAGE;
 	}
+	const char *mountpoint = cl.mountpoint;
+	bool foreground = cl.foreground, debug = cl.debug;
 
 	lockfs_backends_register_config();
 	lockfs_config *cfg = lockfs_config_new();
 	g_autoptr(GError) err = NULL;
-	if (config_file && !lockfs_config_load_file(cfg, config_file, &err))
+	if (cl.config_file && !lockfs_config_load_file(cfg, cl.config_file, &err))
 		die(EXIT_USAGE, "%s", err->message);
 	GString *fuse_opts = g_string_new("default_permissions,fsname=lockfs,subtype=lockfs");
-	for (guint i = 0; i < options->len; i++) {
-		bool for_fuse = false;
-		if (!lockfs_config_set_option(cfg, options->pdata[i], &for_fuse, &err))
-			die(EXIT_USAGE, "%s", err->message);
-		if (for_fuse && !fstab_only(options->pdata[i])) {
-			g_string_append_c(fuse_opts, ',');
-			for (const char *c = options->pdata[i]; *c; c++) {
-				if (*c == ',' || *c == '\\')
-					g_string_append_c(fuse_opts, '\\');
-				g_string_append_c(fuse_opts, *c);
-			}
-		}
-	}
-	if (foreground)
-		{
-		bool ignored;
-		lockfs_config_set_option(cfg, "foreground", &ignored, NULL);
-	}
-	if (!lockfs_config_finish(cfg, &err))
+	if (!lockfs_cmdline_apply(&cl, cfg, fuse_opts, &err) || !lockfs_config_finish(cfg, &err))
 		die(EXIT_USAGE, "%s", err->message);
 	const lockfs_settings *set = lockfs_config_settings(cfg);
 	foreground = foreground || set->foreground;
@@ -194,7 +101,8 @@ int main(int argc, char **argv)
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	fuse_loop_cfg_set_max_threads(lc, 16);
-	int r = fuse_session_loop_mt(se, lc);
+	/* -s: every request in this thread, one at a time. */
+	int r = cl.single_thread ? fuse_session_loop(se) : fuse_session_loop_mt(se, lc);
 	fuse_loop_cfg_destroy(lc);
 
 	/* SIGTERM/SIGINT end the loop: let go of this mount's locks, unmount. */
@@ -210,7 +118,7 @@ int main(int argc, char **argv)
 	be->destroy(be);
 	lockfs_log(G_LOG_LEVEL_INFO, NULL, "unmounted %s", abs);
 	g_string_free(fuse_opts, TRUE);
-	g_ptr_array_free(options, TRUE);
+	lockfs_cmdline_clear(&cl);
 	lockfs_config_free(cfg);
 	return r < 0 ? EXIT_MOUNT : 0;
 }

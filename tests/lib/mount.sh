@@ -14,7 +14,7 @@
 #
 # Mount helpers:
 #   lockfs_start [--mnt DIR] [--state DIR] [--mounted-only] [--faketime OFFSET]
-#                [-o KEY=VAL[,...]]...
+#                [-o KEY=VAL[,...]]... [--arg ARG]...
 #       sets MNT, LOCKFS_PID, LOCKFS_LOG, LOCKFS_STATE; returns non-zero (with
 #       the daemon's log as diagnostics) when the mount does not come up.
 #       The mount is up once .lockfs/status can be read; with --mounted-only,
@@ -22,6 +22,8 @@
 #       answer, where reading .lockfs/status waits for it).  --faketime: the
 #       daemon's wall clock runs OFFSET off ("+40s", "-4m": libfaketime's
 #       FAKETIME), its monotonic clocks left alone; see faketime_or_skip.
+#       --arg ARG: ARG goes on lockfs's command line as it is, after the rest
+#       (-s, -oKEY: the forms lockfs_start itself does not write).
 #   faketime_or_skip      FAKETIME_LIB, libfaketime's path; skip_all without it
 #   with_faketime OFFSET CMD...   run CMD with its wall clock OFFSET off
 #   lockfs_stop [PID] [SIGNAL]    stop (default: the current one, SIGTERM);
@@ -242,7 +244,7 @@ _lockfs_ready() {
 lockfs_start() {
     local mnt='' state='' o ready=_lockfs_ready fake=''
     local -a pre=()
-    local -a opts=()
+    local -a opts=() args=()
     while (($#)); do
         case $1 in
             --mnt) mnt=$2; shift 2 ;;
@@ -250,6 +252,7 @@ lockfs_start() {
             --mounted-only) ready=is_fuse_mounted; shift ;;
             --faketime) fake=$2; shift 2 ;;
             -o) opts+=("$2"); shift 2 ;;
+            --arg) args+=("$2"); shift 2 ;;
             *) BAIL_OUT "lockfs_start: unknown argument $1" ;;
         esac
     done
@@ -279,7 +282,7 @@ lockfs_start() {
         pre=("FAKETIME=$fake" FAKETIME_DONT_FAKE_MONOTONIC=1 "LD_PRELOAD=$FAKETIME_LIB")
     fi
     env --default-signal=INT,QUIT,TERM,HUP "${pre[@]}" "$LOCKFS_BIN" "$mnt" -f -o "$o" \
-        ${BACKEND_CONFIG:+--config "$BACKEND_CONFIG"} \
+        ${BACKEND_CONFIG:+--config "$BACKEND_CONFIG"} "${args[@]}" \
         </dev/null >"$LOCKFS_LOG" 2>&1 &
     LOCKFS_PID=$!
     MNT=$mnt
@@ -296,7 +299,7 @@ lockfs_start() {
         "$ready" "$mnt" && return 0
         if ! _pid_alive "$LOCKFS_PID"; then
             wait "$LOCKFS_PID" 2>/dev/null
-            diag "lockfs exited with status $? before the mount was ready: $LOCKFS_BIN $mnt -f -o $o"
+            diag "lockfs exited with status $? before the mount was ready: $LOCKFS_BIN $mnt -f -o $o${args[*]:+ ${args[*]}}"
             diag "$(tail -n 20 "$LOCKFS_LOG")"
             return 1
         fi
