@@ -83,7 +83,7 @@ demo_ok() {
     ok "$label: the xattrs show the fence" grep -q '^  user\.lockfs\.fence="1"' "$log"
     ok "$label: a held lock refuses ln" grep -q 'File exists' "$log"
     ok "$label: lockfsctl hold gives the command a fence" grep -Eq '^  job runs with fence [0-9]+$' "$log"
-    ok "$label: lockfs logged the unmount" grep -q 'info: unmounted ' "$log"
+    ok "$label: lockfs logged the unmount" grep -q 'unmounted ' "$log"
 }
 # nothing_left LABEL DIR: no mount, no lockfs and no file of the demo under DIR.
 nothing_left() {
@@ -144,7 +144,7 @@ else
     ok "$user without user_allow_other: the xattrs show the fence" \
         grep -q '^  user\.lockfs\.fence="1"' "$TESTDIR/demo-user.log"
     ok "$user without user_allow_other: lockfs logged the unmount" \
-        grep -q 'info: unmounted ' "$TESTDIR/demo-user.log"
+        grep -q 'unmounted ' "$TESTDIR/demo-user.log"
     nothing_left "$user" "$TESTDIR/utmp"
 fi
 
