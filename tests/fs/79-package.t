@@ -100,6 +100,24 @@ if [[ -n $installed ]]; then
 else
     fail "meson introspect --installed lists what meson installed (build directory $src/obj-*)"
 fi
+# Every library meson found (pkg-config) comes from a package that debian/control
+# build-depends on and that setup-debian's demo set installs: else the package
+# builds here but not on a clean host, and neither does the demo.
+demo_set=$("$top/scripts/setup-debian" --list demo)
+meson_deps=$(meson introspect --dependencies "$src"/obj-* 2>/dev/null |
+    "$PYTHON" -c 'import json,sys; print("\n".join(d["name"] for d in json.load(sys.stdin)))')
+ok "meson introspect lists the libraries meson found" test -n "$meson_deps"
+for d in $meson_deps; do
+    pc=$(pkg-config --path "$d" 2>/dev/null) || continue # threads: no .pc
+    owner=$(dpkg -S "$pc" 2>/dev/null | head -n 1 | cut -d: -f1)
+    if [[ -z $owner ]]; then
+        fail "a package owns $pc (meson's dependency $d)"
+        continue
+    fi
+    ok "debian/control build-depends on $owner (meson's $d)" \
+        grep -Eq "(^|[ ,|])$owner([ ,(]|$)" <<<"$build_deps"
+    ok "setup-debian's demo set has $owner (meson's $d)" grep -qxF -- "$owner" <<<"$demo_set"
+done
 is "$(grep -E 'test_|noopfs|lockbench|/usr/local|/obj-' <<<"$paths")" "" \
     "no test, benchmark or /usr/local file in the package"
 is "$(awk '$2 != "root/root"' <<<"$contents")" "" "every file is owned by root/root"
