@@ -38,11 +38,15 @@ else
         tar -x -C "$src"
 fi
 ok "the copy has debian/rules" test -x "$src/debian/rules"
-# tree_state: the tree as git sees it and the packages beside it, to show the
-# build wrote into neither.
+# tree_state: what the build could have written into the tree or beside it (where
+# dpkg-buildpackage puts packages), to show it wrote into neither.
+marker=$TESTDIR/before-build
+touch "$marker"
 tree_state() {
     git -C "$top" status --porcelain --ignored 2>/dev/null
-    ls -d "$top"/../lockfs_* "$top"/../lockfs-* 2>/dev/null
+    find "$top" \( -path "$top/build" -o -path "$top/build-*" -o -path "$top/.git" \) -prune \
+        -o -newer "$marker" -print
+    ls -d "$top"/../lockfs_"$meson_version"_* "$top"/../lockfs-dbgsym_"$meson_version"_* 2>/dev/null
 }
 tree_before=$(tree_state)
 
