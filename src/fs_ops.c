@@ -231,7 +231,15 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	} else {
 		int64_t asked = lockfs_mono_us();
 		lfs_dentry *d = find_live(fs, dir, name);
-		if (d)
+		if (d && d->lost) {
+			/* Shown while a call on its key runs (find_live).  When
+			 * that call grants the name anew, the unlink this lookup
+			 * may be for (the lost holder's late rm) must not
+			 * release the new lock: to this process the name was
+			 * free, as for locks_unseen_by. */
+			n = d->node;
+			locks_saw_free_name(fs, req, dir, name, asked);
+		} else if (d)
 			n = d->node;
 		else if (!name_is_lock(fs, name))
 			r = dir->kind == NODE_DISK ? disk_lookup(fs, dir, name, &n) : -ENOENT;
