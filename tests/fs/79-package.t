@@ -143,7 +143,8 @@ is "$RC" 0 "dpkg -x unpacks the package ($ERR)"
 lockfs=$(find "$root/usr/sbin" "$root/usr/bin" -name lockfs -type f 2>/dev/null | head -n 1)
 lockfsctl=$root/usr/bin/lockfsctl
 run 10 "${lockfs:-/nonexistent}" -V
-is "$OUT" "lockfs $meson_version" "the unpacked lockfs -V reports the version"
+is "${OUT%%$'\n'*}" "lockfs $meson_version" "the unpacked lockfs -V reports the version (its first line)"
+like "$OUT" 'FUSE library version 3\.' "... and the libfuse it runs with"
 run 10 "${lockfs:-/nonexistent}" --help
 is "$RC" 0 "the unpacked lockfs --help exits 0"
 like "$OUT" 'MOUNTPOINT' "lockfs --help shows the usage"
