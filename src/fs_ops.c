@@ -4,6 +4,7 @@
 #include "fs.h"
 #include "holder.h"
 #include "log.h"
+#include "metrics.h"
 #include "view_format.h"
 
 #include <dirent.h>
@@ -940,8 +941,10 @@ static void lfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (writing != n->ctl_break) {
 			r = n->ctl_break ? -EACCES : -EROFS;
 		} else {
-			/* Fences are final before they are shown. */
-			locks_confirm(fs, NULL, 0);
+			/* Fences are final before they are shown (the metrics
+			 * show none, and cost the backend nothing). */
+			if (!n->ctl_metrics)
+				locks_confirm(fs, NULL, 0);
 			lfs_handle *h = handle_new(n, -1);
 			h->snap = control_render(fs, n, &h->snap_len);
 			fi->fh = (uintptr_t)h;
@@ -1557,7 +1560,7 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	lfs *fs = g_new0(lfs, 1);
 	pthread_mutex_init(&fs->mu, NULL);
 	fs->set = set;
-	fs->be = be;
+	fs->be = metrics_wrap_backend(be); /* times every call: .lockfs/metrics */
 	fs->mountpoint = g_strdup(mountpoint);
 	fs->suffix_len = strlen(set->suffix);
 	fs->disk_nodes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
