@@ -1192,8 +1192,10 @@ static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 			GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
 			GArray *types = g_array_new(FALSE, FALSE, sizeof(unsigned));
 			control_readdir_names(fs, dir, names, types);
+			/* Not inode 0: readdir(3) skips such entries, and
+			 * ls .lockfs/ showed nothing. */
 			for (guint i = 0; i < names->len; i++)
-				list_add(l, names->pdata[i], 0,
+				list_add(l, names->pdata[i], remote_ino(names->pdata[i]),
 				         g_array_index(types, unsigned, i) << 12, NULL);
 			g_ptr_array_free(names, TRUE);
 			g_array_free(types, TRUE);
