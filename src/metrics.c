@@ -43,6 +43,9 @@ typedef struct {
 } histogram;
 
 static histogram hist[OPS];
+/* Calls of each operation that got no answer (EIO): in an outage most
+ * attempts fail at the lookup (get), before any acquisition is tried. */
+static _Atomic uint64_t failed[OPS];
 
 static bool answered(int r)
 {
@@ -60,7 +63,10 @@ static int observe(backend_op op, int64_t t0, int r)
 		i++;
 	atomic_fetch_add_explicit(&hist[op].in[i], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&hist[op].sum_us, (uint64_t)us, memory_order_relaxed);
-	atomic_store_explicit(&backend_up, answered(r), memory_order_relaxed);
+	bool ok = answered(r);
+	if (!ok)
+		atomic_fetch_add_explicit(&failed[op], 1, memory_order_relaxed);
+	atomic_store_explicit(&backend_up, ok, memory_order_relaxed);
 	return r;
 }
 
@@ -258,6 +264,16 @@ void metrics_render(const metrics_gauges *g, GString *out)
 	       "(0 when none is held, or the backend has no leases); a lease is lost at ttl.");
 	seconds_text(v, sizeof(v), g->renewal_age_s);
 	sample(out, g, "lockfs_last_renewal_age_seconds", NULL, v);
+
+	family(out, "lockfs_backend_call_failures_total", "counter",
+	       "Backend calls that failed (EIO: unreachable, timed out or refused), by operation.");
+	for (int op = 0; op < OPS; op++) {
+		g_string_truncate(extra, 0);
+		g_string_append_printf(extra, "op=\"%s\"", op_names[op]);
+		g_snprintf(v, sizeof(v), "%" G_GUINT64_FORMAT,
+		           (guint64)atomic_load_explicit(&failed[op], memory_order_relaxed));
+		sample(out, g, "lockfs_backend_call_failures_total", extra->str, v);
+	}
 
 	const char *h = "lockfs_backend_call_duration_seconds";
 	family(out, h, "histogram", "How long backend calls took, by operation.");
