@@ -101,9 +101,13 @@ static void log_release(lfs *fs, lfs_dentry *d, pid_t by)
 		g_string_append_printf(h, "; unlinked by pid %d", (int)by);
 	else
 		g_string_append(h, "; at unmount");
+	/* Without fs->mu (D's key is claimed, so D stays): a log that is slow
+	 * to take a line must not hold up the rest of the filesystem. */
+	pthread_mutex_unlock(&fs->mu);
 	lockfs_log_event(G_LOG_LEVEL_INFO, "release", d->lease->key, &d->holder, NULL,
 	                 d->lease->fence, "released %s, fence %s: held by %s", d->lease->key,
 	                 d->lease->fence, h->str);
+	pthread_mutex_lock(&fs->mu);
 }
 
 static int backend_errno(int r)
@@ -243,8 +247,11 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	if (fs->set->audit && lockfs_log_enabled(G_LOG_LEVEL_INFO)) {
 		g_autoptr(GString) h = g_string_new(NULL);
 		describe(&d->holder, h);
+		/* Without fs->mu, as in log_release: the key is still claimed. */
+		pthread_mutex_unlock(&fs->mu);
 		lockfs_log_event(G_LOG_LEVEL_INFO, "grant", key, &d->holder, NULL, lease->fence,
 		                 "granted %s to %s, fence %s", key, h->str, lease->fence);
+		pthread_mutex_lock(&fs->mu);
 	}
 	locks_unclaim(fs, key);
 	if (out)
