@@ -22,6 +22,7 @@ typedef enum {
 } log_output;
 
 static log_output log_out = OUT_STDERR;
+static bool log_ready; /* lockfs_log_init has installed the writer */
 static GLogLevelFlags log_max = G_LOG_LEVEL_INFO;
 static const char *log_ident = "lockfs";
 
@@ -137,6 +138,7 @@ void lockfs_log_init(const char *ident, bool to_stderr, const char *level)
 	if (log_out == OUT_SYSLOG)
 		openlog(ident, LOG_PID, LOG_DAEMON);
 	g_log_set_writer_func(writer, NULL, NULL);
+	log_ready = true;
 }
 
 bool lockfs_log_enabled(GLogLevelFlags level)
@@ -149,8 +151,11 @@ static void log_fields(GLogLevelFlags level, const char *event, const char *key,
                        const char *fmt, va_list ap)
 {
 	g_autofree char *msg = g_strdup_vprintf(fmt, ap);
-	g_autofree char *h = holder ? lockfs_holder_text(holder) : NULL;
-	g_autofree char *b = breaker ? lockfs_holder_text(breaker) : NULL;
+	/* Holders as fields only where fields are kept: a grant line per lock
+	 * cycle should cost no more than it must. */
+	bool journal = log_out == OUT_JOURNAL || !log_ready;
+	g_autofree char *h = holder && journal ? lockfs_holder_text(holder) : NULL;
+	g_autofree char *b = breaker && journal ? lockfs_holder_text(breaker) : NULL;
 	GLogField fields[8];
 	gsize n = 0;
 	fields[n++] = (GLogField){ "MESSAGE", msg, -1 };
@@ -166,7 +171,12 @@ static void log_fields(GLogLevelFlags level, const char *event, const char *key,
 		fields[n++] = (GLogField){ "LOCKFS_HOLDER", h, -1 };
 	if (b)
 		fields[n++] = (GLogField){ "LOCKFS_BREAKER", b, -1 };
-	g_log_structured_array(level, fields, n);
+	/* Straight to the writer once it is ours: GLib's dispatch adds nothing
+	 * for lines this file made. */
+	if (log_ready)
+		writer(level, fields, n, NULL);
+	else
+		g_log_structured_array(level, fields, n);
 }
 
 void lockfs_log(GLogLevelFlags level, const char *key, const char *fmt, ...)
