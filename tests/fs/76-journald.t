@@ -24,6 +24,8 @@ if [[ -z ${LOCKFS_JOURNAL_NS:-} ]]; then
         why="systemd-journald is not installed (apt-get install systemd; scripts/setup-debian does)"
     elif ! command -v systemd-cat >/dev/null || ! command -v journalctl >/dev/null; then
         why="systemd-cat or journalctl missing (apt-get install systemd)"
+    elif [[ ! -f /etc/systemd/journald.conf ]]; then
+        why="/etc/systemd/journald.conf is missing: no file to bind this test's journald settings over"
     elif ! unshare -m --propagation private true 2>/dev/null; then
         why="unshare -m fails here: no private mount namespace for a journald of its own"
     fi
@@ -41,7 +43,7 @@ fi
 
 mount -t tmpfs -o mode=0755 lockfs-test-run /run || BAIL_OUT "cannot mount a tmpfs on /run in the namespace"
 mkdir -p /run/systemd/journal /run/lockfs-test
-printf '[Journal]\nStorage=volatile\nRateLimitBurst=0\nForwardToSyslog=no\nForwardToKMsg=no\nForwardToConsole=no\nForwardToWall=no\n' \
+printf '[Journal]\nStorage=volatile\nRateLimitBurst=0\nForwardToSyslog=no\nForwardToKMsg=no\nForwardToConsole=no\nForwardToWall=no\nReadKMsg=no\n' \
     >/run/lockfs-test/journald.conf
 mount --bind /run/lockfs-test/journald.conf /etc/systemd/journald.conf ||
     BAIL_OUT "cannot bind a journald.conf in the namespace"
