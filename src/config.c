@@ -96,6 +96,8 @@ static const general_key general_keys[] = {
 	  .offset = offsetof(lockfs_settings, debug), .def = "false" },
 	{ .name = "log_level", .kind = KIND_LOG_LEVEL,
 	  .offset = offsetof(lockfs_settings, log_level), .def = "info" },
+	{ .name = "audit", .kind = KIND_BOOL,
+	  .offset = offsetof(lockfs_settings, audit), .def = "true" },
 };
 /* clang-format on */
 

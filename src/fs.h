@@ -75,6 +75,7 @@ struct lfs_node {
 	char *ctl_path;
 	bool ctl_status; /* .lockfs/status */
 	bool ctl_break;  /* .lockfs/break: write "KEY [FENCE]" to break a lock */
+	bool ctl_metrics; /* .lockfs/metrics */
 };
 
 struct lfs_dentry {

@@ -3,6 +3,7 @@
  * file's content: tools read their own bytes back (legacy-clients.md §7.3). */
 #include "fs.h"
 #include "holder.h"
+#include "metrics.h"
 #include "view_format.h"
 
 #include <errno.h>
@@ -151,10 +152,32 @@ static GPtrArray *all_locks(lfs *fs, const char *prefix)
 	return out;
 }
 
+/* The gauges of .lockfs/metrics, from the model (fs->mu held). */
+static void render_metrics(lfs *fs, GString *out)
+{
+	metrics_gauges g = { .mountpoint = fs->mountpoint, .backend = fs->be->name };
+	int64_t oldest = 0, mono = lockfs_mono_us();
+	GHashTableIter it;
+	gpointer v;
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		lfs_dentry *d = v;
+		if (d->lost)
+			continue;
+		g.locks_held++;
+		if ((fs->be->flags & LOCKFS_BACKEND_LEASES) && mono - d->renewed_mono > oldest)
+			oldest = mono - d->renewed_mono;
+	}
+	g.renewal_age_s = oldest / 1e6;
+	metrics_render(&g, out);
+}
+
 char *control_render(lfs *fs, lfs_node *n, size_t *len)
 {
 	GString *out = g_string_new(NULL);
-	if (n->ctl_status) {
+	if (n->ctl_metrics) {
+		render_metrics(fs, out);
+	} else if (n->ctl_status) {
 		g_autoptr(GPtrArray) infos = all_locks(fs, "");
 		for (guint i = 0; i < infos->len; i++)
 			status_line(fs, infos->pdata[i], out);
@@ -181,6 +204,11 @@ int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
 	if (dir == fs->control && strcmp(name, LOCKFS_VIEW_STATUS) == 0) {
 		*out = control_node(fs, "", S_IFREG | 0444);
 		(*out)->ctl_status = true;
+		return 0;
+	}
+	if (dir == fs->control && strcmp(name, LOCKFS_VIEW_METRICS) == 0) {
+		*out = control_node(fs, "", S_IFREG | 0444);
+		(*out)->ctl_metrics = true;
 		return 0;
 	}
 	if (dir == fs->control && strcmp(name, LOCKFS_VIEW_BREAK) == 0) {
@@ -215,6 +243,8 @@ int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *type
 		g_ptr_array_add(names, g_strdup(LOCKFS_VIEW_STATUS));
 		g_array_append_val(types, reg);
 		g_ptr_array_add(names, g_strdup(LOCKFS_VIEW_BREAK));
+		g_array_append_val(types, reg);
+		g_ptr_array_add(names, g_strdup(LOCKFS_VIEW_METRICS));
 		g_array_append_val(types, reg);
 	}
 	for (guint i = 0; i < infos->len; i++) {

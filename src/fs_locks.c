@@ -10,6 +10,7 @@
 #include "fs.h"
 #include "holder.h"
 #include "log.h"
+#include "metrics.h"
 
 #include <errno.h>
 #include <string.h>
@@ -65,9 +66,12 @@ static void describe(const lockfs_holder *h, GString *out)
 	                       h->host ? h->host : "?", h->pid, h->user ? h->user : "?", h->uid);
 }
 
+/* STALE: broken for staleness (by lockfs, or by an acquisition), not at a
+ * user's request. */
 static void log_break(const char *what, const char *key, const lockfs_lock_info *prev,
-                      const lockfs_holder *breaker)
+                      const lockfs_holder *breaker, bool stale)
 {
+	metrics_count(stale ? M_BREAK_STALE : M_BREAK_REQUEST);
 	g_autoptr(GString) s = g_string_new(NULL);
 	describe(&prev->holder, s);
 	int64_t age = (lockfs_now_us() - prev->holder.heartbeat_us) / G_USEC_PER_SEC;
@@ -76,11 +80,34 @@ static void log_break(const char *what, const char *key, const lockfs_lock_info 
 		describe(breaker, b);
 	else
 		g_string_append(b, "lockfs");
-	lockfs_log(G_LOG_LEVEL_WARNING, key,
-	           "%s %s: held by %s with fence %s, last heartbeat %" G_GINT64_FORMAT
-	           " s ago; broken by %s",
-	           what, key, s->str, prev->fence, age, b->str);
+	lockfs_log_event(G_LOG_LEVEL_WARNING, stale ? "stale" : "break", key, &prev->holder,
+	                 breaker, prev->fence,
+	                 "%s %s: held by %s with fence %s, last heartbeat %" G_GINT64_FORMAT
+	                 " s ago; broken by %s",
+	                 what, key, s->str, prev->fence, age, b->str);
 	lockfs_notify("break", key, &prev->holder, breaker, prev->fence);
+}
+
+/* A holder let go: counted, and the audit trail's line.  BY: the process
+ * that unlinked it, or 0 (at unmount). */
+static void log_release(lfs *fs, lfs_dentry *d, pid_t by)
+{
+	metrics_count(M_RELEASES);
+	if (!fs->set->audit || !lockfs_log_enabled(G_LOG_LEVEL_INFO))
+		return;
+	g_autoptr(GString) h = g_string_new(NULL);
+	describe(&d->holder, h);
+	if (by)
+		g_string_append_printf(h, "; unlinked by pid %d", (int)by);
+	else
+		g_string_append(h, "; at unmount");
+	/* Without fs->mu (D's key is claimed, so D stays): a log that is slow
+	 * to take a line must not hold up the rest of the filesystem. */
+	pthread_mutex_unlock(&fs->mu);
+	lockfs_log_event(G_LOG_LEVEL_INFO, "release", d->lease->key, &d->holder, NULL,
+	                 d->lease->fence, "released %s, fence %s: held by %s", d->lease->key,
+	                 d->lease->fence, h->str);
+	pthread_mutex_lock(&fs->mu);
 }
 
 static int backend_errno(int r)
@@ -139,6 +166,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 		old = NULL;
 	}
 	if (old) { /* taken here while we waited */
+		metrics_count(M_ACQ_HELD);
 		locks_unclaim(fs, key);
 		return -EEXIST;
 	}
@@ -184,16 +212,20 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	if (r == -EEXIST)
 		UNLOCKED(fs, (remote_note_refused(fs, key), 0));
 	if (r) {
-		if (r == -EIO)
-			lockfs_log(G_LOG_LEVEL_WARNING, key,
-			           "cannot take %s: the %s backend failed; answered EIO", key,
-			           fs->be->name);
+		if (r == -EEXIST)
+			metrics_count(M_ACQ_HELD);
+		if (r == -EIO) {
+			metrics_count(M_ACQ_ERROR);
+			lockfs_log_event(G_LOG_LEVEL_WARNING, "error", key, NULL, NULL, NULL,
+			                 "cannot take %s: the %s backend failed; answered EIO", key,
+			                 fs->be->name);
+		}
 		lockfs_holder_clear(&holder);
 		locks_unclaim(fs, key);
 		return r;
 	}
 	if (res.broke) {
-		log_break("broke stale lock", key, &res.previous, &holder);
+		log_break("broke stale lock", key, &res.previous, &holder, true);
 		lockfs_lock_info_clear(&res.previous);
 	}
 	lfs_dentry *d = dentry_add(fs, dir, name, node);
@@ -210,9 +242,18 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	g_hash_table_insert(fs->held, lease->key, d);
 	if (fs->lost_recent) /* taken again: the new lock is what counts */
 		g_hash_table_remove(fs->lost_recent, key);
+	metrics_count(M_ACQ_GRANTED);
+	/* The audit trail: who took which lock, with which fence. */
+	if (fs->set->audit && lockfs_log_enabled(G_LOG_LEVEL_INFO)) {
+		g_autoptr(GString) h = g_string_new(NULL);
+		describe(&d->holder, h);
+		/* Without fs->mu, as in log_release: the key is still claimed. */
+		pthread_mutex_unlock(&fs->mu);
+		lockfs_log_event(G_LOG_LEVEL_INFO, "grant", key, &d->holder, NULL, lease->fence,
+		                 "granted %s to %s, fence %s", key, h->str, lease->fence);
+		pthread_mutex_lock(&fs->mu);
+	}
 	locks_unclaim(fs, key);
-	lockfs_log(G_LOG_LEVEL_DEBUG, key, "took %s for pid %d uid %u, fence %s", key, who->pid,
-	           who->uid, lease->fence);
 	if (out)
 		*out = d;
 	return 0;
@@ -275,9 +316,10 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		return -ENOENT;
 	int r = d->lost ? -ENOENT : backend_errno(UNLOCKED(fs, fs->be->release(fs->be, d->lease)));
 	if (r == -EIO) {
-		lockfs_log(G_LOG_LEVEL_WARNING, key,
-		           "cannot release %s: the %s backend failed; the lock is kept", key,
-		           fs->be->name);
+		lockfs_log_event(G_LOG_LEVEL_WARNING, "error", key, &d->holder, NULL,
+		                 d->lease->fence,
+		                 "cannot release %s: the %s backend failed; the lock is kept", key,
+		                 fs->be->name);
 		locks_unclaim(fs, key);
 		return -EIO;
 	}
@@ -286,10 +328,7 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		           "%s was no longer held by this mount when released; nothing deleted",
 		           key);
 	else
-		lockfs_log(G_LOG_LEVEL_DEBUG, key,
-		           "released %s for pid %d uid %u (holder pid %" G_GINT64_FORMAT
-		           "), fence %s",
-		           key, who->pid, who->uid, d->holder.pid, d->lease->fence);
+		log_release(fs, d, who->pid);
 	dentry_remove(fs, d);
 	/* Just let go: free for as long as a lookup may believe the backend
 	 * (the next create's lookup then costs no round trip). */
@@ -323,7 +362,7 @@ int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who, const char
 		return -EIO;
 	}
 	if (r == 0) {
-		log_break("lock broken:", key, &prev, &breaker);
+		log_break("lock broken:", key, &prev, &breaker, false);
 		lockfs_lock_info_clear(&prev);
 	}
 	lockfs_holder_clear(&breaker);
@@ -343,7 +382,7 @@ int locks_break_remote(lfs *fs, const char *key, const char *fence, const struct
 	int r = backend_errno(
 	        UNLOCKED(fs, fs->be->break_lock(fs->be, key, fence, &breaker, &prev)));
 	if (r == 0) {
-		log_break("lock broken:", key, &prev, &breaker);
+		log_break("lock broken:", key, &prev, &breaker, false);
 		lockfs_lock_info_clear(&prev);
 	}
 	lockfs_holder_clear(&breaker);
@@ -368,7 +407,7 @@ bool locks_expire_if_stale(lfs *fs, lfs_dentry *d)
 	lockfs_lock_info prev;
 	int r = UNLOCKED(fs, fs->be->break_lock(fs->be, key, d->lease->fence, NULL, &prev));
 	if (r == 0) {
-		log_break("expired stale lock", key, &prev, NULL);
+		log_break("expired stale lock", key, &prev, NULL, true);
 		lockfs_lock_info_clear(&prev);
 	} else if (r != -ENOENT) {
 		locks_unclaim(fs, key);
@@ -475,9 +514,11 @@ void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why)
 		return;
 	d->lost = true;
 	d->node->lost = true;
-	lockfs_log(G_LOG_LEVEL_WARNING, d->lease->key,
-	           "lost %s (fence %s, held by %s:%" G_GINT64_FORMAT " uid %u): %s", d->lease->key,
-	           d->lease->fence, d->holder.host, d->holder.pid, d->holder.uid, why);
+	metrics_count(M_LOSSES);
+	lockfs_log_event(
+	        G_LOG_LEVEL_WARNING, "lost", d->lease->key, &d->holder, NULL, d->lease->fence,
+	        "lost %s (fence %s, held by %s:%" G_GINT64_FORMAT " uid %u): %s", d->lease->key,
+	        d->lease->fence, d->holder.host, d->holder.pid, d->holder.uid, why);
 	lockfs_notify("lost", d->lease->key, &d->holder, NULL, d->lease->fence);
 	lost_remember(fs, d);
 	inval_node(fs, d->node);
@@ -543,6 +584,7 @@ static int send_beat(lfs *fs, lfs_dentry *d, bool with_content)
 	bool had_hb = d->hb_unsent;
 	d->hb_unsent = false;
 	d->beat_pending = false;
+	metrics_count(M_HB_SENT);
 	int r = backend_errno(UNLOCKED(fs, fs->be->heartbeat(fs->be, d->lease, &beat)));
 	if (r == -ESTALE || r == -ENOENT) {
 		locks_mark_lost(fs, d, "the backend no longer has it");
@@ -583,8 +625,10 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 		 * interval has passed (locks_renew_due). */
 		if ((what & BEAT_CONTENT) || mono - d->hb_sent_mono >= fs->heartbeat_min_us)
 			g_ptr_array_add(keys, g_strdup(d->lease->key));
-		else
+		else {
+			metrics_count(M_HB_SKIPPED);
 			d->beat_pending = true;
+		}
 	}
 	int result = 0;
 	for (guint i = 0; i < keys->len; i++) {
@@ -686,6 +730,7 @@ static void run_job(gpointer data, gpointer user)
 		if (j->kind == JOB_RENEW) {
 			int64_t sent = lockfs_mono_us();
 			int r = backend_errno(UNLOCKED(fs, fs->be->renew(fs->be, d->lease)));
+			metrics_count(r == 0 ? M_RENEWALS : M_RENEW_FAILED);
 			if (r == 0 && !d->lost)
 				d->renewed_mono = sent;
 			else if (r == -ESTALE || r == -ENOENT)
@@ -787,8 +832,10 @@ void locks_release_all(lfs *fs)
 		locks_claim(fs, key);
 		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
 		if (d) {
-			if (!d->lost && UNLOCKED(fs, fs->be->release(fs->be, d->lease)) == 0)
+			if (!d->lost && UNLOCKED(fs, fs->be->release(fs->be, d->lease)) == 0) {
+				log_release(fs, d, 0);
 				n++;
+			}
 			remove_broken(fs, d);
 		}
 		locks_unclaim(fs, key);

@@ -4,6 +4,7 @@
 #include "fs.h"
 #include "holder.h"
 #include "log.h"
+#include "metrics.h"
 #include "view_format.h"
 
 #include <dirent.h>
@@ -973,8 +974,10 @@ static void lfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		if (writing != n->ctl_break) {
 			r = n->ctl_break ? -EACCES : -EROFS;
 		} else {
-			/* Fences are final before they are shown. */
-			locks_confirm(fs, NULL, 0);
+			/* Fences are final before they are shown (the metrics
+			 * show none, and cost the backend nothing). */
+			if (!n->ctl_metrics)
+				locks_confirm(fs, NULL, 0);
 			lfs_handle *h = handle_new(n, -1);
 			h->snap = control_render(fs, n, &h->snap_len);
 			fi->fh = (uintptr_t)h;
@@ -1222,8 +1225,10 @@ static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 			GPtrArray *names = g_ptr_array_new_with_free_func(g_free);
 			GArray *types = g_array_new(FALSE, FALSE, sizeof(unsigned));
 			control_readdir_names(fs, dir, names, types);
+			/* Not inode 0: readdir(3) skips such entries, and
+			 * ls .lockfs/ showed nothing. */
 			for (guint i = 0; i < names->len; i++)
-				list_add(l, names->pdata[i], 0,
+				list_add(l, names->pdata[i], remote_ino(names->pdata[i]),
 				         g_array_index(types, unsigned, i) << 12, NULL);
 			g_ptr_array_free(names, TRUE);
 			g_array_free(types, TRUE);
@@ -1590,7 +1595,7 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	lfs *fs = g_new0(lfs, 1);
 	pthread_mutex_init(&fs->mu, NULL);
 	fs->set = set;
-	fs->be = be;
+	fs->be = metrics_wrap_backend(be); /* times every call: .lockfs/metrics */
 	fs->mountpoint = g_strdup(mountpoint);
 	fs->suffix_len = strlen(set->suffix);
 	fs->disk_nodes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);

@@ -12,7 +12,17 @@
 #include <time.h>
 #include <unistd.h>
 
-static bool log_stderr = true;
+/* Where lines go: stderr as text (-f), the journal with fields (stderr is
+ * the journal's stream at start-up: a systemd unit, or mount(8) run by one),
+ * or syslog (detached elsewhere). */
+typedef enum {
+	OUT_STDERR,
+	OUT_JOURNAL,
+	OUT_SYSLOG
+} log_output;
+
+static log_output log_out = OUT_STDERR;
+static bool log_ready; /* lockfs_log_init has installed the writer */
 static GLogLevelFlags log_max = G_LOG_LEVEL_INFO;
 static const char *log_ident = "lockfs";
 
@@ -27,12 +37,68 @@ static int level_rank(GLogLevelFlags l)
 	return 3;
 }
 
+int lockfs_log_priority(GLogLevelFlags l)
+{
+	if (l & (G_LOG_LEVEL_ERROR | G_LOG_LEVEL_CRITICAL))
+		return LOG_ERR;
+	if (l & G_LOG_LEVEL_WARNING)
+		return LOG_WARNING;
+	if (l & G_LOG_LEVEL_MESSAGE)
+		return LOG_NOTICE;
+	if (l & G_LOG_LEVEL_INFO)
+		return LOG_INFO;
+	return LOG_DEBUG;
+}
+
+gsize lockfs_log_journal_fields(GLogLevelFlags level, const GLogField *in, gsize n,
+                                const char *ident, GLogField *out, gsize max, char prio[2],
+                                char **msg)
+{
+	const char *raw = "";
+	bool has_ident = false;
+	gsize k = 0;
+	for (gsize i = 0; i < n; i++) {
+		if (strcmp(in[i].key, "MESSAGE") == 0) {
+			raw = in[i].value;
+			continue;
+		}
+		if (strcmp(in[i].key, "PRIORITY") == 0)
+			continue; /* ours below: GLib's maps critical to warning */
+		if (strcmp(in[i].key, "SYSLOG_IDENTIFIER") == 0)
+			has_ident = true;
+		if (k + 3 < max)
+			out[k++] = in[i];
+	}
+	/* MESSAGE is read as text: escaped like every text output.  The
+	 * LOCKFS_* fields keep the exact bytes (journald stores any). */
+	*msg = lockfs_escape_text(raw);
+	prio[0] = (char)('0' + lockfs_log_priority(level));
+	prio[1] = '\0';
+	out[k++] = (GLogField){ "MESSAGE", *msg, -1 };
+	out[k++] = (GLogField){ "PRIORITY", prio, -1 };
+	if (!has_ident)
+		out[k++] = (GLogField){ "SYSLOG_IDENTIFIER", ident, -1 };
+	return k;
+}
+
+#define FIELDS_MAX 32
+
 static GLogWriterOutput writer(GLogLevelFlags level, const GLogField *fields, gsize n,
                                gpointer user)
 {
 	(void)user;
 	if (level_rank(level) > level_rank(log_max))
 		return G_LOG_WRITER_HANDLED;
+	if (log_out == OUT_JOURNAL) {
+		GLogField out[FIELDS_MAX];
+		char prio[2];
+		g_autofree char *msg = NULL;
+		gsize k = lockfs_log_journal_fields(level, fields, n, log_ident, out, FIELDS_MAX,
+		                                    prio, &msg);
+		if (g_log_writer_journald(level, out, k, NULL) == G_LOG_WRITER_HANDLED)
+			return G_LOG_WRITER_HANDLED;
+		/* The journal went away: the line goes to stderr as text. */
+	}
 	const char *raw = "";
 	for (gsize i = 0; i < n; i++)
 		if (strcmp(fields[i].key, "MESSAGE") == 0)
@@ -43,19 +109,16 @@ static GLogWriterOutput writer(GLogLevelFlags level, const GLogField *fields, gs
 	g_autofree char *msg = lockfs_escape_text(raw);
 	static const char *names[] = {"error", "warning", "info", "debug"};
 	int rank = level_rank(level);
-	if (log_stderr) {
+	if (log_out == OUT_SYSLOG)
+		syslog(lockfs_log_priority(level), "%s", msg);
+	else
 		fprintf(stderr, "%s: %s: %s\n", log_ident, names[rank], msg);
-	} else {
-		static const int prio[] = {LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG};
-		syslog(prio[rank], "%s", msg);
-	}
 	return G_LOG_WRITER_HANDLED;
 }
 
 void lockfs_log_init(const char *ident, bool to_stderr, const char *level)
 {
 	log_ident = ident;
-	log_stderr = to_stderr;
 	if (level && strcmp(level, "error") == 0)
 		log_max = G_LOG_LEVEL_CRITICAL;
 	else if (level && strcmp(level, "warning") == 0)
@@ -64,25 +127,78 @@ void lockfs_log_init(const char *ident, bool to_stderr, const char *level)
 		log_max = G_LOG_LEVEL_DEBUG;
 	else
 		log_max = G_LOG_LEVEL_INFO;
-	if (!to_stderr)
+	/* Decided before a detaching daemon's stderr becomes /dev/null: the
+	 * journal's socket is its own, and survives the fork. */
+	if (g_log_writer_is_journald(fileno(stderr)))
+		log_out = OUT_JOURNAL;
+	else if (to_stderr)
+		log_out = OUT_STDERR;
+	else
+		log_out = OUT_SYSLOG;
+	if (log_out == OUT_SYSLOG)
 		openlog(ident, LOG_PID, LOG_DAEMON);
 	g_log_set_writer_func(writer, NULL, NULL);
+	log_ready = true;
+}
+
+bool lockfs_log_enabled(GLogLevelFlags level)
+{
+	return level_rank(level) <= level_rank(log_max);
+}
+
+static void log_fields(GLogLevelFlags level, const char *event, const char *key,
+                       const lockfs_holder *holder, const lockfs_holder *breaker, const char *fence,
+                       const char *fmt, va_list ap)
+{
+	g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+	/* Holders as fields only where fields are kept: a grant line per lock
+	 * cycle should cost no more than it must. */
+	bool journal = log_out == OUT_JOURNAL || !log_ready;
+	g_autofree char *h = holder && journal ? lockfs_holder_text(holder) : NULL;
+	g_autofree char *b = breaker && journal ? lockfs_holder_text(breaker) : NULL;
+	GLogField fields[8];
+	gsize n = 0;
+	fields[n++] = (GLogField){ "MESSAGE", msg, -1 };
+	fields[n++] = (GLogField){ "GLIB_DOMAIN", "lockfs", -1 };
+	/* Empty fields are left out: journalctl LOCKFS_LOCK=x finds them. */
+	if (event && *event)
+		fields[n++] = (GLogField){ "LOCKFS_EVENT", event, -1 };
+	if (key && *key)
+		fields[n++] = (GLogField){ "LOCKFS_LOCK", key, -1 };
+	if (fence && *fence)
+		fields[n++] = (GLogField){ "LOCKFS_FENCE", fence, -1 };
+	if (h)
+		fields[n++] = (GLogField){ "LOCKFS_HOLDER", h, -1 };
+	if (b)
+		fields[n++] = (GLogField){ "LOCKFS_BREAKER", b, -1 };
+	/* Straight to the writer once it is ours: GLib's dispatch adds nothing
+	 * for lines this file made. */
+	if (log_ready)
+		writer(level, fields, n, NULL);
+	else
+		g_log_structured_array(level, fields, n);
 }
 
 void lockfs_log(GLogLevelFlags level, const char *key, const char *fmt, ...)
 {
-	if (level_rank(level) > level_rank(log_max))
+	if (!lockfs_log_enabled(level))
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	g_autofree char *msg = g_strdup_vprintf(fmt, ap);
+	log_fields(level, NULL, key, NULL, NULL, NULL, fmt, ap);
 	va_end(ap);
-	GLogField fields[] = {
-		{"MESSAGE", msg, -1},
-		{"GLIB_DOMAIN", "lockfs", -1},
-		{"LOCKFS_LOCK", key ? key : "", -1},
-	};
-	g_log_structured_array(level, fields, G_N_ELEMENTS(fields));
+}
+
+void lockfs_log_event(GLogLevelFlags level, const char *event, const char *key,
+                      const lockfs_holder *holder, const lockfs_holder *breaker, const char *fence,
+                      const char *fmt, ...)
+{
+	if (!lockfs_log_enabled(level))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	log_fields(level, event, key, holder, breaker, fence, fmt, ap);
+	va_end(ap);
 }
 
 /* ---- notifications ---- */
@@ -95,7 +211,7 @@ static char *notify_mount;
 static GAsyncQueue *notify_queue;
 static GThread *notify_thread;
 
-static char *holder_text(const lockfs_holder *h)
+char *lockfs_holder_text(const lockfs_holder *h)
 {
 	if (!h)
 		return g_strdup("");
@@ -191,8 +307,8 @@ void lockfs_notify_detail(const char *event, const char *key, const lockfs_holde
 		           event, key);
 		return;
 	}
-	g_autofree char *h = holder_text(holder);
-	g_autofree char *b = holder_text(breaker);
+	g_autofree char *h = lockfs_holder_text(holder);
+	g_autofree char *b = lockfs_holder_text(breaker);
 	GPtrArray *env = g_ptr_array_new();
 	g_ptr_array_add(env, g_strdup_printf("LOCKFS_EVENT=%s", event));
 	g_ptr_array_add(env, g_strdup_printf("LOCKFS_LOCK=%s", key));

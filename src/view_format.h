@@ -38,6 +38,7 @@
 #define LOCKFS_VIEW_DIR ".lockfs"
 #define LOCKFS_VIEW_STATUS "status"
 #define LOCKFS_VIEW_BREAK "break"
+#define LOCKFS_VIEW_METRICS "metrics" /* Prometheus text format (metrics.c) */
 /* The extended attributes of lock files (their values are not escaped: one
  * attribute is one value, with no framing to forge). */
 #define LOCKFS_XATTR_PREFIX "user.lockfs."

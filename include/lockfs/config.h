@@ -61,6 +61,7 @@ typedef struct {
 	bool foreground;          /* -f; also true when debug is */
 	bool debug;               /* -d: FUSE debug, implies foreground */
 	char *log_level;          /* "error", "warning", "info" (default), "debug" */
+	bool audit;               /* grants and releases logged at info (default) */
 } lockfs_settings;
 
 typedef struct lockfs_config lockfs_config;

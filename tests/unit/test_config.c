@@ -133,6 +133,7 @@ static void test_defaults(void)
 	g_assert_false(s->foreground);
 	g_assert_false(s->debug);
 	g_assert_cmpstr(s->log_level, ==, "info");
+	g_assert_true(s->audit);
 	const char *xdg = g_getenv("XDG_STATE_HOME");
 	g_autofree char *state =
 	        geteuid() == 0 ? g_strdup("/var/lib/lockfs") :
@@ -233,7 +234,7 @@ static void test_file_unknown(void)
 	                  "[lockfs] are backend, suffix, ttl, renew_interval, stale_after, "
 	                  "network_timeout, heartbeat_min_interval, list_cache, host, "
 	                  "state_dir, notify, dir_mode, dir_uid, dir_gid, passthrough, "
-	                  "allow_other, foreground, debug, log_level");
+	                  "allow_other, foreground, debug, log_level, audit");
 	/* A key in the wrong group is pointed to the right one. */
 	expect_file_error("[ldap]\nttl=30s\n", LOCKFS_CONFIG_ERROR_UNKNOWN,
 	                  ":2: key 'ttl' in [ldap]: unknown key; 'ttl' belongs in [lockfs]");
@@ -750,6 +751,7 @@ static void test_ids_by_name(void)
 	set_option(cfg, "dir_gid=root");
 	set_option(cfg, "dir_mode=01777");
 	set_option(cfg, "log_level=Warning");
+	set_option(cfg, "audit=no");
 	set_option(cfg, "state_dir=/tmp/x");
 	set_option(cfg, "host=h");
 	g_assert_true(lockfs_config_finish(cfg, &err));
@@ -758,6 +760,7 @@ static void test_ids_by_name(void)
 	g_assert_cmpint(s->dir_gid, ==, 0);
 	g_assert_cmpint(s->dir_mode, ==, 01777);
 	g_assert_cmpstr(s->log_level, ==, "warning");
+	g_assert_false(s->audit);
 	g_assert_cmpstr(s->state_dir, ==, "/tmp/x");
 	g_assert_cmpstr(s->host, ==, "h");
 	expect_option_error(cfg, "dir_gid=no-such-group-lockfs", LOCKFS_CONFIG_ERROR_VALUE,
