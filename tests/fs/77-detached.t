@@ -101,6 +101,51 @@ else
     skip "not mounted" 5
 fi
 
+# ---- A "user" fstab line, mounted by an ordinary user through the setuid
+# mount(8), finds lockfs in /usr/local/bin (where meson install links it)
+# on the PATH mount(8) leaves mount.fuse3.  In a mount namespace of its own,
+# so that neither /etc/fstab nor /usr/local/bin changes for anyone else.
+if ! have_user2; then
+    skip "$(user2_skip_reason)" 5
+elif ! command -v unshare >/dev/null; then
+    skip "unshare(1) is missing (util-linux)" 5
+else
+    um=$TESTDIR/usermnt
+    mkdir -p "$um" "$TESTDIR/userstate" "$TESTDIR/ubin"
+    chown "$USER2_UID:$USER2_GID" "$um" "$TESTDIR/userstate"
+    : >"$TESTDIR/user.log"
+    chown "$USER2_UID:$USER2_GID" "$TESTDIR/user.log"
+    # A copy the second uid can run wherever the build tree lives.
+    cp "$LOCKFS_BIN" "$TESTDIR/ubin/lockfs"
+    chmod 755 "$TESTDIR/ubin/lockfs"
+    printf 'lockfs %s fuse.lockfs user,noauto,allow_other,state_dir=%s,host=%s,log_file=%s 0 0\n' \
+        "$um" "$TESTDIR/userstate" "$LOCKFS_TEST_HOST" "$TESTDIR/user.log" >"$TESTDIR/fstab"
+    cat >"$TESTDIR/userns.sh" <<'EOF2'
+# In a private mount namespace: our fstab, lockfs in /usr/local/bin, then
+# the second uid mounts, takes a lock, reads it back and unmounts.
+set -u
+um=$1 fstab=$2 bin=$3
+shift 3
+mount -t tmpfs -o mode=0755 tmpfs /usr/local/bin || exit 90
+ln -s "$bin" /usr/local/bin/lockfs || exit 91
+mount --bind "$fstab" /etc/fstab || exit 92
+"$@" mount "$um"
+echo "mount=$?"
+grep -q " $um " /proc/self/mountinfo && echo mounted=1
+"$@" bash -c 'set -C; echo $$ > "$1/u.lock" && cat "$1/.lockfs/status"' _ "$um"
+"$@" umount "$um"
+echo "umount=$?"
+EOF2
+    run 60 unshare -m --propagation private bash "$TESTDIR/userns.sh" "$um" "$TESTDIR/fstab" \
+        "$TESTDIR/ubin/lockfs" "${AS_USER2[@]}"
+    like "$OUT" 'mount=0' "uid $USER2_UID mounts the fstab line with mount(8) ($ERR)"
+    like "$OUT" 'mounted=1' "the fuse.lockfs mount is there"
+    like "$OUT" '(^|'$'\n'')u\.lock state=held' "a lock is taken through it"
+    like "$OUT" 'umount=0' "uid $USER2_UID unmounts it with umount(8)"
+    ok "lockfs ran as uid $USER2_UID and stopped at the unmount" \
+        wait_until 10 grep -q 'released 1 lock at unmount' "$TESTDIR/user.log"
+fi
+
 # ---- Detached, notify= runs its command (the notify thread is made after
 # the fork).  The notifier names its file itself: mount(8) passes no
 # environment of ours on to lockfs's children for certain.
