@@ -82,6 +82,8 @@ static const general_key general_keys[] = {
 	{ .name = "state_dir", .kind = KIND_PATH, .offset = offsetof(lockfs_settings, state_dir) },
 	{ .name = "notify", .kind = KIND_COMMAND,
 	  .offset = offsetof(lockfs_settings, notify), .def = "" },
+	{ .name = "log_file", .kind = KIND_PATH,
+	  .offset = offsetof(lockfs_settings, log_file), .def = "" },
 	{ .name = "dir_mode", .kind = KIND_MODE,
 	  .offset = offsetof(lockfs_settings, dir_mode), .def = "1777" },
 	{ .name = "dir_uid", .kind = KIND_UID, .offset = offsetof(lockfs_settings, dir_uid) },
@@ -569,6 +571,11 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 		}
 		return false;
 	case KIND_PATH:
+		/* A path whose default is "" may be left empty: none. */
+		if (!*value && k->def && !*k->def) {
+			set_string(FIELD(s, k, char *), NULL);
+			return true;
+		}
 		if (!g_path_is_absolute(value)) {
 			*why = g_strdup_printf("%s is not an absolute path; write one starting "
 			                       "with /",
@@ -656,6 +663,7 @@ static void settings_clear(lockfs_settings *s)
 	g_free(s->host);
 	g_free(s->state_dir);
 	g_free(s->notify);
+	g_free(s->log_file);
 	g_free(s->log_level);
 	memset(s, 0, sizeof(*s));
 }

@@ -1,12 +1,16 @@
 /* lockfs [SOURCE] MOUNTPOINT [-f] [-d] [-s] [-o OPTIONS]... [--config FILE]
  * (see cmdline.h)
  *
- * Exit status: 0 unmounted cleanly; 1 bad usage or configuration; 2 the mount
- * failed; 3 the backend could not be set up. */
+ * Exit status: 0 unmounted cleanly (detached: mounted, the daemon runs on);
+ * 1 bad usage or configuration; 2 the mount failed; 3 the backend could not
+ * be set up.  A detaching lockfs exits with its daemon's status until that
+ * is mounted (daemon.h). */
 #include "cmdline.h"
+#include "daemon.h"
 #include "fs.h"
 #include "holder.h"
 #include "log.h"
+#include "service.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,8 +64,22 @@ int main(int argc, char **argv)
 	if (set->allow_other)
 		g_string_append(fuse_opts, ",allow_other");
 
-	lockfs_log_init("lockfs", foreground || debug, set->log_level);
+	/* Opened here, where a relative path and a bad one are still the
+	 * caller's to hear about; it is stderr once mounted. */
+	int log_fd = -1;
+	if (set->log_file) {
+		log_fd = open(set->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+		              0640);
+		if (log_fd < 0)
+			die(EXIT_USAGE, "cannot open log_file %s: %s; name a file lockfs may write",
+			    set->log_file, g_strerror(errno));
+	}
+	lockfs_log_init("lockfs", foreground || debug || log_fd >= 0, set->log_level);
 	lockfs_holder_set_host(set->host);
+	/* Detach now, before any thread or connection exists (daemon.h); the
+	 * parent exits with this process's status or once it is mounted. */
+	if (!foreground)
+		daemon_fork();
 
 	g_autofree char *abs = realpath(mountpoint, NULL);
 	if (!abs)
@@ -94,9 +112,11 @@ int main(int argc, char **argv)
 		    abs);
 	lockfs_log(G_LOG_LEVEL_INFO, NULL, "mounted %s (backend %s%s)", abs, be->name,
 	           passthrough ? ", passthrough" : "");
-	fuse_daemonize(foreground);
 	inval_start(fs);
 	leases_start(fs);
+	g_autofree char *status = service_status_text(fs);
+	daemon_ready(status, log_fd);
+	service_status_start(fs);
 
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);
@@ -106,6 +126,7 @@ int main(int argc, char **argv)
 	fuse_loop_cfg_destroy(lc);
 
 	/* SIGTERM/SIGINT end the loop: let go of this mount's locks, unmount. */
+	service_stopping(fs);
 	leases_stop(fs);
 	pthread_mutex_lock(&fs->mu);
 	locks_release_all(fs);

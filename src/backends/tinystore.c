@@ -116,8 +116,8 @@ typedef struct {
 	ts_link main;
 
 	/* Holder records: the publisher thread, started at the first grant
-	 * (lockfs forks to become a daemon after the backend is made), with
-	 * a connection of its own so lock calls never wait behind a commit. */
+	 * (a mount that takes no lock needs none), with a connection of its
+	 * own so lock calls never wait behind a commit. */
 	ts_link pub;
 	GThread *publisher;
 	GMutex st_mu; /* guards the rest, and the leases' publication state */

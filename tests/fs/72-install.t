@@ -1,13 +1,15 @@
 #!/bin/bash
-# 72-install.t — meson install puts both programs, the three man pages and the
-# examples in place; an fstab line mounts lockfs through mount(8) and
-# mount.fuse3 (lockfs detaches), and umount releases its locks and stops it.
+# 72-install.t — meson install puts both programs (lockfs also in bin, for
+# mount.fuse3's PATH), the three man pages, the examples and the systemd unit
+# (Type=notify, with the configured sbindir) in place; an fstab line mounts
+# lockfs through mount(8) and mount.fuse3 (lockfs detaches), and umount
+# releases its locks and stops it.
 set -u
 . "$(dirname "$0")/../lib/mount.sh"
 
 build=$(cd "$(dirname "$LOCKFS_BIN")/.." && pwd)
 if ((EUID != 0)); then
-    skip "mount(8) with an fstab file and meson install need root; the suite runs as uid $EUID" 19
+    skip "mount(8) with an fstab file and meson install need root; the suite runs as uid $EUID" 23
     done_testing
 fi
 
@@ -20,30 +22,37 @@ if [[ -f $build/build.ninja ]] && command -v meson >/dev/null; then
         "$PYTHON" -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"][0])')
     for f in sbin/lockfs bin/lockfsctl share/man/man8/lockfs.8 share/man/man5/lockfs.conf.5 \
         share/man/man1/lockfsctl.1 share/doc/lockfs/examples/lockfs.conf \
-        share/doc/lockfs/examples/lockfs.fstab share/doc/lockfs/examples/lockfs@.service \
-        share/doc/lockfs/examples/var-lock-shared.mount; do
+        share/doc/lockfs/examples/lockfs.fstab share/doc/lockfs/examples/var-lock-shared.mount; do
         ok "installed: $prefix/$f" test -e "$dest$prefix/$f"
     done
     ok "installed lockfs runs" "$dest$prefix/sbin/lockfs" --version
+    is "$(readlink "$dest$prefix/bin/lockfs")" ../sbin/lockfs "bin/lockfs links to sbin/lockfs"
+    mapfile -t units < <(find "$dest" -name 'lockfs@.service')
+    is "${#units[@]}" 1 "one lockfs@.service installed (${units[*]})"
+    unit=${units[0]:-/nonexistent}
+    like "${unit#"$dest"}" 'systemd/system/lockfs@\.service$' "in systemd's unit directory"
+    ok "Type=notify" grep -qx 'Type=notify' "$unit"
+    ok "ExecStart runs the installed $prefix/sbin/lockfs" \
+        grep -q "^ExecStart=$prefix/sbin/lockfs %f -f " "$unit"
 else
-    skip "no meson build directory beside $LOCKFS_BIN (the staged copy of the suite)" 11
+    skip "no meson build directory beside $LOCKFS_BIN (the staged copy of the suite)" 15
+    unit=''
 fi
 
 # The systemd units parse (systemd-analyze verify; no man pages installed here).
 examples=$(cd "$TESTLIB/../../examples" 2>/dev/null && pwd)
-if command -v systemd-analyze >/dev/null && [[ -n $examples ]]; then
+if command -v systemd-analyze >/dev/null && [[ -n $examples && -f $unit ]]; then
     units=$TESTDIR/units
     mkdir -p "$units"
     cp "$examples/var-lock-shared.mount" "$units/"
     # verify wants ExecStart's program to exist: point it at the one built
-    sed "s#/usr/local/sbin/lockfs#$LOCKFS_BIN#" "$examples/lockfs@.service" \
-        >"$units/lockfs@var-lock-shared.service"
+    sed "s#^ExecStart=[^ ]*#ExecStart=$LOCKFS_BIN#" "$unit" >"$units/lockfs@var-lock-shared.service"
     for u in var-lock-shared.mount lockfs@var-lock-shared.service; do
         run 60 systemd-analyze verify --man=no "$units/$u"
         is "$RC" 0 "systemd-analyze verify $u ($ERR)"
     done
 else
-    skip "systemd-analyze or examples/ missing" 2
+    skip "systemd-analyze, examples/ or the installed unit missing" 2
 fi
 
 # The fstab form, through mount(8).  mount(8) resets PATH, so the line names

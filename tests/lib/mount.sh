@@ -31,6 +31,17 @@
 #       and unmount within the deadline (then it is killed and lazily unmounted).
 #   is_fuse_mounted DIR
 #
+# Detached mounts (LOCKFS_TEST_DETACHED=1, scripts/test's detached pass):
+# lockfs_start mounts the way mount(8) does for an fstab line, and lockfs
+# detaches (no -f): as root through mount(8) itself ("mount -t fuse -o OPTS
+# LOCKFS_BIN#lockfs MNT", the fstab form for a program off the PATH, which
+# mount(8) drops), as a user through mount.fuse3 run directly (a "user" fstab
+# line would need /etc/fstab edited), with --faketime by running lockfs
+# without -f (mount(8) would not pass LD_PRELOAD on).  BACKEND_CONFIG becomes
+# -o options (mount(8) has no --config), log_file= sends the daemon's log to
+# LOCKFS_LOG, and tests/lib/detach.py, a child subreaper, adopts the daemon:
+# LOCKFS_PID is the daemon's own pid and lockfs_stop's LOCKFS_RC its status.
+#
 # Other helpers: run, as_user2/have_user2, wait_until, st, status_line,
 # status_field, info_field, xattr, tmp_leaks, log_has.
 
@@ -59,6 +70,8 @@ HOSTNAME_SHORT=${HOSTNAME_SHORT%%.*}
 _lockfs_seq=0
 declare -a _lockfs_pids=()
 declare -A _lockfs_mnt_of=() _lockfs_log_of=()
+# Detached mounts: the detach.py that adopted the daemon, and its files' stem.
+declare -A _lockfs_adopter_of=() _lockfs_stem_of=()
 declare -a _lockfs_mnts=()
 
 # ---------------------------------------------------------------- preconditions
@@ -231,10 +244,91 @@ _pid_alive() {
 # moment later (pid_max is 32768 on many machines, and the tests fork a lot),
 # and signalling it would hit another test's process, or another run's.
 _is_lockfs_of() {
-    local pid=$1 mnt=$2 cmd
+    local pid=$1 mnt=$2 cmd real
     [[ -n $mnt && -r /proc/$pid/cmdline ]] || return 1
     cmd=$(tr '\0' ' ' </proc/"$pid"/cmdline 2>/dev/null)
-    [[ " $cmd " == *" $mnt "* ]]
+    # mount(8) hands the helper the canonical path.
+    real=$(realpath -m -- "$mnt")
+    [[ " $cmd " == *" $mnt "* || " $cmd " == *" $real "* ]]
+}
+
+# _lockfs_reap PID: wait for lockfs PID, which has exited or is about to;
+# its exit status is then in $?.  A detached daemon is not our child: the
+# detach.py that adopted it has its status.
+_lockfs_reap() {
+    local pid=$1 stem=${_lockfs_stem_of[$1]:-} rc
+    if [[ -z $stem ]]; then
+        wait "$pid" 2>/dev/null
+        return
+    fi
+    wait "${_lockfs_adopter_of[$pid]}" 2>/dev/null
+    rc=$(cat "$stem.rc" 2>/dev/null) || rc=255
+    [[ $rc =~ ^[0-9]+$ ]] || rc=255
+    return "$rc"
+}
+
+# _config_as_options FILE: a key file's keys as -o options ("group_key=value";
+# [lockfs] keys bare), "," and "\" escaped as lockfs -o reads them.
+_config_as_options() {
+    local line group='' key val out=''
+    while IFS= read -r line || [[ -n $line ]]; do
+        line=${line#"${line%%[![:space:]]*}"}
+        [[ -z $line || $line == '#'* ]] && continue
+        if [[ $line =~ ^\[(.*)\]$ ]]; then
+            group=${BASH_REMATCH[1]}
+            continue
+        fi
+        key=${line%%=*} val=${line#*=}
+        key=${key%"${key##*[![:space:]]}"}
+        val=${val#"${val%%[![:space:]]*}"}
+        val=${val//\\/\\\\}
+        val=${val//,/\\,}
+        [[ $group == lockfs ]] || key=${group}_$key
+        out+=${out:+,}$key=$val
+    done <"$1"
+    printf '%s' "$out"
+}
+
+# _lockfs_start_detached MNT OPTIONS [VAR=VALUE...]: start a detaching
+# lockfs (see the header); sets LOCKFS_PID.  Fails, with diagnostics, when
+# the mount command fails or leaves no daemon.
+_lockfs_start_detached() {
+    local mnt=$1 o=$2 stem=$TESTDIR/.detach$_lockfs_seq rc
+    shift 2
+    local -a cmd
+    [[ -n $BACKEND_CONFIG ]] && o="$(_config_as_options "$BACKEND_CONFIG"),$o"
+    o+=",log_file=$LOCKFS_LOG"
+    if (($#)); then
+        cmd=(env "$@" "$LOCKFS_BIN" lockfs "$mnt" -o "$o")
+    elif ((EUID == 0)); then
+        cmd=(mount -t fuse -o "$o" "$LOCKFS_BIN#lockfs" "$mnt")
+    else
+        cmd=(/sbin/mount.fuse3 "$LOCKFS_BIN#lockfs" "$mnt" -o "$o")
+    fi
+    LOCKFS_CMD="${cmd[*]}"
+    env --default-signal=INT,QUIT,TERM,HUP "$PYTHON" "$TESTLIB/detach.py" "$stem" -- "${cmd[@]}" \
+        </dev/null >>"$LOCKFS_LOG" 2>&1 &
+    local adopter=$!
+    local deadline=$(($(date +%s) + ${LOCKFS_MOUNT_TIMEOUT:-15}))
+    until [[ -e $stem.pid ]]; do
+        if ! _pid_alive "$adopter" || (($(date +%s) >= deadline)); then
+            diag "no answer from the mount command after ${LOCKFS_MOUNT_TIMEOUT:-15}s: $LOCKFS_CMD"
+            diag "$(tail -n 20 "$LOCKFS_LOG")"
+            kill "$adopter" 2>/dev/null
+            return 1
+        fi
+        sleep 0.05
+    done
+    rc=$(<"$stem.mount")
+    LOCKFS_PID=$(<"$stem.pid")
+    if [[ $rc != 0 || $LOCKFS_PID == 0 ]]; then
+        wait "$adopter" 2>/dev/null
+        diag "the mount command exited with status $rc${LOCKFS_PID/#0/ and left no daemon}: $LOCKFS_CMD"
+        diag "$(tail -n 20 "$LOCKFS_LOG")"
+        return 1
+    fi
+    _lockfs_adopter_of[$LOCKFS_PID]=$adopter
+    _lockfs_stem_of[$LOCKFS_PID]=$stem
 }
 
 _lockfs_ready() {
@@ -281,10 +375,17 @@ lockfs_start() {
             BAIL_OUT "lockfs_start --faketime: no libfaketime (call faketime_or_skip first)"
         pre=("FAKETIME=$fake" FAKETIME_DONT_FAKE_MONOTONIC=1 "LD_PRELOAD=$FAKETIME_LIB")
     fi
-    env --default-signal=INT,QUIT,TERM,HUP "${pre[@]}" "$LOCKFS_BIN" "$mnt" -f -o "$o" \
-        ${BACKEND_CONFIG:+--config "$BACKEND_CONFIG"} "${args[@]}" \
-        </dev/null >"$LOCKFS_LOG" 2>&1 &
-    LOCKFS_PID=$!
+    if [[ ${LOCKFS_TEST_DETACHED:-0} == 1 && ${#args[@]} -eq 0 ]]; then
+        : >"$LOCKFS_LOG"
+        _lockfs_start_detached "$mnt" "$o" "${pre[@]}" || return 1
+    else
+        # (--arg words are for lockfs's own command line: always -f.)
+        LOCKFS_CMD="$LOCKFS_BIN $mnt -f -o $o${args[*]:+ ${args[*]}}"
+        env --default-signal=INT,QUIT,TERM,HUP "${pre[@]}" "$LOCKFS_BIN" "$mnt" -f -o "$o" \
+            ${BACKEND_CONFIG:+--config "$BACKEND_CONFIG"} "${args[@]}" \
+            </dev/null >"$LOCKFS_LOG" 2>&1 &
+        LOCKFS_PID=$!
+    fi
     MNT=$mnt
     LOCKFS_STATE=$state
     LOCKFS_OPTS=$o
@@ -298,8 +399,8 @@ lockfs_start() {
     while :; do
         "$ready" "$mnt" && return 0
         if ! _pid_alive "$LOCKFS_PID"; then
-            wait "$LOCKFS_PID" 2>/dev/null
-            diag "lockfs exited with status $? before the mount was ready: $LOCKFS_BIN $mnt -f -o $o${args[*]:+ ${args[*]}}"
+            _lockfs_reap "$LOCKFS_PID"
+            diag "lockfs exited with status $? before the mount was ready: $LOCKFS_CMD"
             diag "$(tail -n 20 "$LOCKFS_LOG")"
             return 1
         fi
@@ -367,7 +468,7 @@ lockfs_stop() {
     local mnt=${_lockfs_mnt_of[$pid]:-}
     LOCKFS_RC=''
     if ! _pid_alive "$pid" || ! _is_lockfs_of "$pid" "$mnt"; then
-        wait "$pid" 2>/dev/null
+        _lockfs_reap "$pid"
         LOCKFS_RC=$?
         diag "lockfs (pid $pid) had already exited with status $LOCKFS_RC"
         [[ -n $mnt ]] && is_mounted_any "$mnt" && _unmount_force "$mnt"
@@ -379,14 +480,14 @@ lockfs_stop() {
         if (($(date +%s) >= deadline)); then
             diag "lockfs (pid $pid) still running ${LOCKFS_STOP_TIMEOUT:-15}s after SIG$sig; killing it"
             kill -KILL "$pid" 2>/dev/null
-            wait "$pid" 2>/dev/null
+            _lockfs_reap "$pid"
             LOCKFS_RC=timeout
             [[ -n $mnt ]] && _unmount_force "$mnt"
             return 1
         fi
         sleep 0.05
     done
-    wait "$pid" 2>/dev/null
+    _lockfs_reap "$pid"
     LOCKFS_RC=$?
     if [[ -n $mnt ]] && is_mounted_any "$mnt"; then
         diag "lockfs exited ($LOCKFS_RC) but $mnt is still mounted"
@@ -409,7 +510,7 @@ _mount_cleanup() {
     fi
     for pid in "${_lockfs_pids[@]}"; do
         { _pid_alive "$pid" && _is_lockfs_of "$pid" "${_lockfs_mnt_of[$pid]:-}"; } ||
-            { wait "$pid" 2>/dev/null; continue; }
+            { _lockfs_reap "$pid"; continue; }
         lockfs_stop "$pid" TERM >/dev/null 2>&1 || :
     done
     for mnt in "${_lockfs_mnts[@]}"; do

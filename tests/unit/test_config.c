@@ -125,6 +125,7 @@ static void test_defaults(void)
 	g_assert_cmpint(s->list_cache_ms, ==, 200);
 	g_assert_cmpstr(s->host, ==, g_get_host_name());
 	g_assert_null(s->notify);
+	g_assert_null(s->log_file);
 	g_assert_cmpint(s->dir_mode, ==, 01777);
 	g_assert_cmpint(s->dir_uid, ==, getuid());
 	g_assert_cmpint(s->dir_gid, ==, getgid());
@@ -233,7 +234,7 @@ static void test_file_unknown(void)
 	                  ":2: key 'frobnicate' in [lockfs]: unknown key; the keys of "
 	                  "[lockfs] are backend, suffix, ttl, renew_interval, stale_after, "
 	                  "network_timeout, heartbeat_min_interval, list_cache, host, "
-	                  "state_dir, notify, dir_mode, dir_uid, dir_gid, passthrough, "
+	                  "state_dir, notify, log_file, dir_mode, dir_uid, dir_gid, passthrough, "
 	                  "allow_other, foreground, debug, log_level, audit");
 	/* A key in the wrong group is pointed to the right one. */
 	expect_file_error("[ldap]\nttl=30s\n", LOCKFS_CONFIG_ERROR_UNKNOWN,
@@ -278,6 +279,13 @@ static void test_file_bad_value(void)
 	                  "characters or invalid UTF-8; write a plain host name");
 	expect_file_error("[lockfs]\nstate_dir=var/lib\n", LOCKFS_CONFIG_ERROR_VALUE,
 	                  ":2: key 'state_dir' in [lockfs]: 'var/lib' is not an absolute path; "
+	                  "write one starting with /");
+	expect_file_error("[lockfs]\nlog_file=lockfs.log\n", LOCKFS_CONFIG_ERROR_VALUE,
+	                  ":2: key 'log_file' in [lockfs]: 'lockfs.log' is not an absolute "
+	                  "path; write one starting with /");
+	/* Only an optional path may be empty. */
+	expect_file_error("[lockfs]\nstate_dir=\n", LOCKFS_CONFIG_ERROR_VALUE,
+	                  ":2: key 'state_dir' in [lockfs]: '' is not an absolute path; "
 	                  "write one starting with /");
 	expect_file_error("[lockfs]\ndir_mode=1778\n", LOCKFS_CONFIG_ERROR_VALUE,
 	                  ":2: key 'dir_mode' in [lockfs]: '1778' is not an octal mode; write "
@@ -753,6 +761,7 @@ static void test_ids_by_name(void)
 	set_option(cfg, "log_level=Warning");
 	set_option(cfg, "audit=no");
 	set_option(cfg, "state_dir=/tmp/x");
+	set_option(cfg, "log_file=/tmp/x.log");
 	set_option(cfg, "host=h");
 	g_assert_true(lockfs_config_finish(cfg, &err));
 	const lockfs_settings *s = lockfs_config_settings(cfg);
@@ -762,6 +771,7 @@ static void test_ids_by_name(void)
 	g_assert_cmpstr(s->log_level, ==, "warning");
 	g_assert_false(s->audit);
 	g_assert_cmpstr(s->state_dir, ==, "/tmp/x");
+	g_assert_cmpstr(s->log_file, ==, "/tmp/x.log");
 	g_assert_cmpstr(s->host, ==, "h");
 	expect_option_error(cfg, "dir_gid=no-such-group-lockfs", LOCKFS_CONFIG_ERROR_VALUE,
 	                    "mount option 'dir_gid=no-such-group-lockfs': no group named "
