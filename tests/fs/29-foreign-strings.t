@@ -25,7 +25,8 @@ lockfsctl_or_bail
 # A host name config.c accepts (no space, no ASCII control, valid UTF-8):
 # a backslash, '=', ':', ü, U+202E (RLO) and U+009B (CSI).
 ODD_HOST=$'h\\ost=x:\xc3\xbc\xe2\x80\xae\xc2\x9b'
-lockfs_start_or_bail -o "host=$ODD_HOST"
+# -o takes libfuse's escapes (lockfs(8)): a backslash is written \\.
+lockfs_start_or_bail -o "host=${ODD_HOST//\\/\\\\}"
 A=$MNT
 if [[ $LOCKFS_BACKEND == local ]]; then
     R=$A
