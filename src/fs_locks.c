@@ -88,26 +88,34 @@ static void log_break(const char *what, const char *key, const lockfs_lock_info 
 	lockfs_notify("break", key, &prev->holder, breaker, prev->fence);
 }
 
-/* A holder let go: counted, and the audit trail's line.  BY: the process
- * that unlinked it, or 0 (at unmount). */
-static void log_release(lfs *fs, lfs_dentry *d, pid_t by)
+/* The audit trail's line for D's grant or release (audit=yes, info).  BY,
+ * for a release: the process that unlinked it, or 0 (at unmount). */
+static void log_audit(lfs *fs, lfs_dentry *d, bool grant, pid_t by)
 {
-	metrics_count(M_RELEASES);
 	if (!fs->set->audit || !lockfs_log_enabled(G_LOG_LEVEL_INFO))
 		return;
 	g_autoptr(GString) h = g_string_new(NULL);
 	describe(&d->holder, h);
-	if (by)
-		g_string_append_printf(h, "; unlinked by pid %d", (int)by);
-	else
-		g_string_append(h, "; at unmount");
+	if (!grant)
+		g_string_append_printf(h, by ? "; unlinked by pid %d" : "; at unmount", (int)by);
+	const char *key = d->lease->key, *fence = d->lease->fence;
 	/* Without fs->mu (D's key is claimed, so D stays): a log that is slow
 	 * to take a line must not hold up the rest of the filesystem. */
 	pthread_mutex_unlock(&fs->mu);
-	lockfs_log_event(G_LOG_LEVEL_INFO, "release", d->lease->key, &d->holder, NULL,
-	                 d->lease->fence, "released %s, fence %s: held by %s", d->lease->key,
-	                 d->lease->fence, h->str);
+	if (grant)
+		lockfs_log_event(G_LOG_LEVEL_INFO, "grant", key, &d->holder, NULL, fence,
+		                 "granted %s to %s, fence %s", key, h->str, fence);
+	else
+		lockfs_log_event(G_LOG_LEVEL_INFO, "release", key, &d->holder, NULL, fence,
+		                 "released %s, fence %s: held by %s", key, fence, h->str);
 	pthread_mutex_lock(&fs->mu);
+}
+
+/* A holder let go: counted, and the audit trail's line. */
+static void log_release(lfs *fs, lfs_dentry *d, pid_t by)
+{
+	metrics_count(M_RELEASES);
+	log_audit(fs, d, false, by);
 }
 
 static int backend_errno(int r)
@@ -243,16 +251,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	if (fs->lost_recent) /* taken again: the new lock is what counts */
 		g_hash_table_remove(fs->lost_recent, key);
 	metrics_count(M_ACQ_GRANTED);
-	/* The audit trail: who took which lock, with which fence. */
-	if (fs->set->audit && lockfs_log_enabled(G_LOG_LEVEL_INFO)) {
-		g_autoptr(GString) h = g_string_new(NULL);
-		describe(&d->holder, h);
-		/* Without fs->mu, as in log_release: the key is still claimed. */
-		pthread_mutex_unlock(&fs->mu);
-		lockfs_log_event(G_LOG_LEVEL_INFO, "grant", key, &d->holder, NULL, lease->fence,
-		                 "granted %s to %s, fence %s", key, h->str, lease->fence);
-		pthread_mutex_lock(&fs->mu);
-	}
+	log_audit(fs, d, true, 0); /* who took which lock, with which fence */
 	locks_unclaim(fs, key);
 	if (out)
 		*out = d;

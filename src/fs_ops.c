@@ -700,12 +700,11 @@ static int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct 
 	 * holder's late release (the rm after its critical section), not a
 	 * break of whoever holds the name now.  Breaking that lock on purpose
 	 * goes through .lockfs/break or lockfsctl unlock. */
-	const lockfs_lock_info *lost = locks_lost_info(fs, key);
-	if (lost && lost->holder.uid == c->uid) {
+	if (lost_by(fs, key, c->uid)) {
 		lockfs_log(G_LOG_LEVEL_INFO, key,
 		           "pid %d removed %s, whose lock (fence %s) this mount lost; "
 		           "nothing deleted, ENOENT",
-		           c->pid, key, lost->fence);
+		           c->pid, key, locks_lost_info(fs, key)->fence);
 		return -ENOENT;
 	}
 	pthread_mutex_unlock(&fs->mu);
