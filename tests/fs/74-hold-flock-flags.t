@@ -112,17 +112,24 @@ like "$(sed -n 1p <<<"$ERR")" "^lockfsctl hold: waiting for $B/f\\.lock, held by
     "--verbose: the first says it waits, for whom and how long"
 like "$(sed -n 2p <<<"$ERR")" "^lockfsctl hold: $B/f\\.lock is held by " "the second that it is still held"
 
-# Released by host A after 1 s: host B's waiting hold gets it.
-(
-    sleep 1
-    rm -f "$A/f.lock"
-) &
-rel=$!
-run 20 "$CTL" hold --verbose -w 10 "$B/f.lock" -c 'echo "$LOCKFS_FENCE"'
-wait "$rel"
-is "$RC" 0 "-w 10 on a lock released after 1 s: exit 0"
-cmp_ok "$ELAPSED_MS" -ge 800 "it waited for the release ($ELAPSED_MS ms)"
-cmp_ok "$ELAPSED_MS" -lt 6000 "and took it soon after"
+# Released by host A once host B's hold says it waits: B then gets it.
+WOUT=$TESTDIR/wait.out WERR=$TESTDIR/wait.err
+: >"$WOUT"
+: >"$WERR"
+timeout -k 3 20 "$CTL" hold --verbose -w 10 "$B/f.lock" -c 'echo "$LOCKFS_FENCE"' \
+    >"$WOUT" 2>"$WERR" </dev/null &
+hp=$!
+ok "-w 10 on a held lock: host B's hold says it waits" \
+    wait_until 10 grep -q '^lockfsctl hold: waiting for' "$WERR"
+is "$(cat "$WOUT")" "" "... and has not run its command while host A holds the lock"
+t_rel=$(date +%s%N)
+rm -f "$A/f.lock"
+wait "$hp"
+RC=$?
+ELAPSED_MS=$((($(date +%s%N) - t_rel) / 1000000))
+OUT=$(cat "$WOUT") ERR=$(cat "$WERR")
+is "$RC" 0 "-w 10 on a lock released meanwhile: exit 0"
+cmp_ok "$ELAPSED_MS" -lt 6000 "it took the lock soon after the release ($ELAPSED_MS ms)"
 fence=$OUT
 is "$(lines "$ERR")" 3 "--verbose: three lines on stderr"
 like "$(sed -n 1p <<<"$ERR")" "^lockfsctl hold: waiting for $B/f\\.lock, held by " "waiting..."
