@@ -139,6 +139,9 @@ typedef struct {
 	GMutex renew_mu;
 	GCond renew_cond;
 	bool renew_stop;
+	/* lfs_orphan: leases this mount lost whose entry the backend may still
+	 * keep (a renewal that arrived after its deadline): fs_locks.c. */
+	GPtrArray *orphans;
 } lfs;
 
 extern lfs *the_fs;
@@ -187,6 +190,7 @@ int locks_break_remote(lfs *fs, const char *key, const char *fence,
 void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why);
 /* A lost lock leaves the namespace: remove D's name (true when it went). */
 bool locks_drop_lost(lfs *fs, lfs_dentry *d);
+void locks_lease_gone(lfs *fs, lfs_dentry *d);
 /* What this mount lost of KEY lately, or NULL (fs->mu held). */
 const lockfs_lock_info *locks_lost_info(lfs *fs, const char *key);
 /* Every recent loss under PREFIX not in SEEN (key set), appended to OUT as

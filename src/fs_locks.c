@@ -697,12 +697,100 @@ void locks_confirm(lfs *fs, const char *only_key, int64_t older_than_us)
  * network_timeout is, and while any call hangs; a renewal that succeeds
  * after its lease was declared lost does not bring it back. */
 
-typedef enum { JOB_RENEW, JOB_BEAT, JOB_CONFIRM } job_kind;
+typedef enum {
+	JOB_RENEW,
+	JOB_BEAT,
+	JOB_CONFIRM,
+	JOB_ORPHAN
+} job_kind;
+
+/* ------------------------------------------------------------ orphans
+ *
+ * A lease this mount declared lost may live on at the backend: a renewal
+ * sent before the deadline and given up on (the server was stopped, the
+ * link cut) can still arrive and extend it.  Its holder has been told, and
+ * nobody here will unlink it any more, so it would keep the lock from every
+ * host until it runs out again.  Once ttl has passed since the last renewal
+ * that succeeded -- when the backend could have let it go anyway -- the
+ * mount releases it; release() deletes only an entry that lease still
+ * holds, so a newer holder's lock is never touched. */
+typedef struct {
+	char *key;
+	lockfs_lease *lease;
+	int64_t not_before; /* ttl after the last renewal that succeeded */
+	int64_t give_up;    /* then the backend's own expiry is left to it */
+	bool queued;
+} lfs_orphan;
+
+/* How long a backend that does not answer is asked again. */
+#define ORPHAN_TRIES_US (60 * G_USEC_PER_SEC)
+#define ORPHANS_MAX 4096
+
+static void orphan_free(lfs *fs, lfs_orphan *o)
+{
+	fs->be->lease_free(fs->be, o->lease);
+	g_free(o->key);
+	g_free(o);
+}
+
+static void orphan_drop(lfs *fs, lfs_orphan *o)
+{
+	g_ptr_array_remove_fast(fs->orphans, o);
+	orphan_free(fs, o);
+}
+
+/* D leaves the namespace: free its lease, or keep a lost one as an orphan. */
+void locks_lease_gone(lfs *fs, lfs_dentry *d)
+{
+	bool keep = d->lost && fs->shared && (fs->be->flags & LOCKFS_BACKEND_LEASES) &&
+	            (!fs->orphans || fs->orphans->len < ORPHANS_MAX);
+	if (!keep) {
+		fs->be->lease_free(fs->be, d->lease);
+		d->lease = NULL;
+		return;
+	}
+	if (!fs->orphans)
+		fs->orphans = g_ptr_array_new();
+	lfs_orphan *o = g_new0(lfs_orphan, 1);
+	o->key = g_strdup(d->lease->key);
+	o->lease = d->lease;
+	o->not_before = d->renewed_mono + fs->set->ttl_ms * 1000;
+	o->give_up = MAX(o->not_before, lockfs_mono_us()) + ORPHAN_TRIES_US;
+	g_ptr_array_add(fs->orphans, o);
+	d->lease = NULL;
+}
+
+static void orphans_free(lfs *fs)
+{
+	if (!fs->orphans)
+		return;
+	for (guint i = 0; i < fs->orphans->len; i++)
+		orphan_free(fs, fs->orphans->pdata[i]);
+	g_ptr_array_free(fs->orphans, TRUE);
+	fs->orphans = NULL;
+}
+
+/* A worker: release orphan O, claimed like any change to its key. */
+static void release_orphan(lfs *fs, lfs_orphan *o)
+{
+	locks_claim(fs, o->key);
+	int r = backend_errno(UNLOCKED(fs, fs->be->release(fs->be, o->lease)));
+	locks_unclaim(fs, o->key);
+	o->queued = false;
+	if (r == 0)
+		lockfs_log(G_LOG_LEVEL_INFO, o->key,
+		           "released %s (fence %s), lost here earlier: the backend still held it "
+		           "(a renewal given up on had reached it late)",
+		           o->key, o->lease->fence);
+	if (r != -EIO || lockfs_mono_us() >= o->give_up)
+		orphan_drop(fs, o);
+}
 
 typedef struct {
 	char *key;
 	uint64_t serial;
 	job_kind kind;
+	lfs_orphan *orphan;
 } renew_job;
 
 /* Workers: enough that a few hung calls do not hold up the others. */
@@ -713,6 +801,13 @@ static void run_job(gpointer data, gpointer user)
 	renew_job *j = data;
 	lfs *fs = user;
 	pthread_mutex_lock(&fs->mu);
+	if (j->kind == JOB_ORPHAN) {
+		release_orphan(fs, j->orphan);
+		pthread_mutex_unlock(&fs->mu);
+		g_free(j->key);
+		g_free(j);
+		return;
+	}
 	if (j->kind == JOB_CONFIRM) {
 		confirm_key(fs, j->key);
 		lfs_dentry *d = g_hash_table_lookup(fs->held, j->key);
@@ -752,15 +847,34 @@ static void run_job(gpointer data, gpointer user)
 	g_free(j);
 }
 
-static void queue_job(lfs *fs, const char *key, lfs_dentry *d, job_kind kind)
+static void push_job(lfs *fs, renew_job *j)
 {
 	if (!fs->renew_pool)
 		fs->renew_pool = g_thread_pool_new(run_job, fs, RENEW_WORKERS, FALSE, NULL);
+	g_thread_pool_push(fs->renew_pool, j, NULL);
+}
+
+static void queue_job(lfs *fs, const char *key, lfs_dentry *d, job_kind kind)
+{
 	renew_job *j = g_new0(renew_job, 1);
 	j->key = g_strdup(key);
 	j->serial = d->serial;
 	j->kind = kind;
-	g_thread_pool_push(fs->renew_pool, j, NULL);
+	push_job(fs, j);
+}
+
+static void queue_orphans(lfs *fs, int64_t mono)
+{
+	for (guint i = 0; fs->orphans && i < fs->orphans->len; i++) {
+		lfs_orphan *o = fs->orphans->pdata[i];
+		if (o->queued || mono < o->not_before)
+			continue;
+		o->queued = true;
+		renew_job *j = g_new0(renew_job, 1);
+		j->kind = JOB_ORPHAN;
+		j->orphan = o;
+		push_job(fs, j);
+	}
 }
 
 /* One round: called by the renew thread with fs->mu, often enough that no
@@ -806,6 +920,7 @@ void locks_renew_due(lfs *fs)
 		if (d && d->lost && !g_hash_table_contains(fs->busy, lost->pdata[i]))
 			locks_drop_lost(fs, d);
 	}
+	queue_orphans(fs, mono);
 }
 
 void locks_renew_stop(lfs *fs)
@@ -842,4 +957,6 @@ void locks_release_all(lfs *fs)
 	if (n)
 		lockfs_log(G_LOG_LEVEL_INFO, NULL, "released %u lock%s at unmount", n,
 		           n == 1 ? "" : "s");
+	/* The renewal workers are stopped: what is left runs out by itself. */
+	orphans_free(fs);
 }

@@ -134,7 +134,7 @@ void dentry_remove(lfs *fs, lfs_dentry *d)
 	node->ctime = now;
 	dir->mtime = dir->ctime = now;
 	if (d->lease)
-		fs->be->lease_free(fs->be, d->lease);
+		locks_lease_gone(fs, d);
 	lockfs_holder_clear(&d->holder);
 	g_free(d->name);
 	g_free(d);
