@@ -231,6 +231,30 @@ static gpointer watcher(gpointer data)
 
 /* ---------------------------------------------------------------- taking */
 
+/* How long a release retries a backend that does not answer (EIO: the lock
+ * is kept, and nobody else would ever unlink it). */
+#define RELEASE_RETRY_US (3 * G_USEC_PER_SEC)
+
+/* Unlink PATH while it is still the inode ST describes, retrying EIO for
+ * RELEASE_RETRY_US: a take that could not read its fence (the backend
+ * stopped answering right after the grant) must not leave the lock held by
+ * the mount, renewed, with nobody to unlink it. */
+static void unlink_if_same(const char *path, const struct stat *st)
+{
+	int64_t until = boot_us() + RELEASE_RETRY_US;
+	for (;;) {
+		struct stat now;
+		int r = lstat(path, &now);
+		if (r == 0 && (now.st_ino != st->st_ino || now.st_dev != st->st_dev))
+			return;
+		if (r == 0 && unlink(path) == 0)
+			return;
+		if (errno != EIO || boot_us() >= until)
+			return;
+		g_usleep(200 * 1000);
+	}
+}
+
 /* In a lockfs mount: the create is the acquisition, the fence its proof. */
 static int take_lockfs(held *h, char **error)
 {
@@ -258,10 +282,8 @@ static int take_lockfs(held *h, char **error)
 			                         "the mount's lockfs log",
 			                         h->path, g_strerror(e));
 		/* Remove what we made, unless it is no longer ours. */
-		struct stat now;
-		if (have_st && lstat(h->path, &now) == 0 && now.st_ino == st.st_ino &&
-		    now.st_dev == st.st_dev)
-			unlink(h->path);
+		if (have_st)
+			unlink_if_same(h->path, &st);
 		return -1;
 	}
 	fence[n] = '\0';
@@ -348,10 +370,6 @@ static int sleep_for_signal(const sigset_t *set, int64_t us, siginfo_t *si)
 /* ---------------------------------------------------------------- releasing */
 
 /* Unlink PATH only if it is still ours: same inode, same fence. */
-/* How long a release retries a backend that does not answer (EIO: the lock
- * is kept, and nobody else would ever unlink it). */
-#define RELEASE_RETRY_US (3 * G_USEC_PER_SEC)
-
 static int release(held *h)
 {
 	int64_t until = boot_us() + RELEASE_RETRY_US;
