@@ -245,6 +245,8 @@ void remote_note_refused(lfs *fs, const char *key);
 /* fs_locks.c: a lookup by PID found lock KEY free; whether PID last found KEY
  * free before D was granted (and lately): its unlink is then no release. */
 void locks_saw_free(lfs *fs, pid_t pid, const char *key, int64_t at);
+/* PID found KEY free within the last 2 s, and has not tried to take it. */
+bool locks_saw_free_lately(lfs *fs, pid_t pid, const char *key);
 /* Make the fences of this mount's locks final before they are shown
  * (backends with confirm()): ONLY_KEY's, or all when NULL, of locks
  * granted at least OLDER_THAN_US ago.  Called with fs->mu. */

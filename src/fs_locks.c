@@ -286,13 +286,27 @@ void locks_saw_free(lfs *fs, pid_t pid, const char *key, int64_t at)
  * unlink, from the same uid, would release.  A process that last found the
  * name free before the lock was granted has never seen this lock: its
  * unlink answers ENOENT, which is what it expected. */
+/* When PID last found KEY free, if that still counts: else NULL. */
+static const int64_t *saw_free_at(lfs *fs, pid_t pid, const char *key)
+{
+	if (!fs->saw_free)
+		return NULL;
+	g_autofree char *k = saw_key(pid, key);
+	const int64_t *at = g_hash_table_lookup(fs->saw_free, k);
+	return at && lockfs_mono_us() - *at < SAW_FREE_US ? at : NULL;
+}
+
+bool locks_saw_free_lately(lfs *fs, pid_t pid, const char *key)
+{
+	return saw_free_at(fs, pid, key) != NULL;
+}
+
 bool locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d)
 {
-	if (!fs->saw_free || pid == (pid_t)d->holder.pid || !d->lease)
+	if (pid == (pid_t)d->holder.pid || !d->lease)
 		return false;
-	g_autofree char *k = saw_key(pid, d->lease->key);
-	const int64_t *at = g_hash_table_lookup(fs->saw_free, k);
-	return at && *at < d->granted_mono && lockfs_mono_us() - *at < SAW_FREE_US;
+	const int64_t *at = saw_free_at(fs, pid, d->lease->key);
+	return at && *at < d->granted_mono;
 }
 
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)

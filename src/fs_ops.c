@@ -717,6 +717,19 @@ static int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct 
 		lockfs_lock_info_clear(&info);
 		return -ENOENT;
 	}
+	/* The process found the name free moments ago and has not tried to
+	 * take it since: it has never seen this lock, so its unlink is no
+	 * judgement of it (liblockfile calls a lock whose stat() fails
+	 * invalid and unlinks the name), as for a lock taken here
+	 * (locks_unseen_by). */
+	if (locks_saw_free_lately(fs, c->pid, key)) {
+		lockfs_log(G_LOG_LEVEL_INFO, key,
+		           "pid %d removed %s after finding it free; the lock held through host %s "
+		           "(fence %s) is left alone, ENOENT",
+		           c->pid, key, info.holder.host ? info.holder.host : "-", info.fence);
+		lockfs_lock_info_clear(&info);
+		return -ENOENT;
+	}
 	r = locks_break_remote(fs, key, info.fence, c);
 	lockfs_lock_info_clear(&info);
 	return r;

@@ -11,6 +11,9 @@
 # takes a lock, hostB sees it, breaks it one way, and then: the lock is gone
 # for both, hostB logged the break, hostA shows its lock lost (at its next
 # renewal) and its late rm answers ENOENT, and hostB can take the lock.
+# Last, an unlink on hostB from a process that found the name free just
+# before hostA took it breaks nothing (ENOENT), while one that saw the lock
+# breaks it.
 set -u
 . "$(dirname "$0")/../lib/mount.sh"
 [[ $LOCKFS_BACKEND != local ]] ||
@@ -88,5 +91,20 @@ for how in lockfsctl break-file xattr; do
         rm -f "$A/$key"
     fi
 done
+
+# An unlink from a process that found the name free moments ago, and has not
+# tried to take it since, breaks nothing held elsewhere: it has never seen
+# that lock (liblockfile's stale check unlinks a name whose stat() failed).
+# The nap outlasts list_cache, so that hostB's lookup for the unlink asks the
+# backend and finds hostA's lock.
+is "$(fsop seq lstat "$B/u.lock" childexcl "$A/u.lock" nap 600 unlink "$B/u.lock")" "ENOENT OK OK ENOENT" \
+    "found u.lock free on hostB, hostA took it: that process's unlink on hostB answers ENOENT"
+is "$(xattr "$A/u.lock" user.lockfs.state)" held "... and hostA still holds u.lock"
+ok "... logged on hostB" log_has "removed u\.lock after finding it free; the lock held through host hostA" "$LOG_B"
+ok "hostB sees hostA holding u.lock" wait_until 10 held_by "$B" u.lock hostA
+is "$(fsop seq lstat "$B/u.lock" unlink "$B/u.lock")" "OK OK" \
+    "a process on hostB that saw u.lock held unlinks it: a break"
+ok "... gone for hostB" wait_until 5 gone "$B/u.lock"
+ok "... hostB logged the break" wait_until 5 log_has "lock broken: u\.lock: held by hostA:" "$LOG_B"
 
 done_testing

@@ -103,9 +103,13 @@ def _create(path, flags, mode, data):
 
 def cmd_seq(a):
     """OP PATH [OP PATH ...] in this one process, back to back: lstat, excl
-    (O_CREAT|O_EXCL, 0644, closed), unlink, or childexcl (excl in a child
-    process, which then is the lock's holder).  Prints each outcome."""
+    (O_CREAT|O_EXCL, 0644, closed), unlink, childexcl (excl in a child
+    process, which then is the lock's holder), or nap MS (sleep MS
+    milliseconds, touching nothing).  Prints each outcome."""
     def one(op, path):
+        if op == 'nap':
+            time.sleep(int(path) / 1000.0)
+            return 'OK'
         if op == 'childexcl':
             r = subprocess.run([sys.executable, __file__, 'excl', path],
                                stdout=subprocess.PIPE, check=False)
