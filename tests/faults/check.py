@@ -37,6 +37,7 @@ from collections import defaultdict
 LOST_RE = re.compile(r"^(\d+) lockfs: warning: lost (\S+) \(fence (\d+), held by (\S+?):(-?\d+) ")
 BREAK_RE = re.compile(r"^(\d+) lockfs: warning: (.*?) (\S+): held by (\S+) .*with fence (\d+), "
                       r"last heartbeat (-?\d+) s ago; broken by (.*)$")
+GRANT_RE = re.compile(r"^(\d+) lockfs: info: granted (\S+) to (\S+?):(-?\d+) .*, fence (\d+)$")
 EIO_RE = re.compile(r"^(\d+) lockfs: warning: cannot (take|release) (\S+)")
 
 OUT = []
@@ -191,6 +192,7 @@ def main():
     lost = []  # (t, host, key, fence, why)
     breaks = []
     eio = defaultdict(int)
+    granted_at = {}  # (host, key, fence) -> t of its "granted" log line
     for host, pid, logpath, _ in mounts:
         try:
             fh = open(logpath, errors="replace")
@@ -212,6 +214,10 @@ def main():
                 m = EIO_RE.match(line)
                 if m:
                     eio[host] += 1
+                    continue
+                m = GRANT_RE.match(line)
+                if m:
+                    granted_at[(host, m.group(2), int(m.group(5)))] = int(m.group(1))
     takes = defaultdict(list)  # side key -> [(t, host, fence, kind)]
     slow_inspect = []  # (t, host, key, us)
     released = defaultdict(list)  # (host, side key) -> times its keeper let it go
@@ -405,15 +411,27 @@ def main():
                      f"{fmt_t(t_g, t0)}{' (its lockfs was stopped then, and ran again at ' + fmt_t(p1, t0) + ')' if p1 else ''}",
                 kind="late_loss", amount_ms=ms(t_l - t_g))
 
-    # R.lock: a lost declaration later than the next grant.
+    # R.lock: a lost declaration later than the next grant.  The next grant
+    # is the next larger fence shown to a section; but a fence never shown
+    # (LDAP: not yet confirmed, so perhaps from an old block, smaller than
+    # the last holder's) says nothing of order: then it is the first section
+    # that began after the lost lock's grant was logged.
     fence_keys = [s.fence for s in by_fence]
+    shown = set(fence_keys)
     for t, host, key, fence, why in lost:
         if key != "R.lock":
             continue
-        i = bisect.bisect_right(fence_keys, fence)
-        if i >= len(by_fence):
-            continue
-        nxt = by_fence[i]
+        tg = granted_at.get((host, key, fence))
+        if fence not in shown and tg is not None:
+            after = [s for s in by_fence if s.t_acq > tg]
+            if not after:
+                continue
+            nxt = min(after, key=lambda s: s.t_acq)
+        else:
+            i = bisect.bisect_right(fence_keys, fence)
+            if i >= len(by_fence):
+                continue
+            nxt = by_fence[i]
         judge_late("R.lock", host, fence, t, nxt.host, nxt.fence, nxt.t_acq, f", section {nxt.id}")
     # Side locks: every prober grant against the owner's previous take.
     side_grants = 0
