@@ -86,6 +86,11 @@ struct lfs_dentry {
 	lfs_dentry *next_lock;
 	lockfs_lease *lease;
 	lockfs_holder holder;
+	pid_t holder_ppid; /* the holder's parent when it took the lock */
+	/* Taken here within a minute of this mount losing the key's previous
+	 * lock, whose holder and parent these are (locks_unlink). */
+	pid_t prev_lost_pid, prev_lost_ppid;
+	uid_t prev_lost_uid;
 	int64_t heartbeat_us;   /* last heartbeat seen (wall clock, as shown) */
 	int64_t heartbeat_boot; /* the same on the boot clock: staleness */
 	int64_t hb_sent_mono;   /* last heartbeat sent to the backend */
@@ -170,6 +175,7 @@ static inline lfs_node *node_of(lfs *fs, fuse_ino_t ino)
 /* ---- fs_locks.c: lock names ---- */
 struct lfs_caller {
 	pid_t pid;
+	pid_t ppid; /* its parent, 0 when unknown */
 	uid_t uid;
 	gid_t gid;
 };

@@ -161,6 +161,8 @@ static void forget_saw_free(lfs *fs, pid_t pid, const char *key)
 	g_hash_table_remove(fs->saw_free, k);
 }
 
+static void lost_before(lfs *fs, lfs_dentry *d);
+
 int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
                   const struct lfs_caller *who, lfs_dentry **out)
 {
@@ -239,6 +241,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	lfs_dentry *d = dentry_add(fs, dir, name, node);
 	d->lease = lease;
 	d->holder = holder;
+	d->holder_ppid = who->ppid;
 	d->holder.initial_content = NULL; /* freed below */
 	d->holder.initial_content_len = 0;
 	d->heartbeat_us = now;
@@ -248,6 +251,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	d->renewed_mono = sent;
 	node->lost = false;
 	g_hash_table_insert(fs->held, lease->key, d);
+	lost_before(fs, d);
 	if (fs->lost_recent) /* taken again: the new lock is what counts */
 		g_hash_table_remove(fs->lost_recent, key);
 	metrics_count(M_ACQ_GRANTED);
@@ -309,8 +313,41 @@ bool locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d)
 	return at && *at < d->granted_mono;
 }
 
+/* How long after a grant that followed a loss the lost holder's late
+ * release is recognised (an rm retried on EIO, a script's cleanup). */
+#define LATE_RELEASE_US (60 * G_USEC_PER_SEC)
+
+/* Whether C is the process PID or its parent, or a child or sibling of PID
+ * (PPID its parent): how a script and the tools it runs are related. */
+static bool in_family(const struct lfs_caller *c, pid_t pid, pid_t ppid)
+{
+	return (pid > 1 && (c->pid == pid || c->ppid == pid)) ||
+	       (ppid > 1 && (c->pid == ppid || c->ppid == ppid));
+}
+
+/* D was taken here just after this mount lost the key's previous lock:
+ * an unlink from that lost holder's family, and not from the new holder's,
+ * is the lost holder's late release (the rm at the end of its critical
+ * section, retried while the backend was away), not a release of D, which
+ * it has never seen: an unlink by path cannot tell the two apart. */
+static bool late_release(const lfs_dentry *d, const struct lfs_caller *who)
+{
+	return d->prev_lost_pid && who->uid == d->prev_lost_uid &&
+	       lockfs_mono_us() - d->granted_mono < LATE_RELEASE_US &&
+	       in_family(who, d->prev_lost_pid, d->prev_lost_ppid) &&
+	       !in_family(who, (pid_t)d->holder.pid, d->holder_ppid);
+}
+
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 {
+	if (late_release(d, who)) {
+		lockfs_log(
+		        G_LOG_LEVEL_INFO, d->lease->key,
+		        "pid %d removed %s, whose lock of pid %d this mount lost before pid %" G_GINT64_FORMAT
+		        " took it; the new lock is left alone, ENOENT",
+		        who->pid, d->lease->key, d->prev_lost_pid, d->holder.pid);
+		return -ENOENT;
+	}
 	if (locks_unseen_by(fs, who->pid, d)) {
 		lockfs_log(
 		        G_LOG_LEVEL_INFO, d->lease->key,
@@ -439,6 +476,7 @@ bool locks_expire_if_stale(lfs *fs, lfs_dentry *d)
 
 typedef struct {
 	lockfs_lock_info info;
+	pid_t ppid; /* the lost holder's parent */
 	int64_t at_mono;
 } lfs_lost;
 
@@ -466,6 +504,7 @@ static void lost_remember(lfs *fs, lfs_dentry *d)
 	}
 	lfs_lost *l = g_new0(lfs_lost, 1);
 	l->at_mono = mono;
+	l->ppid = d->holder_ppid;
 	l->info.key = g_strdup(d->lease->key);
 	lockfs_holder_copy(&l->info.holder, &d->holder);
 	l->info.holder.heartbeat_us = d->heartbeat_us;
@@ -481,6 +520,18 @@ static void lost_remember(lfs *fs, lfs_dentry *d)
 		lockfs_lock_info_clear(n->lost_info);
 	remote_info_copy(n->lost_info, &l->info);
 	g_hash_table_replace(fs->lost_recent, g_strdup(d->lease->key), l);
+}
+
+/* D, just granted: note who this mount lost the key's previous lock from,
+ * if that was within LATE_RELEASE_US (late_release). */
+static void lost_before(lfs *fs, lfs_dentry *d)
+{
+	lfs_lost *l = fs->lost_recent ? g_hash_table_lookup(fs->lost_recent, d->lease->key) : NULL;
+	if (!l || d->granted_mono - l->at_mono > LATE_RELEASE_US)
+		return;
+	d->prev_lost_pid = (pid_t)l->info.holder.pid;
+	d->prev_lost_ppid = l->ppid;
+	d->prev_lost_uid = l->info.holder.uid;
 }
 
 const lockfs_lock_info *locks_lost_info(lfs *fs, const char *key)

@@ -71,7 +71,9 @@ static bool may_change(lfs_node *n, const struct lfs_caller *c)
 static struct lfs_caller caller_of(fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	return (struct lfs_caller){.pid = lockfs_tgid(ctx->pid), .uid = ctx->uid, .gid = ctx->gid};
+	struct lfs_caller c = { .uid = ctx->uid, .gid = ctx->gid };
+	c.pid = lockfs_tgid_ppid(ctx->pid, &c.ppid);
+	return c;
 }
 
 /* Count a kernel reference and fill the reply; every timeout is 0. */

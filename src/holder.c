@@ -30,12 +30,21 @@ struct cmd {
 
 struct tgid {
 	pid_t tgid;
+	pid_t ppid; /* the process's parent, 0 unknown */
 	int64_t at_mono;
 };
 
-static pid_t read_tgid(pid_t tid)
+static pid_t status_field(const char *buf, const char *name)
+{
+	const char *t = strstr(buf, name);
+	long v = t ? strtol(t + strlen(name), NULL, 10) : 0;
+	return v > 0 ? (pid_t)v : 0;
+}
+
+static pid_t read_tgid(pid_t tid, pid_t *ppid)
 {
 	char path[64], buf[512];
+	*ppid = 0;
 	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
@@ -45,13 +54,22 @@ static pid_t read_tgid(pid_t tid)
 	if (n <= 0)
 		return tid;
 	buf[n] = '\0';
-	const char *t = strstr(buf, "\nTgid:");
-	long v = t ? strtol(t + 6, NULL, 10) : 0;
-	return v > 0 ? (pid_t)v : tid;
+	*ppid = status_field(buf, "\nPPid:");
+	pid_t v = status_field(buf, "\nTgid:");
+	return v ? v : tid;
 }
 
 pid_t lockfs_tgid(pid_t tid)
 {
+	return lockfs_tgid_ppid(tid, NULL);
+}
+
+pid_t lockfs_tgid_ppid(pid_t tid, pid_t *ppid)
+{
+	pid_t unused;
+	if (!ppid)
+		ppid = &unused;
+	*ppid = 0;
 	if (tid <= 0)
 		return tid;
 	int64_t mono = lockfs_mono_us();
@@ -61,16 +79,18 @@ pid_t lockfs_tgid(pid_t tid)
 	struct tgid *t = g_hash_table_lookup(tgids, GINT_TO_POINTER(tid));
 	if (t && mono - t->at_mono < TGID_CACHE_US) {
 		pid_t r = t->tgid;
+		*ppid = t->ppid;
 		g_mutex_unlock(&cache_mu);
 		return r;
 	}
 	g_mutex_unlock(&cache_mu);
-	pid_t r = read_tgid(tid);
+	pid_t r = read_tgid(tid, ppid);
 	g_mutex_lock(&cache_mu);
 	if (g_hash_table_size(tgids) > CACHE_MAX)
 		g_hash_table_remove_all(tgids);
 	t = g_new0(struct tgid, 1);
 	t->tgid = r;
+	t->ppid = *ppid;
 	t->at_mono = mono;
 	g_hash_table_replace(tgids, GINT_TO_POINTER(tid), t);
 	g_mutex_unlock(&cache_mu);

@@ -19,6 +19,8 @@ void lockfs_holder_fill(lockfs_holder *h, pid_t pid, uid_t uid, gid_t gid, mode_
  * thread, and a process is its thread group wherever lockfs reasons about
  * who took, found free, holds or releases a lock. */
 pid_t lockfs_tgid(pid_t tid);
+/* The same, and its parent in *PPID (0 when unknown). */
+pid_t lockfs_tgid_ppid(pid_t tid, pid_t *ppid);
 
 /* Unix time in µs, and CLOCK_BOOTTIME in µs (monotonic, counting suspend:
  * every lease, deadline and staleness of this host is measured on it). */

@@ -348,7 +348,7 @@ ok "hung, status: server back: s.lock can be released" wait_until 15 releases "$
 # renewal that succeeded: hostQ takes p.lock within about a renewal round
 # of the server's return, not a ttl later.
 lockfs_start_or_bail -o host=hostP -o ttl=3s -o network_timeout=1s
-P=$MNT
+P=$MNT LOG_P=$LOCKFS_LOG
 lockfs_start_or_bail -o host=hostQ -o ttl=3s -o network_timeout=1s
 Q=$MNT
 ok "late renewal: hostP takes p.lock" takes "$P/p.lock"
@@ -370,5 +370,34 @@ is "$(fsop1 unlink "$P/p.lock")" ENOENT "late renewal: hostP's late rm answers E
 ok "late renewal: hostQ still holds p.lock" held_by "$Q" p.lock hostQ
 close_fd "$pfd_num"
 rm -f "$Q/p.lock"
+
+# ---------------------------------------------------------------- 6. late release
+
+# A shell takes r.lock on hostP (set -C) and waits; the server is stopped
+# until hostP declares it lost; back, another process takes r.lock on
+# hostP.  The shell, not told, then removes r.lock at the end of its work:
+# that is its late release, and it must not release the new holder's lock.
+mkfifo "$TESTDIR/go6"
+exec {go6}<>"$TESTDIR/go6"
+bash -c 'set -C; echo $$ >"$1" || exit 1; read -r _ <"$2"; "$3" "$4" unlink "$1" >"$5"' _ \
+    "$P/r.lock" "$TESTDIR/go6" "$PYTHON" "$TESTLIB/fsop.py" "$TESTDIR/late6.out" &
+late6=$!
+ok "late release: a shell on hostP takes r.lock" wait_until 10 held_by "$P" r.lock hostP
+open_fd "$P/r.lock"
+rfd=$FD_PATH rfd_num=$FD_NUM
+spid=$(server_pid)
+kill -STOP "$spid"
+ok "late release: hostP declares r.lock lost while the server is stopped" wait_until 10 is_lost "$rfd"
+kill -CONT "$spid"
+ok "late release: back, another process takes r.lock on hostP" wait_until 10 takes "$P/r.lock"
+fr=$(xattr "$P/r.lock" user.lockfs.fence)
+echo go >&"$go6"
+wait "$late6"
+is "$(cat "$TESTDIR/late6.out")" ENOENT "late release: the shell's rm of r.lock answers ENOENT"
+is "$(xattr "$P/r.lock" user.lockfs.fence)" "$fr" "late release: ... and the new holder keeps r.lock (same fence)"
+ok "late release: ... logged" log_has "removed r\.lock, whose lock of pid $late6 this mount lost" "$LOG_P"
+is "$(fsop1 unlink "$P/r.lock")" OK "late release: the new holder's own rm releases it"
+close_fd "$rfd_num"
+exec {go6}>&-
 
 done_testing
