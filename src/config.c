@@ -123,6 +123,8 @@ static const char *const fuse_valued[] = {
 /* Group name → NULL-terminated key list, for the whole process: backends
  * register once at start-up and configurations come and go. */
 static GHashTable *registry;
+/* The backend names for messages, from the backend registry. */
+static char *backend_names;
 
 typedef struct {
 	char *value;
@@ -386,6 +388,12 @@ void lockfs_config_register_group(const char *group, const char *const *keys)
 	g_hash_table_replace(registry, g_strdup(group), g_strdupv((char **)keys));
 }
 
+void lockfs_config_register_backends(const char *names)
+{
+	g_free(backend_names);
+	backend_names = g_strdup(names);
+}
+
 /* ---- values ---- */
 
 bool lockfs_parse_duration(const char *text, int64_t *out_ms)
@@ -507,9 +515,8 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 	switch (k->kind) {
 	case KIND_BACKEND:
 		if (!valid_group_name(value)) {
-			*why = g_strdup_printf("%s is not a backend name; write local, ldap or "
-			                       "tinystore",
-			                       q);
+			*why = g_strdup_printf("%s is not a backend name; write %s", q,
+			                       backend_names ? backend_names : "local");
 			return false;
 		}
 		set_string(FIELD(s, k, char *), value);

@@ -121,6 +121,10 @@ const char *lockfs_config_origin(const lockfs_config *cfg, const char *group, co
  * names [a-z][a-z0-9_]*; bad names are refused with a critical warning. */
 void lockfs_config_register_group(const char *group, const char *const *keys);
 
+/* The backend names backend= accepts, as messages list them ("local, ldap
+ * or tinystore"); the backend registry says (src/backend.c). */
+void lockfs_config_register_backends(const char *names);
+
 /* "30s", "500ms", "5m", "1h", "2d", "1.5s"; a bare number is seconds.
  * Returns false for anything else: signs, spaces, junk, fractions of a
  * millisecond, and values over INT64_MAX/1000 ms (so microseconds fit). */

@@ -1935,7 +1935,7 @@ static bool read_target(const lockfs_config *cfg, ts_target *t, GError **error)
 	return true;
 }
 
-lockfs_backend *lockfs_tinystore_backend_new(const lockfs_config *cfg, const char *mount_id,
+static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const char *mount_id,
                                              GError **error)
 {
 	const lockfs_settings *s = lockfs_config_settings(cfg);
@@ -2005,3 +2005,14 @@ lockfs_backend *lockfs_tinystore_backend_new(const lockfs_config *cfg, const cha
 	}
 	return &tb->base;
 }
+
+/* Locks as tinystore leases, shared with every host reaching the same server;
+ * MOUNT_ID is recorded in the holder records. */
+const lockfs_backend_type lockfs_tinystore_backend_type = {
+	.version = LOCKFS_BACKEND_TYPE_VERSION,
+	.name = "tinystore",
+	.group = GROUP,
+	.keys = (const char *const[]){ "dir", "endpoint", "token_file", "ca_file", "verify",
+	                               "lock_name", NULL },
+	.create = tinystore_backend_new,
+};
