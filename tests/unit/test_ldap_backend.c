@@ -2,7 +2,7 @@
  * that tests/lib/slapd.sh starts on loopback (one with the dds overlay, one
  * without, and one to stop and restart).  Without slapd every test skips and
  * says why. */
-#include "backends/ldap_int.h"
+#include "backends/ldap/ldap_int.h"
 #include "holder.h"
 #include "log.h"
 

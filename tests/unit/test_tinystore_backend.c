@@ -8,7 +8,7 @@
  * pinned build, or PATH).  LOCKFS_TINYSTORE_DIR instead names the store of a
  * server already running; the tests that must control the server then
  * skip.  Without a server every test that needs one skips, saying why. */
-#include "backends/tinystore_conn.h"
+#include "backends/tinystore/tinystore_conn.h"
 #include "holder.h"
 #include "log.h"
 
