@@ -66,6 +66,7 @@ int lockfs_fence_cmp(const char *a, const char *b)
 	X(local)         \
 	X(ldap)          \
 	X(tinystore)     \
+	X(etcd)          \
 	/* end of the table */
 
 #define DECLARE_TYPE(NAME) extern const lockfs_backend_type lockfs_##NAME##_backend_type;
