@@ -23,6 +23,7 @@
 #   etcd.sh leader DIR         print the index of the leader, waiting for one
 #   etcd.sh wait DIR           wait until the running members agree on a leader
 #   etcd.sh env DIR            print the KEY=VALUE lines again
+#   etcd.sh check              exit 0 when there is an etcd binary, else 77 saying why
 # Sourced from a bash test: etcd_start DIR, etcd_stop DIR, … (the same names with '_'
 # for '-') do the same, and etcd_start exports the variables instead of printing them.
 #
@@ -360,6 +361,7 @@ if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	leader) [ $# -eq 2 ] && _etcd_leader "$2" ;;
 	wait) [ $# -eq 2 ] && _etcd_wait "$2" ;;
 	env) [ $# -eq 2 ] && _etcd_describe "$2" ;;
+	check) [ $# -eq 1 ] && _etcd_bin >/dev/null ;;
 	*)
 		sed -n '/^# As a command:/,/^# Sourced/p' "$0" >&2
 		exit 2
