@@ -16,6 +16,7 @@
 #include "etcd_record.h"
 #include "holder.h"
 #include "log.h"
+#include "secret.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -933,42 +934,15 @@ static void key_error(GError **error, const lockfs_config *cfg, const char *key,
 		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "key '%s' in [etcd]: %s", key, what);
 }
 
-/* A secret from PATH, which must not be readable by group or others. */
+/* A secret from PATH (src/secret.c), errors naming KEY. */
 static char *read_secret(const lockfs_config *cfg, const char *key, const char *path,
                          GError **error)
 {
-	struct stat st;
-	if (stat(path, &st) != 0) {
-		key_error(error, cfg, key, LOCKFS_CONFIG_ERROR_IO, "cannot read %s: %s", path,
-		          g_strerror(errno));
-		return NULL;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		key_error(error, cfg, key, LOCKFS_CONFIG_ERROR_VALUE, "%s is not a regular file",
-		          path);
-		return NULL;
-	}
-	if (st.st_mode & (S_IRGRP | S_IROTH)) {
-		key_error(error, cfg, key, LOCKFS_CONFIG_ERROR_VALUE,
-		          "%s is readable by group or others; make it private: chmod 600 %s", path,
-		          path);
-		return NULL;
-	}
-	char *text = NULL;
-	GError *e = NULL;
-	if (!g_file_get_contents(path, &text, NULL, &e)) {
-		key_error(error, cfg, key, LOCKFS_CONFIG_ERROR_IO, "%s", e->message);
-		g_error_free(e);
-		return NULL;
-	}
-	size_t len = strlen(text);
-	while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-		text[--len] = '\0';
-	if (!len) {
-		key_error(error, cfg, key, LOCKFS_CONFIG_ERROR_VALUE, "%s is empty", path);
-		g_free(text);
-		return NULL;
-	}
+	int code;
+	g_autofree char *why = NULL;
+	char *text = lockfs_secret_read(path, &code, &why);
+	if (!text)
+		key_error(error, cfg, key, code, "%s", why);
 	return text;
 }
 
