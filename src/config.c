@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -763,6 +764,17 @@ static void set_entry_error(GError **error, int code, const entry *e, const char
 {
 	g_autofree char *w = where(e, group, key);
 	g_set_error(error, LOCKFS_CONFIG_ERROR, code, "%s: %s", w, why);
+}
+
+bool lockfs_config_key_error(const lockfs_config *cfg, const char *group, const char *key,
+                             GError **error, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	g_autofree char *why = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	set_entry_error(error, code, lookup(cfg, group, key), group, key, why);
+	return false;
 }
 
 /* ---- files ---- */

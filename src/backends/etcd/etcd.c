@@ -914,25 +914,9 @@ static void etcd_destroy(lockfs_backend *be)
 
 /* ---- configuration ---- */
 
-static void key_error(GError **error, const lockfs_config *cfg, const char *key, int code,
-                      const char *fmt, ...) G_GNUC_PRINTF(5, 6);
-
-static void key_error(GError **error, const lockfs_config *cfg, const char *key, int code,
-                      const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	g_autofree char *what = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	const char *origin = lockfs_config_origin(cfg, GROUP, key);
-	if (origin && g_str_has_prefix(origin, "mount option"))
-		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "%s: %s", origin, what);
-	else if (origin)
-		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "%s: key '%s' in [etcd]: %s", origin,
-		            key, what);
-	else
-		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "key '%s' in [etcd]: %s", key, what);
-}
+/* An error about KEY of [etcd] in the form of every configuration error. */
+#define key_error(error, cfg, key, code, ...) \
+	lockfs_config_key_error(cfg, GROUP, key, error, code, __VA_ARGS__)
 
 /* A secret from PATH (src/secret.c), errors naming KEY. */
 static char *read_secret(const lockfs_config *cfg, const char *key, const char *path,

@@ -1777,26 +1777,7 @@ static void ts_destroy(lockfs_backend *be)
 
 /* ---- configuration ---- */
 
-static bool key_error(const lockfs_config *cfg, const char *group, const char *key, GError **error,
-                      int code, const char *fmt, ...) G_GNUC_PRINTF(6, 7);
-static bool key_error(const lockfs_config *cfg, const char *group, const char *key, GError **error,
-                      int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	g_autofree char *why = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	const char *origin = lockfs_config_origin(cfg, group, key);
-	if (!origin)
-		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "key '%s' in [%s]: %s", key, group,
-		            why);
-	else if (g_str_has_prefix(origin, "mount option"))
-		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "%s: %s", origin, why);
-	else
-		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "%s: key '%s' in [%s]: %s", origin,
-		            key, group, why);
-	return false;
-}
+#define key_error lockfs_config_key_error
 
 static bool valid_lock_name(const char *s)
 {
