@@ -8,30 +8,30 @@
 #include <string.h>
 #include <sys/stat.h>
 
-char *lockfs_secret_read(const char *path, int *code, char **why)
+#define FAIL(code, ...) lockfs_config_key_error(cfg, group, key, error, code, __VA_ARGS__)
+
+char *lockfs_secret_read(const lockfs_config *cfg, const char *group, const char *key,
+                         const char *path, GError **error)
 {
 	struct stat st;
 	if (stat(path, &st) != 0) {
-		*code = LOCKFS_CONFIG_ERROR_IO;
-		*why = g_strdup_printf("cannot read %s: %s", path, g_strerror(errno));
+		FAIL(LOCKFS_CONFIG_ERROR_IO, "cannot read %s: %s", path, g_strerror(errno));
 		return NULL;
 	}
-	*code = LOCKFS_CONFIG_ERROR_VALUE;
 	if (!S_ISREG(st.st_mode)) {
-		*why = g_strdup_printf("%s is not a regular file", path);
+		FAIL(LOCKFS_CONFIG_ERROR_VALUE, "%s is not a regular file", path);
 		return NULL;
 	}
 	if (st.st_mode & (S_IRGRP | S_IROTH)) {
-		*why = g_strdup_printf(
-		        "%s is readable by group or others; make it private: chmod 600 %s", path,
-		        path);
+		FAIL(LOCKFS_CONFIG_ERROR_VALUE,
+		     "%s is readable by group or others; make it private: chmod 600 %s", path,
+		     path);
 		return NULL;
 	}
 	char *text = NULL;
 	GError *e = NULL;
 	if (!g_file_get_contents(path, &text, NULL, &e)) {
-		*code = LOCKFS_CONFIG_ERROR_IO;
-		*why = g_strdup(e->message);
+		FAIL(LOCKFS_CONFIG_ERROR_IO, "%s", e->message);
 		g_error_free(e);
 		return NULL;
 	}
@@ -40,7 +40,7 @@ char *lockfs_secret_read(const char *path, int *code, char **why)
 	while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
 		text[--len] = '\0';
 	if (!len) {
-		*why = g_strdup_printf("%s is empty", path);
+		FAIL(LOCKFS_CONFIG_ERROR_VALUE, "%s is empty", path);
 		g_free(text);
 		return NULL;
 	}

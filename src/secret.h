@@ -3,10 +3,13 @@
 #ifndef LOCKFS_SECRET_H
 #define LOCKFS_SECRET_H
 
+#include <glib.h>
+#include <lockfs/config.h>
+
 /* The first line of PATH (without its line end), which must be a regular
- * file no group or other can read, and not empty.  NULL on failure, with
- * *CODE a LOCKFS_CONFIG_ERROR_* code and *WHY (to free) what is wrong and
- * what to do, for the caller to prefix with the key that named PATH. */
-char *lockfs_secret_read(const char *path, int *code, char **why);
+ * file no group or other can read, and not empty; to free.  NULL with a
+ * configuration error naming GROUP/KEY, the key that named PATH. */
+char *lockfs_secret_read(const lockfs_config *cfg, const char *group, const char *key,
+                         const char *path, GError **error);
 
 #endif

@@ -918,18 +918,6 @@ static void etcd_destroy(lockfs_backend *be)
 #define key_error(error, cfg, key, code, ...) \
 	lockfs_config_key_error(cfg, GROUP, key, error, code, __VA_ARGS__)
 
-/* A secret from PATH (src/secret.c), errors naming KEY. */
-static char *read_secret(const lockfs_config *cfg, const char *key, const char *path,
-                         GError **error)
-{
-	int code;
-	g_autofree char *why = NULL;
-	char *text = lockfs_secret_read(path, &code, &why);
-	if (!text)
-		key_error(error, cfg, key, code, "%s", why);
-	return text;
-}
-
 /* Endpoints separated by commas, semicolons or spaces (mount options are
  * split at commas, so there a semicolon separates them). */
 static char **parse_endpoints(const lockfs_config *cfg, const char *text, GError **error)
@@ -1012,7 +1000,8 @@ static bool read_options(const lockfs_config *cfg, etcd_client_opts *o, char **p
 		          "both");
 		return false;
 	}
-	if (pwfile && !(o->password = read_secret(cfg, "password_file", pwfile, error)))
+	if (pwfile &&
+	    !(o->password = lockfs_secret_read(cfg, GROUP, "password_file", pwfile, error)))
 		return false;
 	if (!(o->endpoints = parse_endpoints(cfg, endpoints, error)))
 		return false;

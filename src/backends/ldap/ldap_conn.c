@@ -36,18 +36,6 @@ G_DEFINE_QUARK(lockfs - ldap - error - quark, ll_error)
 #define key_error(error, cfg, key, code, ...) \
 	lockfs_config_key_error(cfg, GROUP, key, error, code, __VA_ARGS__)
 
-/* A secret from PATH (src/secret.c), errors naming KEY. */
-static char *read_secret(const lockfs_config *cfg, const char *key, const char *path,
-                         GError **error)
-{
-	int code;
-	g_autofree char *why = NULL;
-	char *text = lockfs_secret_read(path, &code, &why);
-	if (!text)
-		key_error(error, cfg, key, code, "%s", why);
-	return text;
-}
-
 /* *DN in LDAPv3 form, from a DN that may also separate its parts with ';' (as
  * RFC 1779 allowed): mount options are split at commas.  False if not a DN. */
 static bool normalize_dn(char **dn)
@@ -158,7 +146,7 @@ static bool get_auth(ll_config *c, const lockfs_config *cfg, GError **error)
 			          c->bind_dn);
 			return false;
 		}
-		c->password = read_secret(cfg, "password_file", pwfile, error);
+		c->password = lockfs_secret_read(cfg, GROUP, "password_file", pwfile, error);
 		if (!c->password)
 			return false;
 	}
