@@ -17,8 +17,8 @@
  * lockfs talks to, with the same credentials, TLS and timeouts. */
 #include "rawcycle.h"
 
-#include "backends/ldap_int.h"
-#include "backends/tinystore_conn.h"
+#include "backends/ldap/ldap_int.h"
+#include "backends/tinystore/tinystore_conn.h"
 #include "holder.h"
 
 #include <errno.h>

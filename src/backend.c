@@ -58,30 +58,81 @@ int lockfs_fence_cmp(const char *a, const char *b)
 	return c < 0 ? -1 : c > 0;
 }
 
+/* ---- the registry ---- */
+
+/* Every backend built in, in the order messages name them: adding a backend
+ * is a line here (and its directory, and a subdir() in src/backends/). */
+#define BACKEND_TYPES(X) \
+	X(local)         \
+	X(ldap)          \
+	X(tinystore)     \
+	X(etcd)          \
+	/* end of the table */
+
+#define DECLARE_TYPE(NAME) extern const lockfs_backend_type lockfs_##NAME##_backend_type;
+BACKEND_TYPES(DECLARE_TYPE)
+#define TYPE_ENTRY(NAME) &lockfs_##NAME##_backend_type,
+static const lockfs_backend_type *const types[] = { BACKEND_TYPES(TYPE_ENTRY) };
+
+/* A type built for another version of this interface is a build mistake:
+ * said once per use, and the type is left out. */
+static bool type_usable(const lockfs_backend_type *t)
+{
+	if (t->version == LOCKFS_BACKEND_TYPE_VERSION)
+		return true;
+	g_critical("backend '%s' was built for backend type version %u, this lockfs has %u; "
+	           "rebuild it with this lockfs",
+	           t->name, t->version, LOCKFS_BACKEND_TYPE_VERSION);
+	return false;
+}
+
+const lockfs_backend_type *lockfs_backend_type_find(const char *name)
+{
+	for (size_t i = 0; i < G_N_ELEMENTS(types); i++)
+		if (strcmp(types[i]->name, name) == 0)
+			return type_usable(types[i]) ? types[i] : NULL;
+	return NULL;
+}
+
+char *lockfs_backend_names(void)
+{
+	GString *s = g_string_new(NULL);
+	for (size_t i = 0; i < G_N_ELEMENTS(types); i++) {
+		if (i)
+			g_string_append(s, i + 1 == G_N_ELEMENTS(types) ? " or " : ", ");
+		g_string_append(s, types[i]->name);
+	}
+	return g_string_free(s, FALSE);
+}
+
 void lockfs_backends_register_config(void)
 {
-	/* The local backend has no keys of its own: state_dir is general. */
-	static const char *const tinystore[] = {"dir",     "endpoint", "token_file", "ca_file",
-	                                        "verify", "lock_name", NULL};
-	lockfs_config_register_group("tinystore", tinystore);
-	static const char *const ldap[] = {"uri",     "bind_dn", "password_file", "sasl_mech",
-	                                   "starttls", "ca_file", "verify",        "base",
-	                                   "dynamic",  "max_clock_offset", NULL};
-	lockfs_config_register_group("ldap", ldap);
+	g_autofree char *names = lockfs_backend_names();
+	lockfs_config_register_backends(names);
+	for (size_t i = 0; i < G_N_ELEMENTS(types); i++)
+		if (types[i]->group && type_usable(types[i]))
+			lockfs_config_register_group(types[i]->group, types[i]->keys);
 }
 
 lockfs_backend *lockfs_backend_new(const lockfs_config *cfg, const char *mount_id, GError **error)
 {
 	const lockfs_settings *s = lockfs_config_settings(cfg);
-	if (strcmp(s->backend, "local") == 0)
-		return lockfs_local_backend_new(cfg, mount_id, error);
-	if (strcmp(s->backend, "tinystore") == 0)
-		return lockfs_tinystore_backend_new(cfg, mount_id, error);
-	if (strcmp(s->backend, "ldap") == 0)
-		return lockfs_ldap_backend_new(cfg, mount_id, error);
-	g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE,
-	            "backend '%s' is not built into this lockfs; use backend=local, ldap or "
-	            "tinystore",
-	            s->backend);
-	return NULL;
+	const lockfs_backend_type *t = lockfs_backend_type_find(s->backend);
+	if (!t) {
+		g_autofree char *names = lockfs_backend_names();
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE,
+		            "backend '%s' is not built into this lockfs; use backend=%s",
+		            s->backend, names);
+		return NULL;
+	}
+	lockfs_backend *be = t->create(cfg, mount_id, error);
+	if (be && be->version != LOCKFS_BACKEND_VERSION) {
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE,
+		            "backend '%s' implements backend interface version %u, this lockfs "
+		            "calls version %u; rebuild it with this lockfs",
+		            t->name, be->version, LOCKFS_BACKEND_VERSION);
+		be->destroy(be);
+		return NULL;
+	}
+	return be;
 }

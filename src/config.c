@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <pwd.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -123,6 +124,8 @@ static const char *const fuse_valued[] = {
 /* Group name → NULL-terminated key list, for the whole process: backends
  * register once at start-up and configurations come and go. */
 static GHashTable *registry;
+/* The backend names for messages, from the backend registry. */
+static char *backend_names;
 
 typedef struct {
 	char *value;
@@ -386,6 +389,12 @@ void lockfs_config_register_group(const char *group, const char *const *keys)
 	g_hash_table_replace(registry, g_strdup(group), g_strdupv((char **)keys));
 }
 
+void lockfs_config_register_backends(const char *names)
+{
+	g_free(backend_names);
+	backend_names = g_strdup(names);
+}
+
 /* ---- values ---- */
 
 bool lockfs_parse_duration(const char *text, int64_t *out_ms)
@@ -507,9 +516,8 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 	switch (k->kind) {
 	case KIND_BACKEND:
 		if (!valid_group_name(value)) {
-			*why = g_strdup_printf("%s is not a backend name; write local, ldap or "
-			                       "tinystore",
-			                       q);
+			*why = g_strdup_printf("%s is not a backend name; write %s", q,
+			                       backend_names ? backend_names : "local");
 			return false;
 		}
 		set_string(FIELD(s, k, char *), value);
@@ -756,6 +764,17 @@ static void set_entry_error(GError **error, int code, const entry *e, const char
 {
 	g_autofree char *w = where(e, group, key);
 	g_set_error(error, LOCKFS_CONFIG_ERROR, code, "%s: %s", w, why);
+}
+
+bool lockfs_config_key_error(const lockfs_config *cfg, const char *group, const char *key,
+                             GError **error, int code, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	g_autofree char *why = g_strdup_vprintf(fmt, ap);
+	va_end(ap);
+	set_entry_error(error, code, lookup(cfg, group, key), group, key, why);
+	return false;
 }
 
 /* ---- files ---- */

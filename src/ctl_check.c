@@ -265,6 +265,10 @@ static void check_clock(tally *t, lockfs_backend *be, const lockfs_settings *s)
 		     "max_clock_offset %s: its mounts take and keep locks but break no other "
 		     "host's; fix the clock (NTP)",
 		     off, dir, s->backend, unc, bound);
+	else if (!c.bound_us) /* etcd: holders judged on the server's clock alone */
+		printf("clock: this host's clock is %s %s the %s server's (+/- %s); "
+		       "no bound: hosts' clocks break no lock\n",
+		       off, dir, s->backend, unc);
 	else
 		printf("clock: this host's clock is %s %s the %s server's (+/- %s); "
 		       "max_clock_offset %s\n",

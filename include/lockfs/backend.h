@@ -2,8 +2,9 @@
  *
  * The filesystem (src/fs_*.c) calls these functions and knows nothing of LDAP,
  * tinystore or the in-process table; a backend knows nothing of FUSE.  Like
- * libgit2's git_odb_backend, a backend is a versioned table of functions with
- * one constructor per backend (see backends.h).
+ * libgit2's git_odb_backend, a backend is a versioned table of functions, made
+ * by the constructor of its lockfs_backend_type (below; the table of types is
+ * src/backend.c).
  *
  * Error convention: every function returns 0 or a negative errno.
  *   -EEXIST   the lock is held by someone else (and only that)
@@ -22,6 +23,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include <glib.h>
+#include <lockfs/config.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -182,6 +186,25 @@ struct lockfs_backend {
 	 * has no server clock or does not report it. */
 	int (*clock)(lockfs_backend *be, lockfs_clock_info *out);
 };
+
+#define LOCKFS_BACKEND_TYPE_VERSION 1
+
+/* A kind of backend, as built into lockfs: each backend exports one, named
+ * lockfs_NAME_backend_type, and src/backend.c lists them.  The registry
+ * refuses a type whose version is not LOCKFS_BACKEND_TYPE_VERSION (a backend
+ * built against another lockfs). */
+typedef struct lockfs_backend_type {
+	unsigned version; /* LOCKFS_BACKEND_TYPE_VERSION */
+	const char *name; /* what backend= names */
+	/* Its configuration group ([ldap] and ldap_* mount options) and the
+	 * keys it accepts, NULL-terminated; group NULL: no keys of its own. */
+	const char *group;
+	const char *const *keys;
+	/* A new instance from CFG; MOUNT_ID names the mount's durable state
+	 * (e.g. the mount point).  NULL with a one-line error naming the key
+	 * and what to do. */
+	lockfs_backend *(*create)(const lockfs_config *cfg, const char *mount_id, GError **error);
+} lockfs_backend_type;
 
 void lockfs_holder_clear(lockfs_holder *h);
 void lockfs_holder_copy(lockfs_holder *dst, const lockfs_holder *src);

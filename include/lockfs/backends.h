@@ -1,6 +1,5 @@
-/* One constructor per backend.  Each reads its keys from the configuration
- * (its own group, e.g. [ldap]) and fails with a one-line error naming the key
- * and what to do. */
+/* The backends built into lockfs, chosen by name from the table of
+ * lockfs_backend_type in src/backend.c. */
 #ifndef LOCKFS_BACKENDS_H
 #define LOCKFS_BACKENDS_H
 
@@ -10,25 +9,16 @@
 
 G_BEGIN_DECLS
 
-/* MOUNT_ID names the mount's durable state (e.g. the mount point). */
-lockfs_backend *lockfs_local_backend_new(const lockfs_config *cfg, const char *mount_id,
-                                         GError **error);
+/* The backend the configuration names (backend=). */
+lockfs_backend *lockfs_backend_new(const lockfs_config *cfg, const char *mount_id, GError **error);
 
-/* Locks as tinystore leases, shared with every host reaching the same server
- * (group [tinystore]: dir or endpoint, token_file, ca_file, verify,
- * lock_name).  MOUNT_ID is recorded in the holder records. */
-lockfs_backend *lockfs_tinystore_backend_new(const lockfs_config *cfg, const char *mount_id,
-                                             GError **error);
+/* The type named NAME, or NULL when it is not built in (or was built for
+ * another LOCKFS_BACKEND_TYPE_VERSION: a critical warning says so). */
+const lockfs_backend_type *lockfs_backend_type_find(const char *name);
 
-/* Locks as entries under a base in an LDAP directory, shared with every host
- * binding to the same server (group [ldap]: uri, bind_dn, password_file,
- * sasl_mech, starttls, ca_file, verify, base, dynamic). */
-lockfs_backend *lockfs_ldap_backend_new(const lockfs_config *cfg, const char *mount_id,
-                                        GError **error);
-
-/* The backend the configuration names. */
-lockfs_backend *lockfs_backend_new(const lockfs_config *cfg, const char *mount_id,
-                                   GError **error);
+/* The names of the backends built in, for messages: "local, ldap or
+ * tinystore".  Free it. */
+char *lockfs_backend_names(void);
 
 /* Register every backend's configuration group; call before loading a file. */
 void lockfs_backends_register_config(void);

@@ -110,6 +110,13 @@ bool lockfs_config_get_duration(const lockfs_config *cfg, const char *group, con
                                 int64_t def_ms, int64_t *out_ms, GError **error);
 bool lockfs_config_get_int(const lockfs_config *cfg, const char *group, const char *key,
                            int64_t def, int64_t min, int64_t max, int64_t *out, GError **error);
+/* Set *ERROR (domain LOCKFS_CONFIG_ERROR, CODE) to a one-line error about
+ * GROUP/KEY in the form of every configuration error: "FILE:LINE: key 'k' in
+ * [g]: WHAT", "mount option 'g_k=v': WHAT", or "key 'k' in [g] (default):
+ * WHAT".  Returns false, for "return lockfs_config_key_error(...)". */
+bool lockfs_config_key_error(const lockfs_config *cfg, const char *group, const char *key,
+                             GError **error, int code, const char *fmt, ...) G_GNUC_PRINTF(6, 7);
+
 /* Where KEY's value came from ("FILE:LINE" or "mount option 'x'"), or NULL. */
 const char *lockfs_config_origin(const lockfs_config *cfg, const char *group, const char *key);
 
@@ -120,6 +127,10 @@ const char *lockfs_config_origin(const lockfs_config *cfg, const char *group, co
  * [a-z][a-z0-9-]* (no '_', which separates group and key in options), key
  * names [a-z][a-z0-9_]*; bad names are refused with a critical warning. */
 void lockfs_config_register_group(const char *group, const char *const *keys);
+
+/* The backend names backend= accepts, as messages list them ("local, ldap
+ * or tinystore"); the backend registry says (src/backend.c). */
+void lockfs_config_register_backends(const char *names);
 
 /* "30s", "500ms", "5m", "1h", "2d", "1.5s"; a bare number is seconds.
  * Returns false for anything else: signs, spaces, junk, fractions of a

@@ -7,7 +7,7 @@
 #
 # tinystore (endpoint tcp://, and tls:// for the handshake): the mount comes
 # up within about the network timeout (the server "may come later",
-# src/backends/tinystore.c) with a warning in its log, and every
+# src/backends/tinystore/tinystore.c) with a warning in its log, and every
 # acquisition answers EIO within the network timeout; nothing is granted or
 # listed, and the mount stops cleanly.
 # LDAP (uri ldap://, starttls = false): the mount is refused within about the

@@ -26,11 +26,13 @@ if [[ $LOCKFS_BACKEND != local ]]; then
     backend_lines=("backend=$LOCKFS_BACKEND")
     for kv in ${BACKEND_OPTS//,/ }; do
         [[ $kv == tinystore_dir=* ]] && tinystore_line=${kv#tinystore_}
+        [[ $kv == etcd_endpoints=* ]] && etcd_line=${kv#etcd_}
     done
 fi
 check_conf good '[lockfs]' "state_dir=$LOCKFS_STATE" 'ttl=30s' 'stale_after=300s' "${backend_lines[@]}"
 [[ -n $BACKEND_CONFIG ]] && cat "$BACKEND_CONFIG" >>"$C/good.conf"
 [[ -n ${tinystore_line:-} ]] && printf '[tinystore]\n%s\n' "$tinystore_line" >>"$C/good.conf"
+[[ -n ${etcd_line:-} ]] && printf '[etcd]\n%s\n' "$etcd_line" >>"$C/good.conf"
 run 60 "$CTL" check --config "$C/good.conf" "$L"
 is "$RC" 0 "a good configuration and a mount without old locks: exit 0 ($ERR)"
 like "$OUT" "config $C/good.conf: ok" "the configuration is reported ok"
@@ -44,6 +46,9 @@ else
     if [[ $LOCKFS_BACKEND == ldap ]]; then
         like "$OUT" "clock: this host's clock is [0-9.]+ s (behind|ahead of) the ldap server's \(\+/- [0-9.]+ s\); max_clock_offset 5m" \
             "the offset to the ldap server's clock is reported"
+    elif [[ $LOCKFS_BACKEND == etcd ]]; then
+        like "$OUT" "clock: this host's clock is [0-9.]+ s (behind|ahead of) the etcd server's \(\+/- [0-9.]+ s\); no bound" \
+            "the offset to the etcd cluster's clock is reported"
     else
         like "$OUT" 'clock skew: judged per lock' "clock skew is judged per lock"
     fi

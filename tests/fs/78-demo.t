@@ -21,7 +21,7 @@ test_set=$("$setup" --list test)
 ok "setup-debian --list demo lists packages" test -n "$demo_set"
 extra=$(comm -23 <(sort -u <<<"$demo_set") <(sort -u <<<"$test_set"))
 is "$extra" "" "the demo set is a part of the test set"
-for p in slapd ldap-utils cargo rustc npm procmail mutt mailutils; do
+for p in slapd ldap-utils etcd-server cargo rustc npm procmail mutt mailutils; do
     nok "the demo set leaves out $p" grep -qx -- "$p" <<<"$demo_set"
 done
 for p in meson ninja-build pkg-config libfuse3-dev fuse3 libglib2.0-dev libmsgpack-dev \

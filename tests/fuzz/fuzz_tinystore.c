@@ -6,7 +6,7 @@
  *   CC=clang meson setup build-fuzz && ninja -C build-fuzz tests/fuzz/fuzz_tinystore
  *   build-fuzz/tests/fuzz/fuzz_tinystore -max_len=4096 -rss_limit_mb=512 tests/fuzz/corpus
  * A decoder that crashes, leaks, hangs or allocates past the limit is a bug. */
-#include "backends/tinystore_codec.h"
+#include "backends/tinystore/tinystore_codec.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -637,11 +637,12 @@ skip_all() {
     exit 0
 }
 
-# backend_server_pid: the pid of this file's tinystore server or slapd.
+# backend_server_pid: the pid of this file's tinystore server, slapd or etcd member m0.
 backend_server_pid() {
     case $LOCKFS_BACKEND in
     tinystore) cat "$TS_DIR/pid" ;;
     ldap) cat "$SLAPD_TOP/slapd/slapd.pid" ;;
+    etcd) cat "$ETCD_TOP/m0/pid" ;; # one member of three
     *) return 1 ;;
     esac
 }
@@ -698,7 +699,23 @@ _backend_start() {
         BACKEND_OPTS="backend=ldap"
         _backend_stop="bash \"\$TESTLIB/slapd.sh\" stop \"\$SLAPD_TOP/slapd\" >/dev/null 2>&1; rm -rf -- \"\$SLAPD_TOP\""
         ;;
-    *) BAIL_OUT "unknown LOCKFS_BACKEND '$LOCKFS_BACKEND' (local, tinystore, ldap)" ;;
+    etcd)
+        # A 3-member cluster on loopback (tests/lib/etcd.sh); endpoints are
+        # separated by ';' in a mount option, which splits at commas.
+        local rc=0 facts
+        ETCD_TOP=$(mktemp -d /tmp/lket.XXXXXX) || BAIL_OUT "mktemp for etcd failed"
+        facts=$(bash "$TESTLIB/etcd.sh" start "$ETCD_TOP" --watch $$ 2>"$TESTDIR/.backend.err") || rc=$?
+        if ((rc == 77)); then
+            rm -rf -- "$ETCD_TOP"
+            skip_all "no etcd: $(head -n 1 "$TESTDIR/.backend.err")"
+        elif ((rc != 0)); then
+            BAIL_OUT "cannot start an etcd cluster: $(head -n 3 "$TESTDIR/.backend.err")"
+        fi
+        eval "$facts"
+        BACKEND_OPTS="backend=etcd,etcd_endpoints=${ETCD_ENDPOINTS//,/;}"
+        _backend_stop="bash \"\$TESTLIB/etcd.sh\" stop \"\$ETCD_TOP\" >/dev/null 2>&1; rm -rf -- \"\$ETCD_TOP\""
+        ;;
+    *) BAIL_OUT "unknown LOCKFS_BACKEND '$LOCKFS_BACKEND' (local, tinystore, ldap, etcd)" ;;
     esac
 }
 

@@ -785,6 +785,7 @@ int main(int argc, char **argv)
 	g_test_init(&argc, &argv, NULL);
 
 	/* What the backends would register at start-up. */
+	lockfs_config_register_backends("local, ldap or tinystore");
 	lockfs_config_register_group("ldap", (const char *const[]){"uri", "base_dn", "starttls",
 	                                                           "retries", "timeout", NULL});
 	lockfs_config_register_group("tinystore", (const char *const[]){"endpoint", NULL});

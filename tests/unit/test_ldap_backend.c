@@ -2,7 +2,7 @@
  * that tests/lib/slapd.sh starts on loopback (one with the dds overlay, one
  * without, and one to stop and restart).  Without slapd every test skips and
  * says why. */
-#include "backends/ldap_int.h"
+#include "backends/ldap/ldap_int.h"
 #include "holder.h"
 #include "log.h"
 
@@ -272,7 +272,7 @@ static lockfs_backend *backend_opts(slapd *s, auth_kind auth, const char *host, 
 		ok = lockfs_config_set_option(cfg, o->pdata[i], &fuse, error);
 	}
 	if (ok && lockfs_config_finish(cfg, error))
-		be = lockfs_ldap_backend_new(cfg, "test", error);
+		be = lockfs_backend_type_find("ldap")->create(cfg, "test", error);
 	lockfs_config_free(cfg);
 	return be;
 }

@@ -8,7 +8,7 @@
  * pinned build, or PATH).  LOCKFS_TINYSTORE_DIR instead names the store of a
  * server already running; the tests that must control the server then
  * skip.  Without a server every test that needs one skips, saying why. */
-#include "backends/tinystore_conn.h"
+#include "backends/tinystore/tinystore_conn.h"
 #include "holder.h"
 #include "log.h"
 
@@ -160,7 +160,7 @@ static lockfs_backend *backend_opts(const char *const *opts, GError **err)
 	for (const char *const *o = opts; ok && *o; o++)
 		ok = lockfs_config_set_option(cfg, *o, &for_fuse, err);
 	if (ok && lockfs_config_finish(cfg, err))
-		be = lockfs_tinystore_backend_new(cfg, "/test/mount", err);
+		be = lockfs_backend_type_find("tinystore")->create(cfg, "/test/mount", err);
 	lockfs_config_free(cfg);
 	return be;
 }

@@ -1,9 +1,9 @@
-/* Unit tests for the tinystore codec (src/backends/tinystore_codec.c and
+/* Unit tests for the tinystore codec (src/backends/tinystore/tinystore_codec.c and
  * tinystore_json.c): the vectors of docs/tinystore-protocol.md §8, checked
  * byte for byte; every check the decoders make on what a server sends; and
  * the fuzz target (tests/fuzz/) run over the vectors, random input and
  * mutated vectors, so CI runs it without libFuzzer. */
-#include "backends/tinystore_codec.h"
+#include "backends/tinystore/tinystore_codec.h"
 
 #include <string.h>
 

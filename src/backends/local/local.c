@@ -220,7 +220,7 @@ static void local_destroy(lockfs_backend *be)
 	g_free(lb);
 }
 
-lockfs_backend *lockfs_local_backend_new(const lockfs_config *cfg, const char *mount_id,
+static lockfs_backend *local_backend_new(const lockfs_config *cfg, const char *mount_id,
                                          GError **error)
 {
 	const lockfs_settings *s = lockfs_config_settings(cfg);
@@ -250,3 +250,10 @@ lockfs_backend *lockfs_local_backend_new(const lockfs_config *cfg, const char *m
 	lb->stale_after_us = s->stale_after_ms * 1000;
 	return &lb->base;
 }
+
+/* No keys of its own: state_dir is general. */
+const lockfs_backend_type lockfs_local_backend_type = {
+	.version = LOCKFS_BACKEND_TYPE_VERSION,
+	.name = "local",
+	.create = local_backend_new,
+};

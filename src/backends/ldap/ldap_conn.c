@@ -3,6 +3,7 @@
 #include "holder.h"
 #include "ldap_int.h"
 #include "log.h"
+#include "secret.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -31,63 +32,9 @@ G_DEFINE_QUARK(lockfs - ldap - error - quark, ll_error)
 
 /* ---- configuration ---- */
 
-static void key_error(GError **error, const lockfs_config *cfg, const char *key, int code,
-                      const char *fmt, ...) G_GNUC_PRINTF(5, 6);
-
-static void key_error(GError **error, const lockfs_config *cfg, const char *key, int code,
-                      const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	g_autofree char *what = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	const char *origin = lockfs_config_origin(cfg, GROUP, key);
-	if (origin)
-		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "%s: key '%s' in [ldap]: %s", origin,
-		            key, what);
-	else
-		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "key '%s' in [ldap]: %s", key, what);
-}
-
-/* A secret from PATH, which must not be readable by group or others. */
-static char *read_secret(const lockfs_config *cfg, const char *key, const char *path,
-                         GError **error)
-{
-	struct stat st;
-	if (stat(path, &st) != 0) {
-		key_error(error, cfg, key, LOCKFS_CONFIG_ERROR_IO, "cannot read %s: %s", path,
-		          g_strerror(errno));
-		return NULL;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		key_error(error, cfg, key, LOCKFS_CONFIG_ERROR_VALUE, "%s is not a regular file",
-		          path);
-		return NULL;
-	}
-	if (st.st_mode & (S_IRGRP | S_IROTH)) {
-		key_error(error, cfg, key, LOCKFS_CONFIG_ERROR_VALUE,
-		          "%s is readable by group or others; make it private: chmod 600 %s", path,
-		          path);
-		return NULL;
-	}
-	char *text = NULL;
-	GError *e = NULL;
-	if (!g_file_get_contents(path, &text, NULL, &e)) {
-		key_error(error, cfg, key, LOCKFS_CONFIG_ERROR_IO, "%s", e->message);
-		g_error_free(e);
-		return NULL;
-	}
-	/* One line: a trailing newline is not part of the password. */
-	size_t len = strlen(text);
-	while (len && (text[len - 1] == '\n' || text[len - 1] == '\r'))
-		text[--len] = '\0';
-	if (!len) {
-		key_error(error, cfg, key, LOCKFS_CONFIG_ERROR_VALUE, "%s is empty", path);
-		g_free(text);
-		return NULL;
-	}
-	return text;
-}
+/* An error about KEY of [ldap] in the form of every configuration error. */
+#define key_error(error, cfg, key, code, ...) \
+	lockfs_config_key_error(cfg, GROUP, key, error, code, __VA_ARGS__)
 
 /* *DN in LDAPv3 form, from a DN that may also separate its parts with ';' (as
  * RFC 1779 allowed): mount options are split at commas.  False if not a DN. */
@@ -199,7 +146,7 @@ static bool get_auth(ll_config *c, const lockfs_config *cfg, GError **error)
 			          c->bind_dn);
 			return false;
 		}
-		c->password = read_secret(cfg, "password_file", pwfile, error);
+		c->password = lockfs_secret_read(cfg, GROUP, "password_file", pwfile, error);
 		if (!c->password)
 			return false;
 	}

@@ -1,4 +1,4 @@
-/* Internals of the LDAP backend, shared by src/backends/ldap*.c and its tests.
+/* Internals of the LDAP backend, shared by src/backends/ldap/ and its tests.
  *
  *   ldap_names.c  lock keys as cn values, DNs, holder notes, the stale rules
  *   ldap_conn.c   configuration, connections (TLS, bind, timeouts, backoff),

@@ -863,7 +863,7 @@ static void ll_destroy(lockfs_backend *b)
 	g_free(be);
 }
 
-lockfs_backend *lockfs_ldap_backend_new(const lockfs_config *cfg, const char *mount_id,
+static lockfs_backend *ldap_backend_new(const lockfs_config *cfg, const char *mount_id,
                                         GError **error)
 {
 	(void)mount_id; /* the directory is the durable state */
@@ -932,3 +932,15 @@ unsigned lockfs_ldap_test_caps(lockfs_backend *be)
 {
 	return ((ll_backend *)be)->caps;
 }
+
+/* Locks as entries under a base in an LDAP directory, shared with every host
+ * binding to the same server. */
+const lockfs_backend_type lockfs_ldap_backend_type = {
+	.version = LOCKFS_BACKEND_TYPE_VERSION,
+	.name = "ldap",
+	.group = "ldap",
+	.keys = (const char *const[]){ "uri", "bind_dn", "password_file", "sasl_mech", "starttls",
+	                               "ca_file", "verify", "base", "dynamic", "max_clock_offset",
+	                               NULL },
+	.create = ldap_backend_new,
+};

@@ -1777,26 +1777,7 @@ static void ts_destroy(lockfs_backend *be)
 
 /* ---- configuration ---- */
 
-static bool key_error(const lockfs_config *cfg, const char *group, const char *key, GError **error,
-                      int code, const char *fmt, ...) G_GNUC_PRINTF(6, 7);
-static bool key_error(const lockfs_config *cfg, const char *group, const char *key, GError **error,
-                      int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	g_autofree char *why = g_strdup_vprintf(fmt, ap);
-	va_end(ap);
-	const char *origin = lockfs_config_origin(cfg, group, key);
-	if (!origin)
-		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "key '%s' in [%s]: %s", key, group,
-		            why);
-	else if (g_str_has_prefix(origin, "mount option"))
-		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "%s: %s", origin, why);
-	else
-		g_set_error(error, LOCKFS_CONFIG_ERROR, code, "%s: key '%s' in [%s]: %s", origin,
-		            key, group, why);
-	return false;
-}
+#define key_error lockfs_config_key_error
 
 static bool valid_lock_name(const char *s)
 {
@@ -1935,7 +1916,7 @@ static bool read_target(const lockfs_config *cfg, ts_target *t, GError **error)
 	return true;
 }
 
-lockfs_backend *lockfs_tinystore_backend_new(const lockfs_config *cfg, const char *mount_id,
+static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const char *mount_id,
                                              GError **error)
 {
 	const lockfs_settings *s = lockfs_config_settings(cfg);
@@ -2005,3 +1986,14 @@ lockfs_backend *lockfs_tinystore_backend_new(const lockfs_config *cfg, const cha
 	}
 	return &tb->base;
 }
+
+/* Locks as tinystore leases, shared with every host reaching the same server;
+ * MOUNT_ID is recorded in the holder records. */
+const lockfs_backend_type lockfs_tinystore_backend_type = {
+	.version = LOCKFS_BACKEND_TYPE_VERSION,
+	.name = "tinystore",
+	.group = GROUP,
+	.keys = (const char *const[]){ "dir", "endpoint", "token_file", "ca_file", "verify",
+	                               "lock_name", NULL },
+	.create = tinystore_backend_new,
+};

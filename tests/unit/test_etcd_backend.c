@@ -1,0 +1,733 @@
+/* The etcd backend against a real 3-member etcd cluster on loopback
+ * (tests/lib/etcd.sh starts it on free ports, data under a temp directory):
+ * the backend contract suite (backend_contract.c), then what is etcd's own —
+ * holder records and content other hosts read at once, one lease per mount
+ * whose loss loses every lock on it together, locks let go without a release,
+ * a member paused (SIGSTOP) and the leader killed (-9) while locks are held,
+ * every call bounded.  Without etcd every test that needs it skips, saying
+ * why. */
+#include "backend_contract.h"
+#include "backends/etcd/etcd_client.h"
+#include "backends/etcd/etcd_record.h"
+#include "holder.h"
+#include "log.h"
+
+#include <errno.h>
+#include <lockfs/backends.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char *tmpdir, *cluster_dir;
+static char *script; /* tests/lib/etcd.sh */
+static char *skip_reason;
+static char *endpoints;   /* "EP0;EP1;EP2" (a mount option splits at commas) */
+static char *endpoint[3]; /* each member's */
+static char *endpoints_opt, *prefix_opt;
+
+#define NEED(reason)                         \
+	do {                                 \
+		if (reason) {                \
+			g_test_skip(reason); \
+			return;              \
+		}                            \
+	} while (0)
+
+/* ---- the cluster ---- */
+
+/* Run the script with ARGS; its KEY=VALUE lines into VARS.  Exit status, or
+ * -1 when it could not run; its stderr in *ERR. */
+static int run_script(const char *const *args, GHashTable *vars, char **err)
+{
+	GPtrArray *argv = g_ptr_array_new();
+	g_ptr_array_add(argv, (char *)"bash");
+	g_ptr_array_add(argv, script);
+	for (const char *const *a = args; *a; a++)
+		g_ptr_array_add(argv, (char *)*a);
+	g_ptr_array_add(argv, NULL);
+	g_autofree char *out = NULL;
+	int status = -1;
+	GError *e = NULL;
+	bool ran = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
+	                        &out, err, &status, &e);
+	g_ptr_array_free(argv, TRUE);
+	if (!ran) {
+		*err = g_strdup(e->message);
+		g_error_free(e);
+		return -1;
+	}
+	g_strchomp(*err);
+	if (vars) {
+		g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
+		for (char **l = lines; *l; l++) {
+			char *eq = strchr(*l, '=');
+			if (eq)
+				g_hash_table_insert(vars, g_strndup(*l, (gsize)(eq - *l)),
+				                    g_strdup(eq + 1));
+		}
+	}
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+/* etcd.sh CMD [N] on the test cluster; asserts success. */
+static void cluster(const char *cmd, int member)
+{
+	g_autofree char *n = g_strdup_printf("%d", member);
+	const char *args[] = { cmd, cluster_dir, member >= 0 ? n : NULL, NULL };
+	g_autofree char *err = NULL;
+	int rc = run_script(args, NULL, &err);
+	if (rc != 0)
+		g_error("etcd.sh %s failed (%d): %s", cmd, rc, err);
+}
+
+/* The index of the leader (waiting for one). */
+static int leader(void)
+{
+	const char *args[] = { "leader", cluster_dir, NULL };
+	g_autofree char *err = NULL;
+	GPtrArray *argv = g_ptr_array_new();
+	g_ptr_array_add(argv, (char *)"bash");
+	g_ptr_array_add(argv, script);
+	for (const char *const *a = args; *a; a++)
+		g_ptr_array_add(argv, (char *)*a);
+	g_ptr_array_add(argv, NULL);
+	g_autofree char *out = NULL;
+	int status = -1;
+	g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL,
+	                           NULL, &out, &err, &status, NULL));
+	g_ptr_array_free(argv, TRUE);
+	g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	int n = atoi(out);
+	g_assert_true(n >= 0 && n <= 2);
+	return n;
+}
+
+static void start_cluster(void)
+{
+	GHashTable *vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	g_autofree char *err = NULL;
+	cluster_dir = g_build_filename(tmpdir, "etcd", NULL);
+	/* --watch: the members die with this process, however it ends. */
+	g_autofree char *self = g_strdup_printf("%d", (int)getpid());
+	const char *start[] = { "start", cluster_dir, "--watch", self, NULL };
+	int rc = run_script(start, vars, &err);
+	if (rc != 0) {
+		skip_reason = g_strdup_printf("no etcd cluster: %s",
+		                              err && *err ? err : "etcd.sh start failed");
+		g_clear_pointer(&cluster_dir, g_free);
+		g_hash_table_destroy(vars);
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		g_autofree char *name = g_strdup_printf("ETCD_ENDPOINT_%d", i);
+		endpoint[i] = g_strdup(g_hash_table_lookup(vars, name));
+	}
+	endpoints = g_strdup_printf("%s;%s;%s", endpoint[0], endpoint[1], endpoint[2]);
+	g_hash_table_destroy(vars);
+}
+
+static void stop_cluster(void)
+{
+	if (!cluster_dir)
+		return;
+	const char *stop[] = { "stop", cluster_dir, NULL };
+	g_autofree char *err = NULL;
+	run_script(stop, NULL, &err);
+}
+
+static bool restart_cluster(void)
+{
+	const char *args[] = { "restart", cluster_dir, NULL };
+	g_autofree char *err = NULL;
+	int rc = run_script(args, NULL, &err);
+	if (rc != 0)
+		g_printerr("etcd.sh restart: %s\n", err);
+	return rc == 0;
+}
+
+/* ---- backends ---- */
+
+static const char *contract_options[4];
+static const lockfs_contract etcd_contract = {
+	.name = "etcd",
+	.skip = (const char *const *)&skip_reason,
+	.options = contract_options,
+	.backend = "etcd",
+	.shared = true,
+	.restart = restart_cluster,
+};
+
+/* An instance on the test cluster with ENDPOINTS (NULL: all three). */
+static lockfs_backend *backend_on(const char *eps, const char *mount, const char *ttl,
+                                  const char *timeout)
+{
+	lockfs_config *cfg = lockfs_config_new();
+	GError *err = NULL;
+	bool for_fuse;
+	g_autofree char *e = g_strdup_printf("etcd_endpoints=%s", eps ? eps : endpoints);
+	g_autofree char *t = g_strdup_printf("ttl=%s", ttl);
+	g_autofree char *n = g_strdup_printf("network_timeout=%s", timeout);
+	const char *opts[] = { "backend=etcd", e, prefix_opt, t, n, NULL };
+	for (const char *const *o = opts; *o; o++)
+		g_assert_true(lockfs_config_set_option(cfg, *o, &for_fuse, &err));
+	g_assert_true(lockfs_config_finish(cfg, &err));
+	lockfs_backend *be = lockfs_backend_type_find("etcd")->create(cfg, mount, &err);
+	g_assert_no_error(err);
+	g_assert_nonnull(be);
+	g_assert_cmpuint(be->flags, ==, LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES);
+	lockfs_config_free(cfg);
+	return be;
+}
+
+static lockfs_lease *take(lockfs_backend *be, const char *key, const char *host,
+                          const char *content)
+{
+	lockfs_holder h = lockfs_contract_holder(host, 4242);
+	h.initial_content = content;
+	h.initial_content_len = content ? strlen(content) : 0;
+	lockfs_lease *lease = NULL;
+	g_assert_cmpint(be->acquire(be, key, &h, &lease, NULL), ==, 0);
+	return lease;
+}
+
+static void give(lockfs_backend *be, lockfs_lease *lease)
+{
+	g_assert_cmpint(be->release(be, lease), ==, 0);
+	be->lease_free(be, lease);
+}
+
+/* ---- the record (no server) ---- */
+
+static void test_record(void)
+{
+	etcd_record r = { 0 };
+	r.holder = lockfs_contract_holder("h\"ost", 12);
+	r.holder.command = (char *)"cmd with \\ and \n";
+	r.mount = (char *)"/m";
+	r.nonce = (char *)"abc";
+	r.lease = 7587881234567890123;
+	r.ttl_ms = 30000;
+	r.server_ms = 1700000000000;
+	r.idle_ms = 1500;
+	r.content = (char *)"12\0"
+	                    "34";
+	r.content_len = 5;
+	g_autofree char *json = etcd_record_encode(&r);
+	etcd_record d;
+	g_assert_true(etcd_record_decode(json, strlen(json), &d));
+	g_assert_cmpstr(d.holder.host, ==, "h\"ost");
+	g_assert_cmpstr(d.holder.command, ==, "cmd with \\ and \n");
+	g_assert_cmpint(d.holder.pid, ==, 12);
+	g_assert_cmpuint(d.holder.uid, ==, 1000);
+	g_assert_cmpuint(d.holder.mode, ==, 0100644);
+	g_assert_cmpint(d.lease, ==, 7587881234567890123);
+	g_assert_cmpint(d.server_ms, ==, 1700000000000);
+	g_assert_cmpmem(d.content, d.content_len,
+	                "12\0"
+	                "34",
+	                5);
+	/* Stale only when the server's clock says so, never overestimated. */
+	g_assert_false(etcd_record_stale(&d, 1700000000000 + 3500, 5000));
+	g_assert_true(etcd_record_stale(&d, 1700000000000 + 3501, 5000));
+	g_assert_false(etcd_record_stale(&d, 1700000000000 + 99999, 0));
+	d.server_ms = 0;
+	g_assert_false(etcd_record_stale(&d, 1700000000000 + 99999, 5000));
+	etcd_record_clear(&d);
+	const char *bad[] = { "",
+		              "{",
+		              "[]",
+		              "{\"v\":2}",
+		              "{\"v\":1,\"uid\":-1}",
+		              "{\"v\":1,\"pid\":\"x\"}",
+		              "{\"v\":1,\"lease\":\"12x\"}" };
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++)
+		g_assert_false(etcd_record_decode(bad[i], strlen(bad[i]), &d));
+}
+
+/* ---- configuration ---- */
+
+static void expect_config_error(const char *const *opts, const char *part)
+{
+	lockfs_config *cfg = lockfs_config_new();
+	GError *err = NULL;
+	bool for_fuse;
+	for (const char *const *o = opts; *o; o++)
+		g_assert_true(lockfs_config_set_option(cfg, *o, &for_fuse, &err));
+	g_assert_true(lockfs_config_finish(cfg, &err));
+	lockfs_backend *be = lockfs_backend_type_find("etcd")->create(cfg, "/m", &err);
+	g_assert_null(be);
+	g_assert_nonnull(err);
+	g_assert_null(strchr(err->message, '\n'));
+	if (!strstr(err->message, part))
+		g_error("'%s' does not say '%s'", err->message, part);
+	g_error_free(err);
+	lockfs_config_free(cfg);
+}
+
+static void test_config(void)
+{
+	const char *no_scheme[] = { "backend=etcd", "etcd_endpoints=127.0.0.1:2379", NULL };
+	expect_config_error(no_scheme, "write http://HOST:2379");
+	g_autofree char *cert_opt = g_strdup_printf("etcd_cert_file=%s", script);
+	const char *cert_only[] = { "backend=etcd", cert_opt, NULL };
+	expect_config_error(cert_only, "needs both cert_file and key_file");
+	const char *no_ca[] = { "backend=etcd", "etcd_ca_file=/nonexistent/ca.pem", NULL };
+	expect_config_error(no_ca, "cannot read /nonexistent/ca.pem");
+	const char *empty_prefix[] = { "backend=etcd", "etcd_prefix=", NULL };
+	expect_config_error(empty_prefix, "the prefix is empty");
+	g_autofree char *pw = g_build_filename(tmpdir, "password", NULL);
+	g_assert_true(g_file_set_contents(pw, "secret\n", -1, NULL));
+	g_assert_cmpint(chmod(pw, 0644), ==, 0);
+	g_autofree char *pwopt = g_strdup_printf("etcd_password_file=%s", pw);
+	const char *readable[] = { "backend=etcd", "etcd_user=lockfs", pwopt, NULL };
+	expect_config_error(readable, "readable by group or others; make it private: chmod 600");
+	const char *no_user[] = { "backend=etcd", pwopt, NULL };
+	expect_config_error(no_user, "needs both user and password_file");
+	/* Nobody listens on a port just freed: one line naming the endpoint. */
+	const char *dead[] = { "backend=etcd", "etcd_endpoints=http://127.0.0.1:9",
+		               "network_timeout=1s", NULL };
+	expect_config_error(dead, "cannot get a lease from http://127.0.0.1:9");
+}
+
+/* ---- etcd's own ---- */
+
+static void test_content_shared(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = backend_on(NULL, "/a", "3s", "2s");
+	lockfs_backend *b = backend_on(NULL, "/b", "3s", "2s");
+	g_autofree char *key = lockfs_contract_key("content.lock");
+	lockfs_lease *l = take(a, key, "host-a", "1234\n");
+	lockfs_lock_info info;
+	g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
+	g_assert_cmpmem(info.content, info.content_len, "1234\n", 5);
+	g_assert_cmpint(info.holder.mode, ==, 0100644);
+	lockfs_lock_info_clear(&info);
+	lockfs_beat beat = { .heartbeat_us = lockfs_now_us(),
+		             .mode = 0100600,
+		             .content = "5678\n",
+		             .content_len = 5 };
+	g_assert_cmpint(a->heartbeat(a, l, &beat), ==, 0);
+	g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
+	g_assert_cmpmem(info.content, info.content_len, "5678\n", 5);
+	g_assert_cmpint(info.holder.mode, ==, 0100600);
+	g_assert_cmpstr(info.fence, ==, l->fence);
+	lockfs_lock_info_clear(&info);
+	/* A heartbeat after a break is refused and writes nothing back. */
+	g_assert_cmpint(b->break_lock(b, key, l->fence, NULL, NULL), ==, 0);
+	g_assert_cmpint(a->heartbeat(a, l, &beat), ==, -ESTALE);
+	g_assert_cmpint(b->inspect(b, key, &info), ==, -ENOENT);
+	g_assert_cmpint(a->release(a, l), ==, -ENOENT);
+	a->lease_free(a, l);
+	/* The clock: measured from the replies, within a second. */
+	lockfs_clock_info ci;
+	g_assert_cmpint(a->clock(a, &ci), ==, 0);
+	g_assert_cmpint(ci.uncertainty_us, <=, 1000 * 1000);
+	g_assert_cmpint(ABS(ci.offset_us), <, 3 * G_USEC_PER_SEC);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+/* Every lock of a mount is on its one lease: when it runs out they are all
+ * lost together, and all free for others. */
+static void test_lease_per_mount(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = backend_on(NULL, "/a", "2s", "1s");
+	lockfs_backend *b = backend_on(NULL, "/b", "2s", "1s");
+	enum {
+		N = 10
+	};
+	lockfs_lease *l[N];
+	char *keys[N];
+	for (int i = 0; i < N; i++) {
+		keys[i] = lockfs_contract_key("many.lock");
+		l[i] = take(a, keys[i], "host-a", NULL);
+	}
+	for (int i = 0; i < N; i++)
+		g_assert_cmpint(a->renew(a, l[i]), ==, 0);
+	/* No renewal: wait (bounded) until host b is granted the first. */
+	lockfs_holder who = lockfs_contract_holder("host-b", 1);
+	lockfs_lease *got = NULL;
+	int64_t end = lockfs_mono_us() + 20 * G_USEC_PER_SEC;
+	int r;
+	while ((r = b->acquire(b, keys[0], &who, &got, NULL)) == -EEXIST) {
+		g_assert_cmpint(lockfs_mono_us(), <, end);
+		g_usleep(100 * 1000);
+	}
+	g_assert_cmpint(r, ==, 0);
+	give(b, got);
+	for (int i = 0; i < N; i++) {
+		g_assert_cmpint(a->renew(a, l[i]), ==, -ESTALE);
+		lockfs_lock_info info;
+		g_assert_cmpint(b->inspect(b, keys[i], &info), ==, -ENOENT);
+		a->lease_free(a, l[i]);
+		g_free(keys[i]);
+	}
+	/* The mount takes a new lease for its next lock. */
+	g_autofree char *k = lockfs_contract_key("after.lock");
+	give(a, take(a, k, "host-a", NULL));
+	a->destroy(a);
+	b->destroy(b);
+}
+
+/* A lock the filesystem let go without a release (declared lost while the
+ * lease lived on) is deleted before the lease is kept alive again. */
+static void test_abandoned(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = backend_on(NULL, "/a", "3s", "2s");
+	lockfs_backend *b = backend_on(NULL, "/b", "3s", "2s");
+	g_autofree char *k1 = lockfs_contract_key("dropped.lock");
+	g_autofree char *k2 = lockfs_contract_key("kept.lock");
+	lockfs_lease *l1 = take(a, k1, "host-a", NULL);
+	lockfs_lease *l2 = take(a, k2, "host-a", NULL);
+	a->lease_free(a, l1);
+	lockfs_lock_info info;
+	int64_t end = lockfs_mono_us() + 10 * G_USEC_PER_SEC;
+	while (b->inspect(b, k1, &info) == 0) {
+		lockfs_lock_info_clear(&info);
+		g_assert_cmpint(lockfs_mono_us(), <, end);
+		g_assert_cmpint(a->renew(a, l2), ==, 0);
+		g_usleep(100 * 1000);
+	}
+	g_assert_cmpint(b->inspect(b, k2, &info), ==, 0);
+	g_assert_cmpstr(info.fence, ==, l2->fence);
+	lockfs_lock_info_clear(&info);
+	give(a, l2);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+/* Time CALL and assert it returned within the network timeout (plus
+ * scheduling slack). */
+#define BOUNDED(timeout_us, call)                                                  \
+	({                                                                         \
+		int64_t t0_ = lockfs_mono_us();                                    \
+		int r_ = (call);                                                   \
+		g_assert_cmpint(lockfs_mono_us() - t0_, <, (timeout_us) + 500000); \
+		r_;                                                                \
+	})
+
+/* A follower, first in the list of endpoints, stops answering (SIGSTOP: it
+ * keeps its sockets and answers nothing): every call still succeeds within
+ * the timeout through the others, and later calls do not wait for it. */
+static void test_member_paused(void)
+{
+	NEED(skip_reason);
+	int lead = leader();
+	int paused = (lead + 1) % 3, other = (lead + 2) % 3;
+	g_autofree char *eps =
+	        g_strdup_printf("%s;%s;%s", endpoint[paused], endpoint[lead], endpoint[other]);
+	lockfs_backend *a = backend_on(eps, "/a", "6s", "3s");
+	g_autofree char *held = lockfs_contract_key("held.lock");
+	lockfs_lease *h = take(a, held, "host-a", NULL);
+	cluster("pause", paused);
+	int64_t t0 = lockfs_mono_us();
+	for (int i = 0; i < 5; i++) {
+		g_autofree char *k = lockfs_contract_key("paused.lock");
+		lockfs_holder who = lockfs_contract_holder("host-a", i);
+		lockfs_lease *l = NULL;
+		g_assert_cmpint(BOUNDED(3000000, a->acquire(a, k, &who, &l, NULL)), ==, 0);
+		g_assert_cmpint(BOUNDED(3000000, a->renew(a, h)), ==, 0);
+		g_assert_cmpint(BOUNDED(3000000, a->release(a, l)), ==, 0);
+		a->lease_free(a, l);
+	}
+	/* Fifteen calls, of which only those after the member's 2 s in the
+	 * penalty box try it again (a second each at most). */
+	g_test_message("15 calls with a member paused took %.1f s",
+	               (double)(lockfs_mono_us() - t0) / G_USEC_PER_SEC);
+	cluster("resume", paused);
+	cluster("wait", -1);
+	give(a, h);
+	a->destroy(a);
+}
+
+/* KEY taken by BE (released at once) or not: acquire's answer. */
+static int try_take_eexist(lockfs_backend *be, const char *key)
+{
+	lockfs_holder who = lockfs_contract_holder("host-b", 3);
+	lockfs_lease *l = NULL;
+	int r = be->acquire(be, key, &who, &l, NULL);
+	if (r == 0)
+		give(be, l);
+	return r;
+}
+
+/* The leader is killed (-9) while a mount holds locks: every lock stays
+ * held (no renewal says ESTALE; at worst EIO while the election runs),
+ * acquisitions resume once a new leader is elected, every call bounded. */
+static void test_leader_killed(void)
+{
+	NEED(skip_reason);
+	const int64_t timeout_us = 2000000;
+	lockfs_backend *a = backend_on(NULL, "/a", "6s", "2s");
+	lockfs_backend *b = backend_on(NULL, "/b", "6s", "2s");
+	enum {
+		N = 5
+	};
+	lockfs_lease *l[N];
+	char *keys[N];
+	for (int i = 0; i < N; i++) {
+		keys[i] = lockfs_contract_key("ha.lock");
+		l[i] = take(a, keys[i], "host-a", NULL);
+	}
+	int dead = leader();
+	int64_t killed = lockfs_mono_us();
+	cluster("kill", dead);
+	/* Until host b is granted a new lock and host a's renewals succeed
+	 * again: bounded by 20 s. */
+	bool granted = false, renewed = false;
+	int64_t first_ok = 0;
+	while (!granted || !renewed) {
+		g_assert_cmpint(lockfs_mono_us() - killed, <, 20 * G_USEC_PER_SEC);
+		renewed = true;
+		for (int i = 0; i < N; i++) {
+			int r = BOUNDED(timeout_us, a->renew(a, l[i]));
+			g_assert_true(r == 0 || r == -EIO);
+			renewed = renewed && r == 0;
+		}
+		if (!granted) {
+			g_autofree char *k = lockfs_contract_key("after-election.lock");
+			lockfs_holder who = lockfs_contract_holder("host-b", 2);
+			lockfs_lease *got = NULL;
+			int r = BOUNDED(timeout_us, b->acquire(b, k, &who, &got, NULL));
+			g_assert_true(r == 0 || r == -EIO);
+			if (r == 0) {
+				granted = true;
+				first_ok = lockfs_mono_us();
+				give(b, got);
+			}
+		}
+		if (!granted || !renewed)
+			g_usleep(100 * 1000);
+	}
+	g_test_message("acquisitions resumed %.1f s after the leader was killed",
+	               (double)(first_ok - killed) / G_USEC_PER_SEC);
+	for (int i = 0; i < N; i++) {
+		lockfs_lock_info info;
+		g_assert_cmpint(b->inspect(b, keys[i], &info), ==, 0);
+		g_assert_cmpstr(info.fence, ==, l[i]->fence);
+		g_assert_cmpstr(info.holder.host, ==, "host-a");
+		lockfs_lock_info_clear(&info);
+		g_assert_cmpint(try_take_eexist(b, keys[i]), ==, -EEXIST);
+	}
+	cluster("start-member", dead);
+	cluster("wait", -1);
+	for (int i = 0; i < N; i++) {
+		give(a, l[i]);
+		g_free(keys[i]);
+	}
+	a->destroy(a);
+	b->destroy(b);
+}
+
+/* ---- TLS and users: a one-member cluster of its own ---- */
+
+/* POST BODY to PATH through CL; asserts success. */
+static void admin(etcd_client *cl, const char *path, const char *body)
+{
+	JsonNode *out = NULL;
+	g_autofree char *why = NULL;
+	if (etcd_call(cl, path, body, lockfs_mono_us() + 5 * G_USEC_PER_SEC, &out, &why) != 0)
+		g_error("%s %s: %s", path, body, why);
+	json_node_unref(out);
+}
+
+/* An instance from OPTS (NULL-terminated, after backend=etcd), or NULL with
+ * the constructor's error in *ERR. */
+static lockfs_backend *backend_opts(const char *const *opts, char **err)
+{
+	lockfs_config *cfg = lockfs_config_new();
+	GError *e = NULL;
+	bool for_fuse;
+	g_assert_true(lockfs_config_set_option(cfg, "backend=etcd", &for_fuse, &e));
+	g_assert_true(lockfs_config_set_option(cfg, "network_timeout=2s", &for_fuse, &e));
+	for (const char *const *o = opts; *o; o++)
+		g_assert_true(lockfs_config_set_option(cfg, *o, &for_fuse, &e));
+	g_assert_true(lockfs_config_finish(cfg, &e));
+	lockfs_backend *be = lockfs_backend_type_find("etcd")->create(cfg, "/tls", &e);
+	lockfs_config_free(cfg);
+	if (!be) {
+		g_assert_nonnull(e);
+		g_assert_null(strchr(e->message, '\n'));
+		*err = g_strdup(e->message);
+		g_error_free(e);
+	}
+	return be;
+}
+
+static void take_give(lockfs_backend *be)
+{
+	g_autofree char *k = lockfs_contract_key("tls.lock");
+	give(be, take(be, k, "host-tls", NULL));
+}
+
+static void test_tls_users(void)
+{
+	NEED(skip_reason);
+	GHashTable *vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	g_autofree char *err = NULL;
+	g_autofree char *dir = g_build_filename(tmpdir, "etcd-tls", NULL);
+	g_autofree char *self = g_strdup_printf("%d", (int)getpid());
+	const char *start[] = { "start", dir, "--members", "1", "--tls", "--watch", self, NULL };
+	if (run_script(start, vars, &err) != 0) {
+		g_hash_table_destroy(vars);
+		g_autofree char *why = g_strdup_printf("no TLS etcd: %s", err);
+		g_test_skip(why);
+		return;
+	}
+	const char *url = g_hash_table_lookup(vars, "ETCD_ENDPOINT_0");
+	const char *ca = g_hash_table_lookup(vars, "ETCD_CA_FILE");
+	const char *cert = g_hash_table_lookup(vars, "ETCD_CERT_FILE");
+	const char *key = g_hash_table_lookup(vars, "ETCD_KEY_FILE");
+	g_assert_true(g_str_has_prefix(url, "https://"));
+	g_autofree char *o_ep = g_strdup_printf("etcd_endpoints=%s", url);
+	g_autofree char *o_ca = g_strdup_printf("etcd_ca_file=%s", ca);
+	g_autofree char *o_cert = g_strdup_printf("etcd_cert_file=%s", cert);
+	g_autofree char *o_key = g_strdup_printf("etcd_key_file=%s", key);
+	char *e = NULL;
+
+	/* The CA and a client certificate: served. */
+	const char *good[] = { o_ep, o_ca, o_cert, o_key, prefix_opt, NULL };
+	lockfs_backend *be = backend_opts(good, &e);
+	if (!be)
+		g_error("TLS with CA and client certificate: %s", e);
+	take_give(be);
+	be->destroy(be);
+	/* Without a client certificate the member refuses the handshake. */
+	const char *no_cert[] = { o_ep, o_ca, NULL };
+	g_assert_null(backend_opts(no_cert, &e));
+	g_assert_nonnull(strstr(e, "cannot get a lease from https://"));
+	g_clear_pointer(&e, g_free);
+	/* Another CA (the system's) does not vouch for the member. */
+	const char *other_ca[] = { o_ep, o_cert, o_key, NULL };
+	g_assert_null(backend_opts(other_ca, &e));
+	g_assert_nonnull(strstr(e, "cannot get a lease from https://"));
+	g_clear_pointer(&e, g_free);
+
+	/* Users: root, and lockfs with read-write on the test prefix only. */
+	const char *prefix = strchr(prefix_opt, '=') + 1;
+	size_t end_len = strlen(prefix);
+	g_autofree char *end = g_strdup(prefix);
+	end[end_len - 1]++;
+	g_autofree char *p64 = etcd_b64(prefix, strlen(prefix));
+	g_autofree char *e64 = etcd_b64(end, end_len);
+	etcd_client_opts co = { 0 };
+	co.endpoints = g_new0(char *, 2);
+	co.endpoints[0] = g_strdup(url);
+	co.ca_file = g_strdup(ca);
+	co.cert_file = g_strdup(cert);
+	co.key_file = g_strdup(key);
+	etcd_client *cl = etcd_client_new(&co);
+	admin(cl, "/v3/auth/user/add", "{\"name\":\"root\",\"password\":\"rootpw\"}");
+	admin(cl, "/v3/auth/role/add", "{\"name\":\"root\"}");
+	admin(cl, "/v3/auth/user/grant", "{\"user\":\"root\",\"role\":\"root\"}");
+	admin(cl, "/v3/auth/role/add", "{\"name\":\"lockfs\"}");
+	g_autofree char *perm = g_strdup_printf(
+	        "{\"name\":\"lockfs\",\"perm\":{\"permType\":\"READWRITE\",\"key\":\"%s\","
+	        "\"range_end\":\"%s\"}}",
+	        p64, e64);
+	admin(cl, "/v3/auth/role/grant", perm);
+	admin(cl, "/v3/auth/user/add", "{\"name\":\"lockfs\",\"password\":\"lockfs pw\"}");
+	admin(cl, "/v3/auth/user/grant", "{\"user\":\"lockfs\",\"role\":\"lockfs\"}");
+	admin(cl, "/v3/auth/enable", "{}");
+	etcd_client_free(cl);
+
+	g_autofree char *pw = g_build_filename(tmpdir, "etcd.password", NULL);
+	g_assert_true(g_file_set_contents(pw, "lockfs pw\n", -1, NULL));
+	g_assert_cmpint(chmod(pw, 0600), ==, 0);
+	g_autofree char *bad = g_build_filename(tmpdir, "etcd.bad-password", NULL);
+	g_assert_true(g_file_set_contents(bad, "wrong\n", -1, NULL));
+	g_assert_cmpint(chmod(bad, 0600), ==, 0);
+	/* With authentication on, etcd refuses gateway requests whose client
+	 * certificate has a CommonName (which would name the user): */
+	const char *cn[] = { o_ep, o_ca, o_cert, o_key, NULL };
+	g_assert_null(backend_opts(cn, &e));
+	g_assert_nonnull(strstr(e, "CommonName of client"));
+	g_clear_pointer(&e, g_free);
+	/* users go with a certificate without one. */
+	g_autofree char *o_cert_nocn = g_strdup_printf(
+	        "etcd_cert_file=%s", (char *)g_hash_table_lookup(vars, "ETCD_NOCN_CERT_FILE"));
+	g_autofree char *o_key_nocn = g_strdup_printf(
+	        "etcd_key_file=%s", (char *)g_hash_table_lookup(vars, "ETCD_NOCN_KEY_FILE"));
+	g_autofree char *o_pw = g_strdup_printf("etcd_password_file=%s", pw);
+	g_autofree char *o_bad = g_strdup_printf("etcd_password_file=%s", bad);
+	const char *user[] = { o_ep, o_ca, o_cert_nocn, o_key_nocn, prefix_opt, "etcd_user=lockfs",
+		               o_pw, NULL };
+	be = backend_opts(user, &e);
+	if (!be)
+		g_error("a user with a password file: %s", e);
+	take_give(be);
+	be->destroy(be);
+	const char *wrong[] = {
+		o_ep, o_ca, o_cert_nocn, o_key_nocn, "etcd_user=lockfs", o_bad, NULL
+	};
+	g_assert_null(backend_opts(wrong, &e));
+	g_assert_nonnull(strstr(e, "authenticating as etcd user lockfs"));
+	g_clear_pointer(&e, g_free);
+	/* A prefix the user may not write: the grant is refused, as an error. */
+	const char *outside[] = {
+		o_ep, o_ca, o_cert_nocn, o_key_nocn, "etcd_prefix=/elsewhere/", "etcd_user=lockfs",
+		o_pw, NULL
+	};
+	be = backend_opts(outside, &e);
+	g_assert_nonnull(be);
+	g_autofree char *k = lockfs_contract_key("denied.lock");
+	lockfs_holder who = lockfs_contract_holder("host-tls", 1);
+	lockfs_lease *l = NULL;
+	g_assert_cmpint(be->acquire(be, k, &who, &l, NULL), ==, -EIO);
+	g_assert_null(l);
+	be->destroy(be);
+
+	const char *stop[] = { "stop", dir, NULL };
+	g_clear_pointer(&err, g_free);
+	run_script(stop, NULL, &err);
+	g_hash_table_destroy(vars);
+}
+
+int main(int argc, char **argv)
+{
+	g_test_init(&argc, &argv, NULL);
+	lockfs_log_init("test_etcd_backend", true,
+	                g_getenv("LOCKFS_TEST_VERBOSE") ? "debug" : "error");
+	lockfs_backends_register_config();
+	tmpdir = g_build_filename(g_get_tmp_dir(), "lockfs-etcd-XXXXXX", NULL);
+	g_assert_nonnull(g_mkdtemp(tmpdir));
+	script = g_strdup(ETCD_SH);
+	start_cluster();
+	if (endpoints) {
+		endpoints_opt = g_strdup_printf("etcd_endpoints=%s", endpoints);
+		/* Each run has keys of its own, whatever an earlier run left. */
+		prefix_opt = g_strdup_printf("etcd_prefix=/lockfs-test-%d/", (int)getpid());
+	} else {
+		endpoints_opt = g_strdup("etcd_endpoints=http://127.0.0.1:9");
+		prefix_opt = g_strdup("etcd_prefix=/lockfs-test/");
+	}
+	contract_options[0] = "backend=etcd";
+	contract_options[1] = endpoints_opt;
+	contract_options[2] = prefix_opt;
+	contract_options[3] = NULL;
+
+	g_test_add_func("/etcd/record", test_record);
+	g_test_add_func("/etcd/config", test_config);
+	lockfs_contract_add(&etcd_contract);
+	g_test_add_func("/etcd/content-shared", test_content_shared);
+	g_test_add_func("/etcd/lease-per-mount", test_lease_per_mount);
+	g_test_add_func("/etcd/abandoned", test_abandoned);
+	g_test_add_func("/etcd/member-paused", test_member_paused);
+	g_test_add_func("/etcd/leader-killed", test_leader_killed);
+	g_test_add_func("/etcd/tls-users", test_tls_users);
+	int rc = g_test_run();
+
+	stop_cluster();
+	if (!g_getenv("LOCKFS_TEST_KEEP")) {
+		const char *rm[] = { "rm", "-rf", tmpdir, NULL };
+		g_spawn_sync(NULL, (char **)rm, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
+		             NULL, NULL);
+	}
+	return rc;
+}
