@@ -284,12 +284,6 @@ void locks_saw_free(lfs *fs, pid_t pid, const char *key, int64_t at)
 	g_hash_table_replace(fs->saw_free, saw_key(pid, key), g_memdup2(&at, sizeof(at)));
 }
 
-/* liblockfile's stale check stat()s the lock it could not take, and when
- * that finds nothing (the holder let go meanwhile) it unlinks the name
- * anyway, as stale: by then it may be the next holder's lock, which the
- * unlink, from the same uid, would release.  A process that last found the
- * name free before the lock was granted has never seen this lock: its
- * unlink answers ENOENT, which is what it expected. */
 /* When PID last found KEY free, if that still counts: else NULL. */
 static const int64_t *saw_free_at(lfs *fs, pid_t pid, const char *key)
 {
@@ -305,6 +299,12 @@ bool locks_saw_free_lately(lfs *fs, pid_t pid, const char *key)
 	return saw_free_at(fs, pid, key) != NULL;
 }
 
+/* liblockfile's stale check stat()s the lock it could not take, and when
+ * that finds nothing (the holder let go meanwhile) it unlinks the name
+ * anyway, as stale: by then it may be the next holder's lock, which the
+ * unlink, from the same uid, would release.  A process that last found the
+ * name free before the lock was granted has never seen this lock: its
+ * unlink answers ENOENT, which is what it expected. */
 bool locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d)
 {
 	if (pid == (pid_t)d->holder.pid || !d->lease)
@@ -780,8 +780,7 @@ typedef enum {
  * mount releases it; release() deletes only an entry that lease still
  * holds, so a newer holder's lock is never touched. */
 typedef struct {
-	char *key;
-	lockfs_lease *lease;
+	lockfs_lease *lease; /* its key names the lock */
 	int64_t not_before; /* ttl after the last renewal that succeeded */
 	int64_t give_up;    /* then the backend's own expiry is left to it */
 	bool queued;
@@ -794,7 +793,6 @@ typedef struct {
 static void orphan_free(lfs *fs, lfs_orphan *o)
 {
 	fs->be->lease_free(fs->be, o->lease);
-	g_free(o->key);
 	g_free(o);
 }
 
@@ -817,7 +815,6 @@ void locks_lease_gone(lfs *fs, lfs_dentry *d)
 	if (!fs->orphans)
 		fs->orphans = g_ptr_array_new();
 	lfs_orphan *o = g_new0(lfs_orphan, 1);
-	o->key = g_strdup(d->lease->key);
 	o->lease = d->lease;
 	o->not_before = d->renewed_mono + fs->set->ttl_ms * 1000;
 	o->give_up = MAX(o->not_before, lockfs_mono_us()) + ORPHAN_TRIES_US;
@@ -838,15 +835,16 @@ static void orphans_free(lfs *fs)
 /* A worker: release orphan O, claimed like any change to its key. */
 static void release_orphan(lfs *fs, lfs_orphan *o)
 {
-	locks_claim(fs, o->key);
+	const char *key = o->lease->key;
+	locks_claim(fs, key);
 	int r = backend_errno(UNLOCKED(fs, fs->be->release(fs->be, o->lease)));
-	locks_unclaim(fs, o->key);
+	locks_unclaim(fs, key);
 	o->queued = false;
 	if (r == 0)
-		lockfs_log(G_LOG_LEVEL_INFO, o->key,
+		lockfs_log(G_LOG_LEVEL_INFO, key,
 		           "released %s (fence %s), lost here earlier: the backend still held it "
 		           "(a renewal given up on had reached it late)",
-		           o->key, o->lease->fence);
+		           key, o->lease->fence);
 	if (r != -EIO || lockfs_mono_us() >= o->give_up)
 		orphan_drop(fs, o);
 }
