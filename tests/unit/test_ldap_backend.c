@@ -2,6 +2,7 @@
  * that tests/lib/slapd.sh starts on loopback (one with the dds overlay, one
  * without, and one to stop and restart).  Without slapd every test skips and
  * says why. */
+#include "proc_stop.h"
 #include "backends/ldap/ldap_int.h"
 #include "holder.h"
 #include "log.h"
@@ -1038,7 +1039,11 @@ static void clock_matrix(slapd *s, const char *name)
 				continue;
 			lockfs_lease *l = NULL;
 			int r = take(c[i].contender, c[i].key, "contender", &l, NULL);
-			if (r == -EEXIST)
+			/* EIO: slapd did not answer within network_timeout (a loaded
+			 * machine); try again, as a contender would.  Had it granted
+			 * the lock, that grant runs out within ttl and the loop's
+			 * bound still holds. */
+			if (r == -EEXIST || r == -EIO)
 				continue;
 			g_assert_cmpint(r, ==, 0);
 			c[i].won = l;
@@ -1450,7 +1455,7 @@ static void test_outage(void)
 
 	/* Hung (stopped by SIGSTOP: connections open but never answered). */
 	int pid = atoi(E(srv_out, "SLAPD_PID"));
-	g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+	g_assert_cmpint(proc_stop(pid), ==, 0);
 	t = mono();
 	g_assert_cmpint(a->renew(a, l), ==, -EIO);
 	g_test_message("hung renew answered after %" G_GINT64_FORMAT " ms", elapsed_ms(t));

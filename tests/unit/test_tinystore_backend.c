@@ -8,6 +8,7 @@
  * pinned build, or PATH).  LOCKFS_TINYSTORE_DIR instead names the store of a
  * server already running; the tests that must control the server then
  * skip.  Without a server every test that needs one skips, saying why. */
+#include "proc_stop.h"
 #include "backends/tinystore/tinystore_conn.h"
 #include "holder.h"
 #include "log.h"
@@ -679,7 +680,7 @@ static void test_publish_later(void)
 	lockfs_backend *a = local_be("5s", "500ms"), *b = default_be();
 	g_autofree char *key = new_key("later.lock");
 	lockfs_lease *la = take(a, key, "host-a");
-	g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+	g_assert_cmpint(proc_stop(pid), ==, 0);
 	g_usleep(1200000); /* the first write times out; retries back off */
 	g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
 	g_assert_cmpint(wait_record(b, key, la->fence), ==, 0);
@@ -691,7 +692,7 @@ static void test_publish_later(void)
 	/* Unmounting while the record's write hangs waits at most one
 	 * network timeout for it. */
 	la = take(a, key, "host-a");
-	g_assert_cmpint(kill(pid, SIGSTOP), ==, 0);
+	g_assert_cmpint(proc_stop(pid), ==, 0);
 	g_usleep(200000); /* the publisher is waiting for the server */
 	a->lease_free(a, la);
 	int64_t t0 = lockfs_mono_us();
