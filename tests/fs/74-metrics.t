@@ -136,7 +136,15 @@ is "$(rmv lockfs_backend_reachable)" 0 "the backend shows unreachable"
 is "$(rmv 'lockfs_backend_call_failures_total{op="acquire"}')" 1 "the failed acquire call is counted"
 ok "so is the failed renewal call" rm_ge 'lockfs_backend_call_failures_total{op="renew"}' 1
 kill -CONT "$spid"
-is "$(fsop1 excl "$R/z.lock")" OK "the server answers again: z.lock is granted"
+# The first call may still meet the reconnection's StartTLS timing out on a
+# loaded machine (EIO); within 10 s one is answered.
+end=$(($(now) + 10))
+r=$(fsop1 excl "$R/z.lock")
+while [[ $r == EIO ]] && (($(now) < end)); do
+    sleep 0.2
+    r=$(fsop1 excl "$R/z.lock")
+done
+is "$r" OK "the server answers again: z.lock is granted"
 is "$(rmv lockfs_backend_reachable)" 1 "the backend shows reachable again"
 ok "the whole file still parses" rmv
 
