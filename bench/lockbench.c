@@ -7,7 +7,7 @@
  * hits both alike; each figure is the median of the rounds.  Then it holds
  * --locks locks on lockfs and times `ls -l` and reads the daemon's RSS.
  *
- * On a shared backend (--backend tinystore|ldap) lockfs cannot be cheaper
+ * On a shared backend (--backend tinystore|ldap|etcd) lockfs cannot be cheaper
  * than the floor plus what the backend's server costs for one lock, so a
  * third participant joins the slices: the raw backend cycle (rawcycle.c), the
  * least a client does on the same server to take a lock and let it go.  The
@@ -684,7 +684,7 @@ struct options {
 	long slices; /* alternations per round */
 	long cpu;    /* -1: no pinning */
 	const char *lockfs, *noopfs, *lockfs_opts, *floor_opts;
-	const char *backend;       /* "local", "tinystore" or "ldap" */
+	const char *backend;       /* "local", "tinystore", "ldap" or "etcd" */
 	const char *lockfs_config; /* lockfs --config FILE, or NULL */
 	bool shared;               /* a shared backend: a raw cycle, zero timeouts */
 	bool json, stand_in;
@@ -694,8 +694,8 @@ static void usage(FILE *f, const char *prog)
 {
 	fprintf(f,
 	        "usage: %s [options]\n"
-	        "  --backend B      lockfs's backend: local (default), tinystore or ldap; on\n"
-	        "                   tinystore and ldap a raw backend cycle on the same server\n"
+	        "  --backend B      lockfs's backend: local (default), tinystore, ldap or etcd;\n"
+	        "                   on a shared one a raw backend cycle on the same server\n"
 	        "                   is timed too, and the floor caches nothing, as lockfs\n"
 	        "  --lockfs-config FILE  lockfs --config FILE (e.g. the [ldap] keys); the raw\n"
 	        "                   cycle reads it too\n"
@@ -818,8 +818,8 @@ static void parse_options(int argc, char **argv, struct options *o)
 		exit(2);
 	}
 	if (strcmp(o->backend, "local") != 0 && strcmp(o->backend, "tinystore") != 0 &&
-	    strcmp(o->backend, "ldap") != 0) {
-		fprintf(stderr, "lockbench: --backend: local, tinystore or ldap, not '%s'\n",
+	    strcmp(o->backend, "ldap") != 0 && strcmp(o->backend, "etcd") != 0) {
+		fprintf(stderr, "lockbench: --backend: local, tinystore, ldap or etcd, not '%s'\n",
 		        o->backend);
 		exit(2);
 	}

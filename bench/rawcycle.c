@@ -11,18 +11,28 @@
  *              the server takes it and the configuration allows it) and a
  *              holder's worth of description values, then a delete of it:
  *              two round trips.
+ *   etcd       one txn creating PREFIX bench-raw only if absent
+ *              (create_revision = 0), attached to a lease granted once (as
+ *              lockfs attaches every lock to its mount's lease), with a
+ *              holder record as its value; then one txn deleting it only if
+ *              its create revision is still the one created: two round trips
+ *              on one keep-alive HTTP connection, through lockfs's own client
+ *              (etcd_client.c: libcurl, json-glib).
  *
  * The configuration is read with lockfs's own code (config.c, and for LDAP
  * ll_config_load() from ldap_conn.c), so the raw client talks to the server
  * lockfs talks to, with the same credentials, TLS and timeouts. */
 #include "rawcycle.h"
 
+#include "backends/etcd/etcd_client.h"
+#include "backends/etcd/etcd_record.h"
 #include "backends/ldap/ldap_int.h"
 #include "backends/tinystore/tinystore_conn.h"
 #include "holder.h"
 
 #include <errno.h>
 #include <glib.h>
+#include <inttypes.h>
 #include <lber.h>
 #include <ldap.h>
 #include <lockfs/backends.h>
@@ -35,7 +45,11 @@
 
 #define RAW_KEY "bench-raw"
 
-enum raw_kind { RAW_TINYSTORE, RAW_LDAP };
+enum raw_kind {
+	RAW_TINYSTORE,
+	RAW_LDAP,
+	RAW_ETCD
+};
 
 struct raw_client {
 	enum raw_kind kind;
@@ -57,6 +71,13 @@ struct raw_client {
 	bool dynamic;
 	bool ldap_held;
 	GPtrArray *desc; /* char *, the description values */
+
+	/* etcd */
+	etcd_client *ec;
+	char *key_b64;   /* PREFIX bench-raw, base64 */
+	char *value_b64; /* a holder record, base64 */
+	int64_t lease_id;
+	int64_t create_rev; /* of the key while held, else 0 */
 };
 
 static void seterr(char *err, size_t len, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
@@ -162,8 +183,7 @@ static bool ts_open(raw_client *c, const lockfs_config *cfg, char *err, size_t e
 	    !lockfs_config_get_string(cfg, "tinystore", "token_file", NULL, &token_file, &e) ||
 	    !lockfs_config_get_string(cfg, "tinystore", "ca_file", NULL, &ca_file, &e) ||
 	    !lockfs_config_get_bool(cfg, "tinystore", "verify", true, &c->target.verify, &e) ||
-	    !lockfs_config_get_string(cfg, "tinystore", "lock_name", "lockfs", &c->lock_name,
-	                              &e)) {
+	    !lockfs_config_get_string(cfg, "tinystore", "lock_name", "lockfs", &c->lock_name, &e)) {
 		seterr(err, errlen, "configuration: %s", e->message);
 		g_error_free(e);
 		goto out;
@@ -191,16 +211,14 @@ static bool ts_open(raw_client *c, const lockfs_config *cfg, char *err, size_t e
 	c->target.client = g_strdup("lockbench/" LOCKFS_VERSION);
 	c->conn = ts_conn_open(&c->target, lockfs_mono_us() + c->timeout_us, &e);
 	if (!c->conn) {
-		seterr(err, errlen, "tinystore %s: %s", c->target.dir ? c->target.dir
-		                                                      : c->target.endpoint,
-		       e->message);
+		seterr(err, errlen, "tinystore %s: %s",
+		       c->target.dir ? c->target.dir : c->target.endpoint, e->message);
 		g_error_free(e);
 		goto out;
 	}
 	c->what = g_strdup_printf("tinystore %s: locks.hold (wait 0) + locks.release of lock %s "
 	                          "key " RAW_KEY ", one connection",
-	                          c->target.dir ? c->target.dir : c->target.endpoint,
-	                          c->lock_name);
+	                          c->target.dir ? c->target.dir : c->target.endpoint, c->lock_name);
 	ok = true;
 out:
 	g_free(token_file);
@@ -210,8 +228,8 @@ out:
 
 /* One call; its answer decoded into *HELD (a hold) or checked to be {} (HELD
  * NULL: a release).  false with ERR filled. */
-static bool ts_call(raw_client *c, uint16_t method, const char *what, ts_enc *enc,
-                    ts_held *held, char *err, size_t errlen)
+static bool ts_call(raw_client *c, uint16_t method, const char *what, ts_enc *enc, ts_held *held,
+                    char *err, size_t errlen)
 {
 	ts_msg m;
 	ts_failure f;
@@ -274,8 +292,10 @@ static int ts_cycles(raw_client *c, long n, volatile const sig_atomic_t *stop, c
 		if (!ok)
 			return -1;
 		if (!held.acquired) {
-			seterr(err, errlen, "tinystore locks.hold: key " RAW_KEY " of lock %s is "
-			       "busy (someone else holds it)", c->lock_name);
+			seterr(err, errlen,
+			       "tinystore locks.hold: key " RAW_KEY " of lock %s is "
+			       "busy (someone else holds it)",
+			       c->lock_name);
 			return -1;
 		}
 		memcpy(c->ts_lease, held.lease, TS_ID_SIZE);
@@ -313,7 +333,8 @@ static int ldap_add_raw(raw_client *c)
 	char *cn_vals[] = { RAW_KEY, NULL };
 	LDAPMod oc = { .mod_op = LDAP_MOD_ADD, .mod_type = "objectClass" };
 	LDAPMod cn = { .mod_op = LDAP_MOD_ADD, .mod_type = "cn", .mod_values = cn_vals };
-	LDAPMod desc = { .mod_op = LDAP_MOD_ADD, .mod_type = "description",
+	LDAPMod desc = { .mod_op = LDAP_MOD_ADD,
+		         .mod_type = "description",
 		         .mod_values = (char **)c->desc->pdata };
 	LDAPMod *mods[] = { &oc, &cn, &desc, NULL };
 
@@ -372,7 +393,8 @@ static bool ldap_open(raw_client *c, const lockfs_config *cfg, char *err, size_t
 	} else if (lc->bind_dn) {
 		struct berval cred = { .bv_len = strlen(lc->password), .bv_val = lc->password };
 
-		rc = ldap_sasl_bind_s(c->ld, lc->bind_dn, LDAP_SASL_SIMPLE, &cred, NULL, NULL, NULL);
+		rc = ldap_sasl_bind_s(c->ld, lc->bind_dn, LDAP_SASL_SIMPLE, &cred, NULL, NULL,
+		                      NULL);
 	}
 	if (rc != LDAP_SUCCESS) {
 		why = ldap_failure(c->ld, "bind", rc);
@@ -423,8 +445,10 @@ static bool ldap_open(raw_client *c, const lockfs_config *cfg, char *err, size_t
 	tls = lc->scheme == LL_URI_LDAPS ? "ldaps" : lc->starttls ? "StartTLS" : "no TLS";
 	c->what = g_strdup_printf("%s (%s, bind %s): add %s (%s, %u description values) + "
 	                          "delete, one connection",
-	                          lc->uri, tls, lc->external ? "SASL EXTERNAL"
-	                                        : lc->bind_dn ? lc->bind_dn : "anonymous",
+	                          lc->uri, tls,
+	                          lc->external  ? "SASL EXTERNAL"
+	                          : lc->bind_dn ? lc->bind_dn
+	                                        : "anonymous",
 	                          c->dn,
 	                          c->dynamic ? "top organizationalRole dynamicObject"
 	                                     : "top organizationalRole",
@@ -466,6 +490,164 @@ static int ldap_cycles(raw_client *c, long n, volatile const sig_atomic_t *stop,
 	return 0;
 }
 
+/* ---- etcd --------------------------------------------------------------- */
+
+static int64_t etcd_deadline(const raw_client *c)
+{
+	return lockfs_mono_us() + c->timeout_us;
+}
+
+/* POST BODY to PATH; the reply's object in *OUT (to unref), or false with
+ * ERR filled. */
+static bool etcd_post(raw_client *c, const char *path, const char *body, JsonNode **out, char *err,
+                      size_t errlen)
+{
+	char *why = NULL;
+	if (etcd_call(c->ec, path, body, etcd_deadline(c), out, &why) == 0)
+		return true;
+	seterr(err, errlen, "etcd %s %s: %s", etcd_client_endpoint(c->ec), path, why);
+	g_free(why);
+	return false;
+}
+
+/* The create txn: true with c->create_rev set, or false with ERR filled
+ * (also when the key exists: a leftover of another run, or a second bench). */
+static bool etcd_take(raw_client *c, char *err, size_t errlen)
+{
+	g_autofree char *body = g_strdup_printf(
+	        "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+	        "\"create_revision\":\"0\"}],"
+	        "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\","
+	        "\"lease\":\"%" PRId64 "\"}}],"
+	        "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}",
+	        c->key_b64, c->key_b64, c->value_b64, c->lease_id, c->key_b64);
+	JsonNode *out = NULL;
+	if (!etcd_post(c, "/v3/kv/txn", body, &out, err, errlen))
+		return false;
+	JsonObject *o = json_node_get_object(out);
+	bool ok = etcd_json_bool(o, "succeeded");
+	c->create_rev = ok ? etcd_json_int(etcd_json_obj(o, "header"), "revision", 0) : 0;
+	json_node_unref(out);
+	if (!ok || c->create_rev <= 0) {
+		seterr(err, errlen,
+		       "etcd txn: key " RAW_KEY " is held by someone else (another "
+		       "lockbench?); delete it or wait for its lease");
+		return false;
+	}
+	return true;
+}
+
+static bool etcd_let_go(raw_client *c, char *err, size_t errlen)
+{
+	g_autofree char *body = g_strdup_printf(
+	        "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+	        "\"create_revision\":\"%" PRId64 "\"}],"
+	        "\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]}",
+	        c->key_b64, c->create_rev, c->key_b64);
+	JsonNode *out = NULL;
+	if (!etcd_post(c, "/v3/kv/txn", body, &out, err, errlen))
+		return false;
+	bool ok = etcd_json_bool(json_node_get_object(out), "succeeded");
+	json_node_unref(out);
+	if (!ok) {
+		seterr(err, errlen, "etcd txn: key " RAW_KEY " was no longer ours at its delete");
+		return false;
+	}
+	c->create_rev = 0;
+	return true;
+}
+
+static bool etcd_open(raw_client *c, const lockfs_config *cfg, char *err, size_t errlen)
+{
+	etcd_client_opts o = { 0 };
+	g_autofree char *prefix = NULL;
+	GError *e = NULL;
+	if (!etcd_client_opts_read(cfg, &o, &prefix, &e)) {
+		seterr(err, errlen, "configuration: %s", e->message);
+		g_error_free(e);
+		etcd_client_opts_clear(&o);
+		return false;
+	}
+	guint n_endpoints = g_strv_length(o.endpoints);
+	c->ec = etcd_client_new(&o);
+	etcd_client_opts_clear(&o);
+
+	/* One lease for the run, as a mount has one for all its locks. */
+	int64_t ttl_s = MAX(lockfs_config_settings(cfg)->ttl_ms / 1000, 2);
+	g_autofree char *grant = g_strdup_printf("{\"TTL\":\"%" PRId64 "\"}", ttl_s * 10);
+	JsonNode *out = NULL;
+	if (!etcd_post(c, "/v3/lease/grant", grant, &out, err, errlen))
+		return false;
+	c->lease_id = etcd_json_int(json_node_get_object(out), "ID", 0);
+	json_node_unref(out);
+	if (c->lease_id <= 0) {
+		seterr(err, errlen, "etcd /v3/lease/grant: the reply has no lease ID");
+		return false;
+	}
+
+	g_autofree char *key = g_strconcat(prefix, RAW_KEY, NULL);
+	c->key_b64 = etcd_b64(key, strlen(key));
+	/* A holder's record, as lockfs writes one into the key's value. */
+	etcd_record rec = { 0 };
+	g_autofree char *user = g_strdup(g_get_user_name());
+	rec.holder.host = (char *)lockfs_config_settings(cfg)->host;
+	rec.holder.pid = getpid();
+	rec.holder.uid = getuid();
+	rec.holder.gid = getgid();
+	rec.holder.user = user;
+	rec.holder.command = (char *)"lockbench";
+	rec.holder.acquired_us = rec.holder.heartbeat_us = lockfs_now_us();
+	rec.holder.mode = 0100644;
+	rec.mount = (char *)"lockbench-raw";
+	rec.nonce = (char *)"00000000000000000000000000000000";
+	rec.lease = c->lease_id;
+	rec.ttl_ms = ttl_s * 1000;
+	g_autofree char *value = etcd_record_encode(&rec);
+	c->value_b64 = etcd_b64(value, strlen(value));
+
+	/* One cycle now: a leftover key or a refused txn shows before timing. */
+	if (!etcd_take(c, err, errlen) || !etcd_let_go(c, err, errlen))
+		return false;
+	c->what = g_strdup_printf("etcd %s (%u endpoint%s): txn put %s" RAW_KEY " if absent, on a "
+	                          "lease granted once (%zu-byte holder record) + txn delete if "
+	                          "its create revision, one keep-alive connection",
+	                          etcd_client_endpoint(c->ec), n_endpoints,
+	                          n_endpoints == 1 ? "" : "s", prefix, strlen(value));
+	return true;
+}
+
+static int etcd_cycles(raw_client *c, long n, volatile const sig_atomic_t *stop, char *err,
+                       size_t errlen)
+{
+	for (long i = 0; i < n; i++) {
+		if (!etcd_take(c, err, errlen) || !etcd_let_go(c, err, errlen))
+			return -1;
+		if (*stop) {
+			seterr(err, errlen, "interrupted");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void etcd_close(raw_client *c)
+{
+	char ignored[256];
+	if (!c->ec)
+		return;
+	if (c->create_rev)
+		etcd_let_go(c, ignored, sizeof(ignored));
+	if (c->lease_id) {
+		g_autofree char *body = g_strdup_printf("{\"ID\":\"%" PRId64 "\"}", c->lease_id);
+		JsonNode *out = NULL;
+		if (etcd_post(c, "/v3/lease/revoke", body, &out, ignored, sizeof(ignored)))
+			json_node_unref(out);
+	}
+	etcd_client_free(c->ec);
+	g_free(c->key_b64);
+	g_free(c->value_b64);
+}
+
 /* ---- the interface ---------------------------------------------------- */
 
 raw_client *raw_open(const char *backend, const char *config_file, const char *opts, char *err,
@@ -475,7 +657,8 @@ raw_client *raw_open(const char *backend, const char *config_file, const char *o
 	lockfs_config *cfg;
 	bool ok;
 
-	if (strcmp(backend, "tinystore") != 0 && strcmp(backend, "ldap") != 0) {
+	if (strcmp(backend, "tinystore") != 0 && strcmp(backend, "ldap") != 0 &&
+	    strcmp(backend, "etcd") != 0) {
 		seterr(err, errlen, "no raw cycle for backend %s", backend);
 		return NULL;
 	}
@@ -483,10 +666,14 @@ raw_client *raw_open(const char *backend, const char *config_file, const char *o
 	if (!cfg)
 		return NULL;
 	c = g_new0(raw_client, 1);
-	c->kind = strcmp(backend, "ldap") == 0 ? RAW_LDAP : RAW_TINYSTORE;
+	c->kind = strcmp(backend, "ldap") == 0   ? RAW_LDAP
+	          : strcmp(backend, "etcd") == 0 ? RAW_ETCD
+	                                         : RAW_TINYSTORE;
 	c->timeout_us = lockfs_config_settings(cfg)->network_timeout_ms * 1000;
 	lockfs_holder_set_host(lockfs_config_settings(cfg)->host);
-	ok = c->kind == RAW_LDAP ? ldap_open(c, cfg, err, errlen) : ts_open(c, cfg, err, errlen);
+	ok = c->kind == RAW_LDAP   ? ldap_open(c, cfg, err, errlen)
+	     : c->kind == RAW_ETCD ? etcd_open(c, cfg, err, errlen)
+	                           : ts_open(c, cfg, err, errlen);
 	lockfs_config_free(cfg);
 	if (!ok) {
 		raw_close(c);
@@ -495,11 +682,16 @@ raw_client *raw_open(const char *backend, const char *config_file, const char *o
 	return c;
 }
 
-int raw_cycles(raw_client *c, long n, volatile const sig_atomic_t *stop, char *err,
-               size_t errlen)
+int raw_cycles(raw_client *c, long n, volatile const sig_atomic_t *stop, char *err, size_t errlen)
 {
-	return c->kind == RAW_LDAP ? ldap_cycles(c, n, stop, err, errlen)
-	                           : ts_cycles(c, n, stop, err, errlen);
+	switch (c->kind) {
+	case RAW_LDAP:
+		return ldap_cycles(c, n, stop, err, errlen);
+	case RAW_ETCD:
+		return etcd_cycles(c, n, stop, err, errlen);
+	default:
+		return ts_cycles(c, n, stop, err, errlen);
+	}
 }
 
 const char *raw_describe(const raw_client *c)
@@ -533,6 +725,7 @@ void raw_close(raw_client *c)
 	}
 	if (c->kind == RAW_LDAP)
 		ll_config_clear(&c->lc);
+	etcd_close(c);
 	g_free(c->dn);
 	if (c->desc)
 		g_ptr_array_free(c->desc, TRUE);

@@ -6,6 +6,8 @@
  *              lockfs's own client (tinystore_conn.c, tinystore_codec.c)
  *   ldap       ldap_add_ext_s of cn=bench-raw,BASE + ldap_delete_ext_s on one
  *              libldap connection (StartTLS and bind as lockfs does them)
+ *   etcd       txn create-if-absent on a lease granted once + txn delete-if-
+ *              same-create-revision, through lockfs's own client (etcd_client.c)
  *
  * The server and credentials come from the same configuration lockfs is
  * given (--config FILE and -o options), read by lockfs's own parser. */
@@ -18,7 +20,7 @@
 
 typedef struct raw_client raw_client;
 
-/* Connect to BACKEND's server ("tinystore" or "ldap") as configured by
+/* Connect to BACKEND's server ("tinystore", "ldap" or "etcd") as configured by
  * CONFIG_FILE (or NULL) and OPTS (lockfs -o options, comma-separated, or
  * NULL).  NULL with ERR filled on failure. */
 raw_client *raw_open(const char *backend, const char *config_file, const char *opts, char *err,

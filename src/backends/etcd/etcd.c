@@ -963,8 +963,8 @@ static bool read_file_key(const lockfs_config *cfg, const char *key, char **out,
 	return true;
 }
 
-static bool read_options(const lockfs_config *cfg, etcd_client_opts *o, char **prefix,
-                         GError **error)
+bool etcd_client_opts_read(const lockfs_config *cfg, etcd_client_opts *o, char **prefix,
+                           GError **error)
 {
 	g_autofree char *endpoints = NULL, *pwfile = NULL;
 	if (!lockfs_config_get_string(cfg, GROUP, "endpoints", "http://127.0.0.1:2379", &endpoints,
@@ -1008,7 +1008,7 @@ static bool read_options(const lockfs_config *cfg, etcd_client_opts *o, char **p
 	return true;
 }
 
-static void opts_clear(etcd_client_opts *o)
+void etcd_client_opts_clear(etcd_client_opts *o)
 {
 	g_strfreev(o->endpoints);
 	g_free(o->ca_file);
@@ -1025,8 +1025,8 @@ static lockfs_backend *etcd_backend_new(const lockfs_config *cfg, const char *mo
 	const lockfs_settings *s = lockfs_config_settings(cfg);
 	etcd_client_opts o = { 0 };
 	g_autofree char *prefix = NULL;
-	if (!read_options(cfg, &o, &prefix, error)) {
-		opts_clear(&o);
+	if (!etcd_client_opts_read(cfg, &o, &prefix, error)) {
+		etcd_client_opts_clear(&o);
 		return NULL;
 	}
 	g_autofree char *first = g_strdup(o.endpoints[0]);

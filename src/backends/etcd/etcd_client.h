@@ -8,6 +8,7 @@
 
 #include <glib.h>
 #include <json-glib/json-glib.h>
+#include <lockfs/config.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -21,6 +22,13 @@ typedef struct {
 } etcd_client_opts;
 
 typedef struct etcd_client etcd_client;
+
+/* Read [etcd] endpoints, prefix, TLS files, user and password_file of CFG into
+ * O and *PREFIX (both the caller's to clear), checked as the backend checks
+ * them; in etcd.c.  Also lockbench's raw cycle reads its server with it. */
+bool etcd_client_opts_read(const lockfs_config *cfg, etcd_client_opts *o, char **prefix,
+                           GError **error);
+void etcd_client_opts_clear(etcd_client_opts *o);
 
 /* Takes over the strings of O (clears it).  Connects to nothing yet. */
 etcd_client *etcd_client_new(etcd_client_opts *o);
