@@ -8,6 +8,7 @@
  * pinned build, or PATH).  LOCKFS_TINYSTORE_DIR instead names the store of a
  * server already running; the tests that must control the server then
  * skip.  Without a server every test that needs one skips, saying why. */
+#include "backend_contract.h"
 #include "backends/tinystore/tinystore_conn.h"
 #include "holder.h"
 #include "log.h"
@@ -1577,6 +1578,30 @@ static void test_threads(void)
 	g_free(shared_key);
 }
 
+/* ---- the contract suite (backend_contract.c) on the test store ---- */
+
+static char *contract_dir_opt;
+static const char *contract_options[3];
+
+static bool contract_restart(void)
+{
+	g_autofree char *err = NULL;
+	const char *restart[] = { "restart", srv_dir, NULL };
+	int rc = run_script(restart, NULL, &err);
+	if (rc != 0)
+		g_printerr("tinystore.sh restart: %s\n", err);
+	return rc == 0;
+}
+
+/* restart set in main() when the server is ours to restart. */
+static lockfs_contract tinystore_contract = {
+	.name = "tinystore",
+	.skip = (const char *const *)&skip_reason,
+	.options = contract_options,
+	.backend = "tinystore",
+	.shared = true,
+};
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -1617,6 +1642,12 @@ int main(int argc, char **argv)
 	g_test_add_func("/tinystore/tls", test_tls);
 	g_test_add_func("/tinystore/threads", test_threads);
 	g_test_add_func("/tinystore/config", test_config);
+	contract_dir_opt = g_strdup_printf("tinystore_dir=%s", store ? store : "/nonexistent");
+	contract_options[0] = "backend=tinystore";
+	contract_options[1] = contract_dir_opt;
+	if (srv_dir)
+		tinystore_contract.restart = contract_restart;
+	lockfs_contract_add(&tinystore_contract);
 	for (int i = 0; i < FAKE_N; i++) {
 		g_autofree char *path = g_strdup_printf("/tinystore/bad-server/%s", fake_names[i]);
 		g_test_add_data_func(path, GINT_TO_POINTER(i), test_bad_server);
