@@ -1,6 +1,7 @@
 /* The tinystore backend against a real tinystore 0.5.1 server, through the
  * backend interface: grants, fences, leases that are renewed or expire,
- * holder records, breaking, a server restart, the tinystore CLI holding the
+ * holder records, breaking, a server restart (release-only-own and
+ * stale-broken-by-acquire are the contract suite's, /contract/tinystore/), the tinystore CLI holding the
  * same keys, TCP and TLS endpoints, and a fake server that answers garbage.
  *
  * The server: tests/lib/tinystore.sh starts one (unix + tcp) and one with
@@ -389,39 +390,6 @@ static void test_acquire_release(void)
 	b->destroy(b);
 }
 
-static void test_release_only_own(void)
-{
-	NEED(skip_reason);
-	lockfs_backend *a = default_be(), *b = default_be(), *c = default_be();
-	g_autofree char *key = new_key("own.lock");
-	lockfs_lease *la = take(a, key, "host-a");
-	lockfs_holder hb = holder("host-b", 2);
-	lockfs_lock_info broken = { 0 };
-	g_assert_cmpint(wait_record(b, key, la->fence), ==, 0);
-	g_assert_cmpint(b->break_lock(b, key, NULL, &hb, &broken), ==, 0);
-	g_assert_cmpstr(broken.holder.host, ==, "host-a");
-	g_assert_cmpstr(broken.fence, ==, la->fence);
-	lockfs_lock_info_clear(&broken);
-	lockfs_lease *lb = take(b, key, "host-b");
-
-	/* A's lease is stale: its release deletes nothing. */
-	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
-	a->lease_free(a, la);
-	lockfs_lock_info info;
-	g_assert_cmpint(wait_record(c, key, lb->fence), ==, 0);
-	g_assert_cmpint(c->inspect(c, key, &info), ==, 0);
-	g_assert_cmpstr(info.holder.host, ==, "host-b");
-	g_assert_cmpstr(info.fence, ==, lb->fence);
-	lockfs_lock_info_clear(&info);
-	g_assert_cmpint(b->renew(b, lb), ==, 0);
-	g_assert_cmpint(try_take(c, key, "host-c"), ==, -EEXIST);
-	give(b, lb);
-	g_assert_cmpint(wait_no_record(c, key), ==, -ENOENT);
-	a->destroy(a);
-	b->destroy(b);
-	c->destroy(c);
-}
-
 typedef struct {
 	GPtrArray *keys;
 	int mine;
@@ -701,55 +669,6 @@ static void test_publish_later(void)
 	g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
 	g_test_message("destroy took %" G_GINT64_FORMAT " ms", took / 1000);
 	g_assert_cmpint(took, <, 500000 + 300000);
-	b->destroy(b);
-}
-
-static void test_stale_broken_by_acquire(void)
-{
-	NEED(skip_reason);
-	g_autofree char *dir = g_strdup_printf("tinystore_dir=%s", store);
-	const char *opts[] = {
-		"backend=tinystore",         dir, "ttl=2s", "network_timeout=1s", "stale_after=3s",
-		"heartbeat_min_interval=1s", NULL
-	};
-	GError *err = NULL;
-	lockfs_backend *a = backend_opts(opts, &err), *b = backend_opts(opts, &err);
-	g_assert_no_error(err);
-	g_autofree char *key = new_key("stale.lock");
-	lockfs_lease *la = take(a, key, "host-a");
-	lockfs_lock_info info;
-	lockfs_holder hb = holder("host-b", 4);
-	lockfs_lease *lb = NULL;
-	lockfs_acquire_result res;
-	/* Renewed (the host lives) but no heartbeat (the holder is silent):
-	 * held, then stale after stale_after by the server's clock. */
-	int64_t t0 = lockfs_mono_us();
-	for (int i = 1; lockfs_mono_us() < t0 + 3300000; i++) {
-		sleep_until(t0 + i * 600000);
-		g_assert_cmpint(a->renew(a, la), ==, 0);
-		if (i == 1) {
-			g_assert_cmpint(b->acquire(b, key, &hb, &lb, &res), ==, -EEXIST);
-			g_assert_false(res.broke);
-			g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
-			g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
-			lockfs_lock_info_clear(&info);
-		}
-	}
-	g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
-	g_assert_cmpint(info.state, ==, LOCKFS_STATE_STALE);
-	lockfs_lock_info_clear(&info);
-	g_assert_cmpint(b->acquire(b, key, &hb, &lb, &res), ==, 0);
-	g_assert_true(res.broke);
-	g_assert_cmpstr(res.previous.holder.host, ==, "host-a");
-	g_assert_cmpstr(res.previous.fence, ==, la->fence);
-	g_assert_cmpint(res.previous.state, ==, LOCKFS_STATE_STALE);
-	lockfs_lock_info_clear(&res.previous);
-	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
-	/* A fresh holder is not broken. */
-	g_assert_cmpint(try_take(a, key, "host-a"), ==, -EEXIST);
-	give(b, lb);
-	a->lease_free(a, la);
-	a->destroy(a);
 	b->destroy(b);
 }
 
@@ -1626,13 +1545,11 @@ int main(int argc, char **argv)
 	start_servers();
 
 	g_test_add_func("/tinystore/acquire-release", test_acquire_release);
-	g_test_add_func("/tinystore/release-only-own", test_release_only_own);
 	g_test_add_func("/tinystore/inspect-list", test_inspect_list);
 	g_test_add_func("/tinystore/break", test_break);
 	g_test_add_func("/tinystore/break-own", test_break_own);
 	g_test_add_func("/tinystore/publication", test_publication);
 	g_test_add_func("/tinystore/publish-later", test_publish_later);
-	g_test_add_func("/tinystore/stale-broken-by-acquire", test_stale_broken_by_acquire);
 	g_test_add_func("/tinystore/renew-keeps", test_renew_keeps);
 	g_test_add_func("/tinystore/expiry", test_expiry);
 	g_test_add_func("/tinystore/restart", test_restart);
