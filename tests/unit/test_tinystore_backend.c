@@ -34,7 +34,6 @@ static char *tls_skip;
 static char *store, *srv_dir, *bin;
 static char *endpoint, *token_file, *read_token_file;
 static char *tls_dir, *tls_endpoint, *tls_token_file, *ca_file;
-static int key_serial;
 
 #define NEED(reason)                         \
 	do {                                 \
@@ -194,25 +193,9 @@ static lockfs_backend *default_be(void)
 	return local_be("5s", "2s");
 }
 
-static lockfs_holder holder(const char *host, int64_t pid)
-{
-	lockfs_holder h = { 0 };
-	h.host = (char *)host;
-	h.pid = pid;
-	h.uid = 1000;
-	h.gid = 100;
-	h.user = (char *)"tester";
-	h.command = (char *)"test_tinystore_backend";
-	h.acquired_us = h.heartbeat_us = lockfs_now_us();
-	h.mode = 0100644;
-	return h;
-}
-
-/* A key no other test uses. */
-static char *new_key(const char *name)
-{
-	return g_strdup_printf("t%d-%d/%s", (int)getpid(), g_atomic_int_add(&key_serial, 1), name);
-}
+/* The contract suite's holder records and keys (backend_contract.c). */
+#define holder(host, pid) lockfs_contract_holder(host, pid)
+#define new_key(name) lockfs_contract_key(name)
 
 static lockfs_lease *take(lockfs_backend *be, const char *key, const char *host)
 {
@@ -442,7 +425,7 @@ static void test_inspect_list(void)
 	g_assert_cmpuint(info.holder.uid, ==, 1000);
 	g_assert_cmpuint(info.holder.gid, ==, 100);
 	g_assert_cmpstr(info.holder.user, ==, "tester");
-	g_assert_cmpstr(info.holder.command, ==, "test_tinystore_backend");
+	g_assert_cmpstr(info.holder.command, ==, "backend contract");
 	g_assert_cmpuint(info.holder.mode, ==, 0100644);
 	g_assert_cmpstr(info.fence, ==, la->fence);
 	g_assert_cmpint(info.lease_left_ms, >, 3000);
