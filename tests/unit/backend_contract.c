@@ -77,6 +77,28 @@ static void confirmed(lockfs_backend *be, lockfs_lease *lease)
 		g_assert_cmpint(be->confirm(be, lease, lease->fence), ==, 0);
 }
 
+/* Where a grant's holder record is published after it
+ * (LOCKFS_BACKEND_UNDESCRIBED: tinystore's come some 50 ms later), wait,
+ * bounded by 5 s, until BE's inspect shows KEY with FENCE; other backends'
+ * records are there at the grant. */
+static void described(lockfs_backend *be, const char *key, const char *fence)
+{
+	if (!(be->flags & LOCKFS_BACKEND_UNDESCRIBED))
+		return;
+	int64_t end = lockfs_mono_us() + 5 * G_USEC_PER_SEC;
+	for (;;) {
+		lockfs_lock_info info;
+		if (be->inspect(be, key, &info) == 0) {
+			bool there = strcmp(info.fence, fence) == 0;
+			lockfs_lock_info_clear(&info);
+			if (there)
+				return;
+		}
+		g_assert_cmpint(lockfs_mono_us(), <, end);
+		g_usleep(20 * 1000);
+	}
+}
+
 /* Take KEY through BE: asserts a grant with a fence, returns the lease.
  * Where fences are final only once confirmed (LDAP), the fence is confirmed
  * at once and lease->fence is the final one, as the filesystem shows it. */
@@ -91,6 +113,7 @@ static lockfs_lease *take(lockfs_backend *be, const char *key, const char *host)
 	g_assert_cmpstr(lease->key, ==, key);
 	confirmed(be, lease);
 	g_assert_true(is_fence(lease->fence));
+	described(be, key, lease->fence);
 	return lease;
 }
 
@@ -108,10 +131,33 @@ static int try_take(lockfs_backend *be, const char *key, const char *host)
 	return r;
 }
 
-static void give(lockfs_backend *be, lockfs_lease *lease)
+/* Release LEASE; where records are published after the fact
+ * (LOCKFS_BACKEND_UNDESCRIBED), their removal too: wait, bounded by 5 s,
+ * until VIEW (another host) no longer shows LEASE's record. */
+static void give_seen(lockfs_backend *be, lockfs_lease *lease, lockfs_backend *view)
 {
+	g_autofree char *key = g_strdup(lease->key);
+	char fence[LOCKFS_FENCE_MAX];
+	g_strlcpy(fence, lease->fence, sizeof(fence));
 	g_assert_cmpint(be->release(be, lease), ==, 0);
 	be->lease_free(be, lease);
+	int64_t end = lockfs_mono_us() + 5 * G_USEC_PER_SEC;
+	while (view->flags & LOCKFS_BACKEND_UNDESCRIBED) {
+		lockfs_lock_info info;
+		if (view->inspect(view, key, &info) != 0)
+			return;
+		bool gone = strcmp(info.fence, fence) != 0;
+		lockfs_lock_info_clear(&info);
+		if (gone)
+			return;
+		g_assert_cmpint(lockfs_mono_us(), <, end);
+		g_usleep(20 * 1000);
+	}
+}
+
+static void give(lockfs_backend *be, lockfs_lease *lease)
+{
+	give_seen(be, lease, be);
 }
 
 typedef struct {
@@ -157,7 +203,7 @@ static void test_acquire_eexist(gconstpointer data)
 	g_assert_cmpint(h.a->inspect(h.a, key, &info), ==, 0);
 	g_assert_true(info.mine);
 	lockfs_lock_info_clear(&info);
-	give(h.a, l);
+	give_seen(h.a, l, h.b);
 	g_assert_cmpint(h.b->inspect(h.b, key, &info), ==, -ENOENT);
 	g_assert_cmpint(try_take(h.b, key, "host-b"), ==, 0);
 	hosts_free(&h);
@@ -260,6 +306,7 @@ static void test_stale_broken_by_acquire(gconstpointer data)
 	g_assert_cmpint(h.b->acquire(h.b, key, &who, &next, &res), ==, 0);
 	confirmed(h.b, next);
 	g_assert_true(res.broke);
+	described(h.b, key, next->fence);
 	g_assert_cmpstr(res.previous.fence, ==, l->fence);
 	g_assert_cmpstr(res.previous.holder.host, ==, "host-a");
 	lockfs_lock_info_clear(&res.previous);
@@ -319,12 +366,12 @@ static void test_list_prefix(gconstpointer data)
 	g_assert_cmpuint(list_keys(h.b, pd, &s), ==, 4);
 	for (int i = 0; i < 4; i++)
 		g_assert_true(listed(&s, keys[i], l[i]->fence));
-	give(h.a, l[1]);
+	give_seen(h.a, l[1], h.b);
 	g_assert_cmpuint(list_keys(h.b, pa, &s), ==, 1);
 	g_assert_true(listed(&s, keys[0], l[0]->fence));
 	for (int i = 0; i < 4; i++) {
 		if (i != 1)
-			give(h.a, l[i]);
+			give_seen(h.a, l[i], h.b);
 		g_free(keys[i]);
 	}
 	g_assert_cmpuint(list_keys(h.b, pd, &s), ==, 0);
@@ -386,6 +433,7 @@ static void test_renew_estale_after_loss(gconstpointer data)
 		int r = h.b->acquire(h.b, key, &who, &next, NULL);
 		if (r == 0) {
 			confirmed(h.b, next);
+			described(h.b, key, next->fence);
 			break;
 		}
 		g_assert_cmpint(r, ==, -EEXIST);
@@ -437,12 +485,14 @@ static void test_fences_across_restart(gconstpointer data)
 	give(a, l);
 	a->destroy(a);
 	g_assert_true(c->restart());
-	/* The server may take a moment to serve again: EIO until it does. */
+	/* The server may take a moment to serve again: EIO until it does;
+	 * EEXIST while it refuses grants for a restart grace (tinystore's,
+	 * for ttl: nobody holds the key, which was released before). */
 	a = lockfs_contract_backend(c, "/contract/a", "3s", "300s", "2s");
 	lockfs_holder who = lockfs_contract_holder("host-a", 1);
 	int64_t end = lockfs_mono_us() + 20 * G_USEC_PER_SEC;
 	int r;
-	while ((r = a->acquire(a, key, &who, &l, NULL)) == -EIO) {
+	while ((r = a->acquire(a, key, &who, &l, NULL)) == -EIO || r == -EEXIST) {
 		g_assert_cmpint(lockfs_mono_us(), <, end);
 		g_usleep(100 * 1000);
 	}

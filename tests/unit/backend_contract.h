@@ -7,14 +7,14 @@
  * renew-estale-after-loss (backends with leases), fences-across-hosts and
  * fences-across-restart (when the fixture can restart its server).
  *
- * Only etcd has a fixture yet.  For the others (issue 13, item 3): local is
- * shared = false with no restart (or one that reopens its state file);
- * LDAP's fences are final once confirmed, which take() already does; the
- * tinystore backend needs two allowances the suite does not have yet — its
- * holder records appear 50 ms after the grant (LOCKFS_BACKEND_UNDESCRIBED:
- * inspect and list must wait for them, bounded) and after a restart it
- * refuses grants (EEXIST) for ttl (the restart grace), where the suite now
- * waits out EIO only. */
+ * Fixtures: etcd (test_etcd_backend.c), local (test_fence_store.c: one
+ * instance, shared = false; a restart reopens its fence state file), LDAP
+ * (test_ldap_backend.c) and tinystore (test_tinystore_backend.c), each in
+ * the binary that already starts its server.  Two allowances: where holder
+ * records come after the grant and go after the release
+ * (LOCKFS_BACKEND_UNDESCRIBED: tinystore) the suite waits for them, bounded,
+ * before it inspects or lists; after a restart it waits out EIO and EEXIST
+ * (tinystore refuses grants for ttl: its restart grace). */
 #ifndef LOCKFS_BACKEND_CONTRACT_H
 #define LOCKFS_BACKEND_CONTRACT_H
 

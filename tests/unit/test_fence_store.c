@@ -2,6 +2,7 @@
  * repeat across reopenings, a state file that cannot be written refuses to
  * hand out a fence (and nothing repeats after), and a corrupt file is never
  * reset. */
+#include "backend_contract.h"
 #include "fence_store.h"
 #include "log.h"
 
@@ -14,6 +15,24 @@
 #include <unistd.h>
 
 static char *tmpdir;
+
+/* The local backend in the contract suite: one instance is every "host"
+ * (shared = false); its fence store is the state file under state_dir, so
+ * a "restart" is the suite's own: it destroys the instance (closing the
+ * store) and makes a new one that reopens the same file. */
+static char *state_dir_opt;
+static const char *contract_options[3];
+static bool reopen_fence_store(void)
+{
+	return true;
+}
+static const lockfs_contract local_contract = {
+	.name = "local",
+	.options = contract_options,
+	.backend = "local",
+	.shared = false,
+	.restart = reopen_fence_store,
+};
 
 static char *state_path(const char *name)
 {
@@ -172,6 +191,10 @@ int main(int argc, char **argv)
 	g_test_add_func("/fence/corrupt-refused", test_corrupt_refused);
 	g_test_add_func("/fence/unwritable-stops", test_unwritable_stops);
 	g_test_add_func("/local/backend", test_local_backend);
+	state_dir_opt = g_strdup_printf("state_dir=%s", tmpdir);
+	contract_options[0] = "backend=local";
+	contract_options[1] = state_dir_opt;
+	lockfs_contract_add(&local_contract);
 	int r = g_test_run();
 	g_autofree char *cmd = g_strdup_printf("rm -rf '%s'", tmpdir);
 	if (system(cmd) != 0)

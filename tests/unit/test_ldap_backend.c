@@ -2,6 +2,7 @@
  * that tests/lib/slapd.sh starts on loopback (one with the dds overlay, one
  * without, and one to stop and restart).  Without slapd every test skips and
  * says why. */
+#include "backend_contract.h"
 #include "proc_stop.h"
 #include "backends/ldap/ldap_int.h"
 #include "holder.h"
@@ -378,6 +379,46 @@ static bool has_key(GPtrArray *keys, const char *key)
 static int64_t mono(void)
 {
 	return lockfs_mono_us();
+}
+
+/* ---- the contract suite (backend_contract.c) on srv_dds ---- */
+
+static const char *contract_options[7];
+static char *contract_opts[6];
+
+static bool restart_dds(void)
+{
+	char *why = NULL;
+	bool ok = slapd_cmd(srv_dds, "restart", NULL, &why);
+	if (!ok)
+		g_printerr("slapd.sh restart: %s\n", why);
+	g_free(why);
+	return ok;
+}
+
+static const lockfs_contract ldap_contract = {
+	.name = "ldap",
+	.skip = (const char *const *)&skip_why,
+	.options = contract_options,
+	.backend = "ldap",
+	.shared = true,
+	.restart = restart_dds,
+};
+
+/* The options, once srv_dds is up (the suite reads them when it runs). */
+static void contract_setup(void)
+{
+	if (skip_why)
+		return;
+	contract_opts[0] = g_strdup_printf("ldap_uri=%s", E(srv_dds, "SLAPD_URI"));
+	contract_opts[1] = g_strdup_printf("ldap_ca_file=%s", E(srv_dds, "SLAPD_CA"));
+	contract_opts[2] = g_strdup_printf("ldap_bind_dn=%s", E(srv_dds, "SLAPD_USERDN"));
+	contract_opts[3] =
+	        g_strdup_printf("ldap_password_file=%s", E(srv_dds, "SLAPD_USERPW_FILE"));
+	contract_opts[4] = g_strdup_printf("ldap_base=ou=contract,%s", E(srv_dds, "SLAPD_SUFFIX"));
+	contract_options[0] = "backend=ldap";
+	for (int i = 0; i < 5; i++)
+		contract_options[i + 1] = contract_opts[i];
 }
 
 /* ---- tests ---- */
@@ -1632,6 +1673,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/ldap/config/dynamic", test_dynamic_key);
 	g_test_add_func("/ldap/base-creation", test_base_creation);
 	g_test_add_func("/ldap/outage", test_outage);
+	/* Last: its restart test restarts srv_dds. */
+	lockfs_contract_add(&ldap_contract);
 
 	/* Servers only for what will run (-l lists, -p picks). */
 	bool listing = false;
@@ -1656,7 +1699,10 @@ int main(int argc, char **argv)
 		}
 	}
 	g_free(why);
+	contract_setup();
 	int rc = g_test_run();
+	for (int i = 0; i < 5; i++)
+		g_free(contract_opts[i]);
 	slapd_free(srv_dds);
 	slapd_free(srv_plain);
 	slapd_free(srv_out);

@@ -1,6 +1,7 @@
 /* The tinystore backend against a real tinystore 0.5.1 server, through the
  * backend interface: grants, fences, leases that are renewed or expire,
- * holder records, breaking, a server restart, the tinystore CLI holding the
+ * holder records, breaking, a server restart (release-only-own and
+ * stale-broken-by-acquire are the contract suite's, /contract/tinystore/), the tinystore CLI holding the
  * same keys, TCP and TLS endpoints, and a fake server that answers garbage.
  *
  * The server: tests/lib/tinystore.sh starts one (unix + tcp) and one with
@@ -8,6 +9,7 @@
  * pinned build, or PATH).  LOCKFS_TINYSTORE_DIR instead names the store of a
  * server already running; the tests that must control the server then
  * skip.  Without a server every test that needs one skips, saying why. */
+#include "backend_contract.h"
 #include "proc_stop.h"
 #include "backends/tinystore/tinystore_conn.h"
 #include "holder.h"
@@ -33,7 +35,6 @@ static char *tls_skip;
 static char *store, *srv_dir, *bin;
 static char *endpoint, *token_file, *read_token_file;
 static char *tls_dir, *tls_endpoint, *tls_token_file, *ca_file;
-static int key_serial;
 
 #define NEED(reason)                         \
 	do {                                 \
@@ -193,25 +194,9 @@ static lockfs_backend *default_be(void)
 	return local_be("5s", "2s");
 }
 
-static lockfs_holder holder(const char *host, int64_t pid)
-{
-	lockfs_holder h = { 0 };
-	h.host = (char *)host;
-	h.pid = pid;
-	h.uid = 1000;
-	h.gid = 100;
-	h.user = (char *)"tester";
-	h.command = (char *)"test_tinystore_backend";
-	h.acquired_us = h.heartbeat_us = lockfs_now_us();
-	h.mode = 0100644;
-	return h;
-}
-
-/* A key no other test uses. */
-static char *new_key(const char *name)
-{
-	return g_strdup_printf("t%d-%d/%s", (int)getpid(), g_atomic_int_add(&key_serial, 1), name);
-}
+/* The contract suite's holder records and keys (backend_contract.c). */
+#define holder(host, pid) lockfs_contract_holder(host, pid)
+#define new_key(name) lockfs_contract_key(name)
 
 static lockfs_lease *take(lockfs_backend *be, const char *key, const char *host)
 {
@@ -389,39 +374,6 @@ static void test_acquire_release(void)
 	b->destroy(b);
 }
 
-static void test_release_only_own(void)
-{
-	NEED(skip_reason);
-	lockfs_backend *a = default_be(), *b = default_be(), *c = default_be();
-	g_autofree char *key = new_key("own.lock");
-	lockfs_lease *la = take(a, key, "host-a");
-	lockfs_holder hb = holder("host-b", 2);
-	lockfs_lock_info broken = { 0 };
-	g_assert_cmpint(wait_record(b, key, la->fence), ==, 0);
-	g_assert_cmpint(b->break_lock(b, key, NULL, &hb, &broken), ==, 0);
-	g_assert_cmpstr(broken.holder.host, ==, "host-a");
-	g_assert_cmpstr(broken.fence, ==, la->fence);
-	lockfs_lock_info_clear(&broken);
-	lockfs_lease *lb = take(b, key, "host-b");
-
-	/* A's lease is stale: its release deletes nothing. */
-	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
-	a->lease_free(a, la);
-	lockfs_lock_info info;
-	g_assert_cmpint(wait_record(c, key, lb->fence), ==, 0);
-	g_assert_cmpint(c->inspect(c, key, &info), ==, 0);
-	g_assert_cmpstr(info.holder.host, ==, "host-b");
-	g_assert_cmpstr(info.fence, ==, lb->fence);
-	lockfs_lock_info_clear(&info);
-	g_assert_cmpint(b->renew(b, lb), ==, 0);
-	g_assert_cmpint(try_take(c, key, "host-c"), ==, -EEXIST);
-	give(b, lb);
-	g_assert_cmpint(wait_no_record(c, key), ==, -ENOENT);
-	a->destroy(a);
-	b->destroy(b);
-	c->destroy(c);
-}
-
 typedef struct {
 	GPtrArray *keys;
 	int mine;
@@ -474,7 +426,7 @@ static void test_inspect_list(void)
 	g_assert_cmpuint(info.holder.uid, ==, 1000);
 	g_assert_cmpuint(info.holder.gid, ==, 100);
 	g_assert_cmpstr(info.holder.user, ==, "tester");
-	g_assert_cmpstr(info.holder.command, ==, "test_tinystore_backend");
+	g_assert_cmpstr(info.holder.command, ==, "backend contract");
 	g_assert_cmpuint(info.holder.mode, ==, 0100644);
 	g_assert_cmpstr(info.fence, ==, la->fence);
 	g_assert_cmpint(info.lease_left_ms, >, 3000);
@@ -701,55 +653,6 @@ static void test_publish_later(void)
 	g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
 	g_test_message("destroy took %" G_GINT64_FORMAT " ms", took / 1000);
 	g_assert_cmpint(took, <, 500000 + 300000);
-	b->destroy(b);
-}
-
-static void test_stale_broken_by_acquire(void)
-{
-	NEED(skip_reason);
-	g_autofree char *dir = g_strdup_printf("tinystore_dir=%s", store);
-	const char *opts[] = {
-		"backend=tinystore",         dir, "ttl=2s", "network_timeout=1s", "stale_after=3s",
-		"heartbeat_min_interval=1s", NULL
-	};
-	GError *err = NULL;
-	lockfs_backend *a = backend_opts(opts, &err), *b = backend_opts(opts, &err);
-	g_assert_no_error(err);
-	g_autofree char *key = new_key("stale.lock");
-	lockfs_lease *la = take(a, key, "host-a");
-	lockfs_lock_info info;
-	lockfs_holder hb = holder("host-b", 4);
-	lockfs_lease *lb = NULL;
-	lockfs_acquire_result res;
-	/* Renewed (the host lives) but no heartbeat (the holder is silent):
-	 * held, then stale after stale_after by the server's clock. */
-	int64_t t0 = lockfs_mono_us();
-	for (int i = 1; lockfs_mono_us() < t0 + 3300000; i++) {
-		sleep_until(t0 + i * 600000);
-		g_assert_cmpint(a->renew(a, la), ==, 0);
-		if (i == 1) {
-			g_assert_cmpint(b->acquire(b, key, &hb, &lb, &res), ==, -EEXIST);
-			g_assert_false(res.broke);
-			g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
-			g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
-			lockfs_lock_info_clear(&info);
-		}
-	}
-	g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
-	g_assert_cmpint(info.state, ==, LOCKFS_STATE_STALE);
-	lockfs_lock_info_clear(&info);
-	g_assert_cmpint(b->acquire(b, key, &hb, &lb, &res), ==, 0);
-	g_assert_true(res.broke);
-	g_assert_cmpstr(res.previous.holder.host, ==, "host-a");
-	g_assert_cmpstr(res.previous.fence, ==, la->fence);
-	g_assert_cmpint(res.previous.state, ==, LOCKFS_STATE_STALE);
-	lockfs_lock_info_clear(&res.previous);
-	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
-	/* A fresh holder is not broken. */
-	g_assert_cmpint(try_take(a, key, "host-a"), ==, -EEXIST);
-	give(b, lb);
-	a->lease_free(a, la);
-	a->destroy(a);
 	b->destroy(b);
 }
 
@@ -1578,6 +1481,30 @@ static void test_threads(void)
 	g_free(shared_key);
 }
 
+/* ---- the contract suite (backend_contract.c) on the test store ---- */
+
+static char *contract_dir_opt;
+static const char *contract_options[3];
+
+static bool contract_restart(void)
+{
+	g_autofree char *err = NULL;
+	const char *restart[] = { "restart", srv_dir, NULL };
+	int rc = run_script(restart, NULL, &err);
+	if (rc != 0)
+		g_printerr("tinystore.sh restart: %s\n", err);
+	return rc == 0;
+}
+
+/* restart set in main() when the server is ours to restart. */
+static lockfs_contract tinystore_contract = {
+	.name = "tinystore",
+	.skip = (const char *const *)&skip_reason,
+	.options = contract_options,
+	.backend = "tinystore",
+	.shared = true,
+};
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
@@ -1602,13 +1529,11 @@ int main(int argc, char **argv)
 	start_servers();
 
 	g_test_add_func("/tinystore/acquire-release", test_acquire_release);
-	g_test_add_func("/tinystore/release-only-own", test_release_only_own);
 	g_test_add_func("/tinystore/inspect-list", test_inspect_list);
 	g_test_add_func("/tinystore/break", test_break);
 	g_test_add_func("/tinystore/break-own", test_break_own);
 	g_test_add_func("/tinystore/publication", test_publication);
 	g_test_add_func("/tinystore/publish-later", test_publish_later);
-	g_test_add_func("/tinystore/stale-broken-by-acquire", test_stale_broken_by_acquire);
 	g_test_add_func("/tinystore/renew-keeps", test_renew_keeps);
 	g_test_add_func("/tinystore/expiry", test_expiry);
 	g_test_add_func("/tinystore/restart", test_restart);
@@ -1618,6 +1543,12 @@ int main(int argc, char **argv)
 	g_test_add_func("/tinystore/tls", test_tls);
 	g_test_add_func("/tinystore/threads", test_threads);
 	g_test_add_func("/tinystore/config", test_config);
+	contract_dir_opt = g_strdup_printf("tinystore_dir=%s", store ? store : "/nonexistent");
+	contract_options[0] = "backend=tinystore";
+	contract_options[1] = contract_dir_opt;
+	if (srv_dir)
+		tinystore_contract.restart = contract_restart;
+	lockfs_contract_add(&tinystore_contract);
 	for (int i = 0; i < FAKE_N; i++) {
 		g_autofree char *path = g_strdup_printf("/tinystore/bad-server/%s", fake_names[i]);
 		g_test_add_data_func(path, GINT_TO_POINTER(i), test_bad_server);
