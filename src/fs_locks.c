@@ -210,9 +210,13 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	node->nlookup--;
 	dir->nlookup--;
 	if (!r && S_ISDIR(dir->mode) && dir != fs->root && dir->kind == NODE_MEM && !dir->nlink) {
-		/* The directory was removed while the backend answered. */
+		/* The directory was removed while the backend answered.  The
+		 * release goes out without fs->mu (it waits on the network):
+		 * the key stays claimed until locks_unclaim, so no thread of
+		 * this mount takes or judges it meanwhile, and release() deletes
+		 * only an entry of this lease, never a later holder's. */
 		node_maybe_free(fs, dir);
-		fs->be->release(fs->be, lease);
+		UNLOCKED(fs, (fs->be->release(fs->be, lease), 0));
 		fs->be->lease_free(fs->be, lease);
 		lockfs_holder_clear(&holder);
 		locks_unclaim(fs, key);
