@@ -149,8 +149,6 @@ typedef struct {
 	GPtrArray *orphans;
 } lfs;
 
-extern lfs *the_fs;
-
 /* ---- fs_nodes.c: the model ---- */
 lfs_node *node_new(lfs *fs, lfs_node_kind kind, mode_t mode, uid_t uid, gid_t gid);
 void node_maybe_free(lfs *fs, lfs_node *n);
@@ -158,7 +156,7 @@ lfs_dentry *dentry_add(lfs *fs, lfs_node *dir, const char *name, lfs_node *node)
 void dentry_remove(lfs *fs, lfs_dentry *d);
 lfs_dentry *dentry_find(lfs_node *dir, const char *name);
 bool name_is_lock(const lfs *fs, const char *name);
-char *node_key(const lfs_node *dir, const char *name); /* lock key: path from the root */
+char *node_key(lfs *fs, const lfs_node *dir, const char *name); /* lock key: path from the root */
 int node_getattr(lfs *fs, lfs_node *n, struct stat *st);
 void node_touch(lfs_node *n, bool m, bool c);
 lfs_dentry *node_lock_dentry(lfs *fs, lfs_node *n); /* one lock name of N, or NULL */

@@ -167,7 +167,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
                   const struct lfs_caller *who, lfs_dentry **out)
 {
 	int64_t now = lockfs_now_us();
-	g_autofree char *key = node_key(dir, name);
+	g_autofree char *key = node_key(fs, dir, name);
 	locks_claim(fs, key);
 	lfs_dentry *old = dentry_find(dir, name);
 	if (old && old->lease && old->lost) { /* lost here: the name is the backend's */

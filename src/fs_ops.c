@@ -170,7 +170,7 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 {
 	if (!fs->shared)
 		return -ENOENT;
-	g_autofree char *key = node_key(dir, name);
+	g_autofree char *key = node_key(fs, dir, name);
 	lockfs_lock_info info;
 	bool late = lost_by(fs, key, uid);
 	dir->nlookup++;
@@ -212,7 +212,7 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 static void locks_saw_free_name(lfs *fs, fuse_req_t req, lfs_node *dir, const char *name,
                                 int64_t at)
 {
-	g_autofree char *key = node_key(dir, name);
+	g_autofree char *key = node_key(fs, dir, name);
 	locks_saw_free(fs, lockfs_tgid(fuse_req_ctx(req)->pid), key, at);
 }
 
@@ -691,7 +691,7 @@ static int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct 
 {
 	if (!fs->shared)
 		return -ENOENT;
-	g_autofree char *key = node_key(dir, name);
+	g_autofree char *key = node_key(fs, dir, name);
 	lockfs_lock_info info;
 	/* A lock this mount is taking is not another host's to break here. */
 	locks_wait_idle(fs, key);
@@ -905,7 +905,7 @@ static bool any_key_under(GHashTable *keys, const char *prefix)
  * stay together (the key was made from the path before the backend call). */
 static bool holds_locks(lfs *fs, lfs_node *dir, const char *name)
 {
-	g_autofree char *key = node_key(dir, name);
+	g_autofree char *key = node_key(fs, dir, name);
 	g_autofree char *prefix = g_strconcat(key, "/", NULL);
 	while (any_key_under(fs->busy, prefix))
 		pthread_cond_wait(&fs->cond, &fs->mu);
@@ -921,7 +921,7 @@ static bool has_locks_in(lfs *fs, lfs_node *dir, const char *name)
 		return true;
 	if (!fs->shared)
 		return false;
-	g_autofree char *key = node_key(dir, name);
+	g_autofree char *key = node_key(fs, dir, name);
 	g_autofree char *prefix = g_strconcat(key, "/", NULL);
 	dir->nlookup++;
 	pthread_mutex_unlock(&fs->mu);
@@ -1203,7 +1203,7 @@ static void list_disk(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 /* Locks held through other mounts in DIR (stale ones are not shown). */
 static void list_remote(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 {
-	g_autofree char *prefix = node_key(dir, "");
+	g_autofree char *prefix = node_key(fs, dir, "");
 	dir->nlookup++;
 	pthread_mutex_unlock(&fs->mu);
 	g_autoptr(GPtrArray) infos = remote_list(fs, prefix);
@@ -1627,7 +1627,6 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	/* A rate limit must never let a heartbeated lock look stale. */
 	if (fs->stale_after_us && fs->heartbeat_min_us > fs->stale_after_us / 4)
 		fs->heartbeat_min_us = fs->stale_after_us / 4;
-	the_fs = fs;
 	if (passthrough) {
 		struct stat st;
 		fstatat(under_fd, "", &st, AT_EMPTY_PATH);
