@@ -336,7 +336,7 @@ static bool in_family(const struct lfs_caller *c, pid_t pid, pid_t ppid)
  * it has never seen: an unlink by path cannot tell the two apart. */
 static bool late_release(const lfs_dentry *d, const struct lfs_caller *who)
 {
-	return d->prev_lost_pid && who->uid == d->prev_lost_uid &&
+	return d->prev_lost_pid && policy_is_holder(who, d->prev_lost_uid) &&
 	       lockfs_mono_us() - d->granted_mono < LATE_RELEASE_US &&
 	       in_family(who, d->prev_lost_pid, d->prev_lost_ppid) &&
 	       !in_family(who, (pid_t)d->holder.pid, d->holder_ppid);
@@ -360,11 +360,8 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		        who->pid, d->lease->key, d->holder.pid);
 		return -ENOENT;
 	}
-	if (who->uid != d->holder.uid) {
-		/* Someone else: the kernel has checked directory permissions
-		 * (sticky bit included), so this is a break. */
+	if (policy_unlink_effect(who, d->holder.uid) == TOUCH_BREAK)
 		return locks_break(fs, d, who, NULL);
-	}
 	g_autofree char *key = g_strdup(d->lease->key);
 	if (!(d = claim_dentry(fs, d, key)))
 		return -ENOENT;
@@ -673,7 +670,7 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 	if (!n->locks)
 		return 0;
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
-		if (who->uid != 0 && who->uid != d->holder.uid)
+		if (!policy_may_touch(who, d->holder.uid))
 			return -EPERM;
 	/* Only a heartbeat or new content matters where no other host shows
 	 * the lock file. */
