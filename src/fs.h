@@ -149,8 +149,6 @@ typedef struct {
 	GPtrArray *orphans;
 } lfs;
 
-extern lfs *the_fs;
-
 /* ---- fs_nodes.c: the model ---- */
 lfs_node *node_new(lfs *fs, lfs_node_kind kind, mode_t mode, uid_t uid, gid_t gid);
 void node_maybe_free(lfs *fs, lfs_node *n);
@@ -158,7 +156,7 @@ lfs_dentry *dentry_add(lfs *fs, lfs_node *dir, const char *name, lfs_node *node)
 void dentry_remove(lfs *fs, lfs_dentry *d);
 lfs_dentry *dentry_find(lfs_node *dir, const char *name);
 bool name_is_lock(const lfs *fs, const char *name);
-char *node_key(const lfs_node *dir, const char *name); /* lock key: path from the root */
+char *node_key(lfs *fs, const lfs_node *dir, const char *name); /* lock key: path from the root */
 int node_getattr(lfs *fs, lfs_node *n, struct stat *st);
 void node_touch(lfs_node *n, bool m, bool c);
 lfs_dentry *node_lock_dentry(lfs *fs, lfs_node *n); /* one lock name of N, or NULL */
@@ -280,7 +278,30 @@ void inval_entry(lfs *fs, lfs_node *dir, const char *name); /* queue */
 void inval_entry_now(lfs *fs, fuse_ino_t parent, const char *name);
 void inval_stop(lfs *fs);
 
+/* ---- fs_policy.c: who may touch a lock, breaks, permission to delete ---- */
+typedef enum {
+	TOUCH_RELEASE,
+	TOUCH_BREAK
+} lfs_touch;
+bool policy_is_holder(const struct lfs_caller *c, uid_t holder_uid);
+bool policy_may_touch(const struct lfs_caller *c, uid_t holder_uid);
+lfs_touch policy_unlink_effect(const struct lfs_caller *c, uid_t holder_uid);
+/* Whether C may change lock file N (write, truncate, set times). */
+bool may_change(lfs_node *n, const struct lfs_caller *c);
+/* Whether this mount lost KEY's lock lately, held by UID (fs->mu held). */
+bool lost_by(lfs *fs, const char *key, uid_t uid);
+/* Unlink of lock NAME of DIR not held here (fs->mu held; lets go of it). */
+int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c);
+/* Break D, or KEY held elsewhere, for the caller of REQ, as its unlink would
+ * be allowed (fs->mu held). */
+int break_for(lfs *fs, fuse_req_t req, lfs_dentry *d, const char *fence, fuse_ino_t *parent,
+              char **name);
+int break_remote_for(lfs *fs, fuse_req_t req, const char *key, const char *fence);
+/* A write to .lockfs/break: "KEY [FENCE]\n" (fs->mu held). */
+int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size);
+
 /* ---- fs_ops.c ---- */
+struct lfs_caller caller_of(fuse_req_t req); /* the requesting process */
 extern const struct fuse_lowlevel_ops lfs_ops;
 lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpoint,
              int under_fd, bool passthrough);

@@ -167,7 +167,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
                   const struct lfs_caller *who, lfs_dentry **out)
 {
 	int64_t now = lockfs_now_us();
-	g_autofree char *key = node_key(dir, name);
+	g_autofree char *key = node_key(fs, dir, name);
 	locks_claim(fs, key);
 	lfs_dentry *old = dentry_find(dir, name);
 	if (old && old->lease && old->lost) { /* lost here: the name is the backend's */
@@ -210,9 +210,13 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	node->nlookup--;
 	dir->nlookup--;
 	if (!r && S_ISDIR(dir->mode) && dir != fs->root && dir->kind == NODE_MEM && !dir->nlink) {
-		/* The directory was removed while the backend answered. */
+		/* The directory was removed while the backend answered.  The
+		 * release goes out without fs->mu (it waits on the network):
+		 * the key stays claimed until locks_unclaim, so no thread of
+		 * this mount takes or judges it meanwhile, and release() deletes
+		 * only an entry of this lease, never a later holder's. */
 		node_maybe_free(fs, dir);
-		fs->be->release(fs->be, lease);
+		UNLOCKED(fs, (fs->be->release(fs->be, lease), 0));
 		fs->be->lease_free(fs->be, lease);
 		lockfs_holder_clear(&holder);
 		locks_unclaim(fs, key);
@@ -332,7 +336,7 @@ static bool in_family(const struct lfs_caller *c, pid_t pid, pid_t ppid)
  * it has never seen: an unlink by path cannot tell the two apart. */
 static bool late_release(const lfs_dentry *d, const struct lfs_caller *who)
 {
-	return d->prev_lost_pid && who->uid == d->prev_lost_uid &&
+	return d->prev_lost_pid && policy_is_holder(who, d->prev_lost_uid) &&
 	       lockfs_mono_us() - d->granted_mono < LATE_RELEASE_US &&
 	       in_family(who, d->prev_lost_pid, d->prev_lost_ppid) &&
 	       !in_family(who, (pid_t)d->holder.pid, d->holder_ppid);
@@ -356,11 +360,8 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		        who->pid, d->lease->key, d->holder.pid);
 		return -ENOENT;
 	}
-	if (who->uid != d->holder.uid) {
-		/* Someone else: the kernel has checked directory permissions
-		 * (sticky bit included), so this is a break. */
+	if (policy_unlink_effect(who, d->holder.uid) == TOUCH_BREAK)
 		return locks_break(fs, d, who, NULL);
-	}
 	g_autofree char *key = g_strdup(d->lease->key);
 	if (!(d = claim_dentry(fs, d, key)))
 		return -ENOENT;
@@ -669,7 +670,7 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 	if (!n->locks)
 		return 0;
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
-		if (who->uid != 0 && who->uid != d->holder.uid)
+		if (!policy_may_touch(who, d->holder.uid))
 			return -EPERM;
 	/* Only a heartbeat or new content matters where no other host shows
 	 * the lock file. */

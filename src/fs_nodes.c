@@ -8,8 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-lfs *the_fs;
-
 lfs_node *node_new(lfs *fs, lfs_node_kind kind, mode_t mode, uid_t uid, gid_t gid)
 {
 	lfs_node *n = g_new0(lfs_node, 1);
@@ -175,10 +173,10 @@ static void dir_path(lfs *fs, const lfs_node *dir, GString *out)
 	g_string_append(out, dir->self->name);
 }
 
-char *node_key(const lfs_node *dir, const char *name)
+char *node_key(lfs *fs, const lfs_node *dir, const char *name)
 {
 	GString *s = g_string_new(NULL);
-	dir_path(the_fs, dir, s);
+	dir_path(fs, dir, s);
 	if (s->len)
 		g_string_append_c(s, '/');
 	g_string_append(s, name);

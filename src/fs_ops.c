@@ -51,24 +51,12 @@ typedef struct {
 #define LOCK(fs) pthread_mutex_lock(&(fs)->mu)
 #define UNLOCK(fs) pthread_mutex_unlock(&(fs)->mu)
 
-static int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size);
-
 static lfs *F(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
 }
 
-/* Whether C may change lock file N (write, truncate, set times): only its
- * holder's uid and root; any file that is no lock. */
-static bool may_change(lfs_node *n, const struct lfs_caller *c)
-{
-	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
-		if (c->uid != 0 && c->uid != d->holder.uid)
-			return false;
-	return true;
-}
-
-static struct lfs_caller caller_of(fuse_req_t req)
+struct lfs_caller caller_of(fuse_req_t req)
 {
 	const struct fuse_ctx *ctx = fuse_req_ctx(req);
 	struct lfs_caller c = { .uid = ctx->uid, .gid = ctx->gid };
@@ -145,13 +133,6 @@ static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
 	return d;
 }
 
-/* Whether this mount lost KEY's lock lately, held by UID. */
-static bool lost_by(lfs *fs, const char *key, uid_t uid)
-{
-	const lockfs_lock_info *lost = locks_lost_info(fs, key);
-	return lost && lost->holder.uid == uid;
-}
-
 /* A lock name not held here: held through another mount?  A stale one is
  * not shown, so that the acquisition that follows reaches the backend,
  * which breaks it by its own protocol.
@@ -170,7 +151,7 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 {
 	if (!fs->shared)
 		return -ENOENT;
-	g_autofree char *key = node_key(dir, name);
+	g_autofree char *key = node_key(fs, dir, name);
 	lockfs_lock_info info;
 	bool late = lost_by(fs, key, uid);
 	dir->nlookup++;
@@ -212,7 +193,7 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 static void locks_saw_free_name(lfs *fs, fuse_req_t req, lfs_node *dir, const char *name,
                                 int64_t at)
 {
-	g_autofree char *key = node_key(dir, name);
+	g_autofree char *key = node_key(fs, dir, name);
 	locks_saw_free(fs, lockfs_tgid(fuse_req_ctx(req)->pid), key, at);
 }
 
@@ -685,58 +666,6 @@ out:
 	reply_made(req, fs, r, n);
 }
 
-/* Unlink of a lock held through another mount: the kernel allowed it by
- * directory permissions against the holder's uid, so it is a break. */
-static int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c)
-{
-	if (!fs->shared)
-		return -ENOENT;
-	g_autofree char *key = node_key(dir, name);
-	lockfs_lock_info info;
-	/* A lock this mount is taking is not another host's to break here. */
-	locks_wait_idle(fs, key);
-	lfs_dentry *d = dentry_find(dir, name);
-	if (d && d->lease)
-		return locks_unlink(fs, d, c);
-	/* A lock this mount lost: an unlink here by its holder's uid is the
-	 * holder's late release (the rm after its critical section), not a
-	 * break of whoever holds the name now.  Breaking that lock on purpose
-	 * goes through .lockfs/break or lockfsctl unlock. */
-	if (lost_by(fs, key, c->uid)) {
-		lockfs_log(G_LOG_LEVEL_INFO, key,
-		           "pid %d removed %s, whose lock (fence %s) this mount lost; "
-		           "nothing deleted, ENOENT",
-		           c->pid, key, locks_lost_info(fs, key)->fence);
-		return -ENOENT;
-	}
-	pthread_mutex_unlock(&fs->mu);
-	int r = remote_get(fs, key, true, &info);
-	pthread_mutex_lock(&fs->mu);
-	if (r)
-		return r == -ENOENT ? -ENOENT : -EIO;
-	d = dentry_find(dir, name);
-	if (d && d->lease) { /* taken here meanwhile: not the lock looked at */
-		lockfs_lock_info_clear(&info);
-		return -ENOENT;
-	}
-	/* The process found the name free moments ago and has not tried to
-	 * take it since: it has never seen this lock, so its unlink is no
-	 * judgement of it (liblockfile calls a lock whose stat() fails
-	 * invalid and unlinks the name), as for a lock taken here
-	 * (locks_unseen_by). */
-	if (locks_saw_free_lately(fs, c->pid, key)) {
-		lockfs_log(G_LOG_LEVEL_INFO, key,
-		           "pid %d removed %s after finding it free; the lock held through host %s "
-		           "(fence %s) is left alone, ENOENT",
-		           c->pid, key, info.holder.host ? info.holder.host : "-", info.fence);
-		lockfs_lock_info_clear(&info);
-		return -ENOENT;
-	}
-	r = locks_break_remote(fs, key, info.fence, c);
-	lockfs_lock_info_clear(&info);
-	return r;
-}
-
 static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	lfs *fs = F(req);
@@ -905,7 +834,7 @@ static bool any_key_under(GHashTable *keys, const char *prefix)
  * stay together (the key was made from the path before the backend call). */
 static bool holds_locks(lfs *fs, lfs_node *dir, const char *name)
 {
-	g_autofree char *key = node_key(dir, name);
+	g_autofree char *key = node_key(fs, dir, name);
 	g_autofree char *prefix = g_strconcat(key, "/", NULL);
 	while (any_key_under(fs->busy, prefix))
 		pthread_cond_wait(&fs->cond, &fs->mu);
@@ -921,7 +850,7 @@ static bool has_locks_in(lfs *fs, lfs_node *dir, const char *name)
 		return true;
 	if (!fs->shared)
 		return false;
-	g_autofree char *key = node_key(dir, name);
+	g_autofree char *key = node_key(fs, dir, name);
 	g_autofree char *prefix = g_strconcat(key, "/", NULL);
 	dir->nlookup++;
 	pthread_mutex_unlock(&fs->mu);
@@ -1203,7 +1132,7 @@ static void list_disk(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 /* Locks held through other mounts in DIR (stale ones are not shown). */
 static void list_remote(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 {
-	g_autofree char *prefix = node_key(dir, "");
+	g_autofree char *prefix = node_key(fs, dir, "");
 	dir->nlookup++;
 	pthread_mutex_unlock(&fs->mu);
 	g_autoptr(GPtrArray) infos = remote_list(fs, prefix);
@@ -1395,97 +1324,6 @@ static void lfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 		fuse_reply_buf(req, v->str, v->len);
 }
 
-/* Whether the caller could unlink a name of DIR owned by OWNER: what the
- * kernel checks for unlink(2), done here for the break request below. */
-static bool may_delete(lfs *fs, fuse_req_t req, lfs_node *dir, uid_t owner)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	if (ctx->uid == 0)
-		return true;
-	struct stat st;
-	if (!dir || node_getattr(fs, dir, &st) != 0)
-		return false;
-	mode_t bits = st.st_mode & 07;
-	if (ctx->uid == st.st_uid) {
-		bits = (st.st_mode >> 6) & 07;
-	} else {
-		gid_t groups[64];
-		int n = fuse_req_getgroups(req, G_N_ELEMENTS(groups), groups);
-		bool member = ctx->gid == st.st_gid;
-		for (int i = 0; i < n && i < (int)G_N_ELEMENTS(groups) && !member; i++)
-			member = groups[i] == st.st_gid;
-		if (member)
-			bits = (st.st_mode >> 3) & 07;
-	}
-	if ((bits & 03) != 03)
-		return false;
-	return !(st.st_mode & S_ISVTX) || ctx->uid == owner || ctx->uid == st.st_uid;
-}
-
-/* Break D for the caller, as an unlink by it would be allowed, and always as
- * a break (logged, notified) even when the caller shares the holder's uid.
- * FENCE, when given, must still be the holder's: the lock did not change
- * hands since the caller looked. */
-static int break_for(lfs *fs, fuse_req_t req, lfs_dentry *d, const char *fence,
-                     fuse_ino_t *parent, char **name)
-{
-	struct lfs_caller c = caller_of(req);
-	if (!d || !d->lease)
-		return -ENOENT;
-	if (fence && lockfs_fence_cmp(fence, d->lease->fence) != 0)
-		return -ESTALE;
-	if (!may_delete(fs, req, d->dir, d->node->uid))
-		return -EPERM;
-	lfs_node *n = d->node;
-	if (S_ISDIR(n->mode) && n->children && g_hash_table_size(n->children))
-		return -ENOTEMPTY;
-	*parent = node_id(fs, d->dir);
-	*name = g_strdup(d->name);
-	return locks_break(fs, d, &c, fence);
-}
-
-/* The directory KEY's name is in, walked from the root through the names
- * this mount knows, or NULL. */
-static lfs_node *dir_of_key(lfs *fs, const char *key)
-{
-	g_auto(GStrv) parts = g_strsplit(key, "/", -1);
-	lfs_node *dir = fs->root;
-	for (char **p = parts; dir && p[0] && p[1]; p++) {
-		lfs_dentry *d = dentry_find(dir, *p);
-		dir = d && S_ISDIR(d->node->mode) ? d->node : NULL;
-	}
-	return dir;
-}
-
-/* Break KEY, held through another mount, for the caller: allowed as an
- * unlink of it would be (the directory's permissions against the holder's
- * uid); FENCE, when given, must be the holder's.  Only the fence seen here
- * is broken, so a lock that changed hands meanwhile is left alone. */
-static int break_remote_for(lfs *fs, fuse_req_t req, const char *key, const char *fence)
-{
-	if (!fs->shared)
-		return -ENOENT;
-	struct lfs_caller c = caller_of(req);
-	lockfs_lock_info info;
-	UNLOCK(fs);
-	int r = remote_get(fs, key, true, &info);
-	LOCK(fs);
-	if (r)
-		return r == -ENOENT ? -ENOENT : -EIO;
-	if (g_hash_table_lookup(fs->held, key))
-		r = -ENOENT; /* taken here meanwhile: not the lock the caller meant */
-	else if (fence && lockfs_fence_cmp(fence, info.fence) != 0)
-		r = -ESTALE;
-	else if (!may_delete(fs, req, dir_of_key(fs, key), info.holder.uid))
-		r = -EPERM;
-	else if (!info.fence[0])
-		r = -ENOENT; /* no holder record: nothing names what to break */
-	else
-		r = locks_break_remote(fs, key, info.fence, &c);
-	lockfs_lock_info_clear(&info);
-	return r;
-}
-
 /* "user.lockfs.break" on a lock file: the same request as .lockfs/break,
  * where the kernel lets the caller set user attributes on the file. */
 static void lfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const char *value,
@@ -1514,34 +1352,6 @@ static void lfs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name, const
 	}
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
-}
-
-/* A write to .lockfs/break: "KEY [FENCE]\n", KEY escaped as in status. */
-static int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size)
-{
-	char *key, *fence, *bname = NULL;
-	fuse_ino_t parent = 0;
-	if (!lockfs_view_parse_break(buf, size, &key, &fence))
-		return -EINVAL;
-	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
-	if (!d && fs->shared) {
-		int r = break_remote_for(fs, req, key, fence);
-		g_free(key);
-		g_free(fence);
-		return r;
-	}
-	int r = break_for(fs, req, d, fence, &parent, &bname);
-	if (!r) {
-		/* Before the writer hears back, so it never sees the old name:
-		 * the writer holds no lock of that directory. */
-		UNLOCK(fs);
-		inval_entry_now(fs, parent, bname);
-		LOCK(fs);
-	}
-	g_free(bname);
-	g_free(key);
-	g_free(fence);
-	return r;
 }
 
 static void lfs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
@@ -1627,7 +1437,6 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	/* A rate limit must never let a heartbeated lock look stale. */
 	if (fs->stale_after_us && fs->heartbeat_min_us > fs->stale_after_us / 4)
 		fs->heartbeat_min_us = fs->stale_after_us / 4;
-	the_fs = fs;
 	if (passthrough) {
 		struct stat st;
 		fstatat(under_fd, "", &st, AT_EMPTY_PATH);
