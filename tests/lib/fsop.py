@@ -104,8 +104,10 @@ def _create(path, flags, mode, data):
 def cmd_seq(a):
     """OP PATH [OP PATH ...] in this one process, back to back: lstat, excl
     (O_CREAT|O_EXCL, 0644, closed), unlink, childexcl (excl in a child
-    process, which then is the lock's holder), or nap MS (sleep MS
-    milliseconds, touching nothing).  Prints each outcome."""
+    process, which then is the lock's holder), holder (prints STATE/HOST
+    from user.lockfs.state and user.lockfs.host, an absent one empty), or
+    nap MS (sleep MS milliseconds, touching nothing).  Prints each
+    outcome."""
     def one(op, path):
         if op == 'nap':
             time.sleep(int(path) / 1000.0)
@@ -115,6 +117,15 @@ def cmd_seq(a):
                                stdout=subprocess.PIPE, check=False)
             return r.stdout.decode().split(' ')[0].strip() or 'FAIL'
         try:
+            if op == 'holder':
+                def xa(name):
+                    try:
+                        return os.getxattr(b(path), b(name)).decode('utf-8', 'backslashreplace')
+                    except OSError as e:
+                        if e.errno == errno.ENODATA:
+                            return ''
+                        raise
+                return xa('user.lockfs.state') + '/' + xa('user.lockfs.host')
             if op == 'lstat':
                 os.lstat(b(path))
             elif op == 'excl':
