@@ -74,7 +74,8 @@ struct raw_client {
 
 	/* etcd */
 	etcd_client *ec;
-	char *key_b64;   /* PREFIX bench-raw, base64 */
+	char *key;       /* PREFIX bench-raw */
+	char *key_b64;   /* the same, base64 */
 	char *value_b64; /* a holder record, base64 */
 	int64_t lease_id;
 	int64_t create_rev; /* of the key while held, else 0 */
@@ -514,13 +515,7 @@ static bool etcd_post(raw_client *c, const char *path, const char *body, JsonNod
  * (also when the key exists: a leftover of another run, or a second bench). */
 static bool etcd_take(raw_client *c, char *err, size_t errlen)
 {
-	g_autofree char *body = g_strdup_printf(
-	        "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
-	        "\"create_revision\":\"0\"}],"
-	        "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\","
-	        "\"lease\":\"%" PRId64 "\"}}],"
-	        "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}",
-	        c->key_b64, c->key_b64, c->value_b64, c->lease_id, c->key_b64);
+	g_autofree char *body = etcd_txn_create_body(c->key_b64, c->value_b64, c->lease_id);
 	JsonNode *out = NULL;
 	if (!etcd_post(c, "/v3/kv/txn", body, &out, err, errlen))
 		return false;
@@ -539,11 +534,7 @@ static bool etcd_take(raw_client *c, char *err, size_t errlen)
 
 static bool etcd_let_go(raw_client *c, char *err, size_t errlen)
 {
-	g_autofree char *body = g_strdup_printf(
-	        "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
-	        "\"create_revision\":\"%" PRId64 "\"}],"
-	        "\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]}",
-	        c->key_b64, c->create_rev, c->key_b64);
+	g_autofree char *body = etcd_txn_delete_body(c->key, c->create_rev, 0);
 	JsonNode *out = NULL;
 	if (!etcd_post(c, "/v3/kv/txn", body, &out, err, errlen))
 		return false;
@@ -586,6 +577,7 @@ static bool etcd_open(raw_client *c, const lockfs_config *cfg, char *err, size_t
 	}
 
 	g_autofree char *key = g_strconcat(prefix, RAW_KEY, NULL);
+	c->key = g_strdup(key);
 	c->key_b64 = etcd_b64(key, strlen(key));
 	/* A holder's record, as lockfs writes one into the key's value. */
 	etcd_record rec = { 0 };
@@ -644,6 +636,7 @@ static void etcd_close(raw_client *c)
 			json_node_unref(out);
 	}
 	etcd_client_free(c->ec);
+	g_free(c->key);
 	g_free(c->key_b64);
 	g_free(c->value_b64);
 }

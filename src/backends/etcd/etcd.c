@@ -237,19 +237,6 @@ static void abandoned_free(gpointer p)
 	g_free(a);
 }
 
-static char *txn_delete_if(const char *key, int64_t create_rev, int64_t mod_rev)
-{
-	g_autofree char *k = etcd_b64(key, strlen(key));
-	g_autofree char *mod = mod_rev ? g_strdup_printf(",{\"key\":\"%s\",\"target\":\"MOD\","
-	                                                 "\"result\":\"EQUAL\","
-	                                                 "\"mod_revision\":\"%" PRId64 "\"}",
-	                                                 k, mod_rev)
-	                               : g_strdup("");
-	return g_strdup_printf("{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":"
-	                       "\"EQUAL\",\"create_revision\":\"%" PRId64 "\"}%s],"
-	                       "\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]}",
-	                       k, create_rev, mod, k);
-}
 
 /* Delete the keys of locks the mount declared lost while the lease may live
  * on, so the shared lease does not keep them (each only if still ours). */
@@ -257,7 +244,7 @@ static void delete_abandoned(etcd_backend *b, GPtrArray *keys, int64_t deadline)
 {
 	for (guint i = 0; i < keys->len; i++) {
 		abandoned_key *a = keys->pdata[i];
-		g_autofree char *body = txn_delete_if(a->key, a->create_rev, 0);
+		g_autofree char *body = etcd_txn_delete_body(a->key, a->create_rev, 0);
 		JsonNode *out = NULL;
 		int r = call(b, a->key + b->prefix_len, "deleting a lost lock", "/v3/kv/txn", body,
 		             deadline, &out);
@@ -505,7 +492,7 @@ static int get_key(etcd_backend *b, const char *full, int64_t deadline, ekv *kv)
 static int delete_if(etcd_backend *b, const char *full, int64_t create_rev, int64_t mod_rev,
                      const char *what, int64_t deadline)
 {
-	g_autofree char *body = txn_delete_if(full, create_rev, mod_rev);
+	g_autofree char *body = etcd_txn_delete_body(full, create_rev, mod_rev);
 	JsonNode *out = NULL;
 	int r = call(b, full + b->prefix_len, what, "/v3/kv/txn", body, deadline, &out);
 	if (r)
@@ -557,13 +544,7 @@ static int etcd_acquire(lockfs_backend *be, const char *key, const lockfs_holder
 		stamp(b, &p->rec);
 		g_autofree char *value = etcd_record_encode(&p->rec);
 		g_autofree char *v = etcd_b64(value, strlen(value));
-		g_autofree char *body = g_strdup_printf(
-		        "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
-		        "\"create_revision\":\"0\"}],"
-		        "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\","
-		        "\"lease\":\"%" PRId64 "\"}}],"
-		        "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}",
-		        k, k, v, lease_id, k);
+		g_autofree char *body = etcd_txn_create_body(k, v, lease_id);
 		JsonNode *reply = NULL;
 		r = call(b, key, "taking a lock", "/v3/kv/txn", body, deadline, &reply);
 		if (r == -ESTALE && !regranted) {

@@ -8,6 +8,7 @@
 
 #include <curl/curl.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <string.h>
 
 /* Idle handles kept; more may exist while calls run. */
@@ -514,4 +515,29 @@ const char *etcd_json_str(JsonObject *o, const char *member)
 char *etcd_b64(const void *data, size_t len)
 {
 	return g_base64_encode(data, len);
+}
+
+char *etcd_txn_create_body(const char *key_b64, const char *value_b64, int64_t lease)
+{
+	return g_strdup_printf(
+	        "{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":\"EQUAL\","
+	        "\"create_revision\":\"0\"}],"
+	        "\"success\":[{\"request_put\":{\"key\":\"%s\",\"value\":\"%s\","
+	        "\"lease\":\"%" PRId64 "\"}}],"
+	        "\"failure\":[{\"request_range\":{\"key\":\"%s\"}}]}",
+	        key_b64, key_b64, value_b64, lease, key_b64);
+}
+
+char *etcd_txn_delete_body(const char *key, int64_t create_rev, int64_t mod_rev)
+{
+	g_autofree char *k = etcd_b64(key, strlen(key));
+	g_autofree char *mod = mod_rev ? g_strdup_printf(",{\"key\":\"%s\",\"target\":\"MOD\","
+	                                                 "\"result\":\"EQUAL\","
+	                                                 "\"mod_revision\":\"%" PRId64 "\"}",
+	                                                 k, mod_rev)
+	                               : g_strdup("");
+	return g_strdup_printf("{\"compare\":[{\"key\":\"%s\",\"target\":\"CREATE\",\"result\":"
+	                       "\"EQUAL\",\"create_revision\":\"%" PRId64 "\"}%s],"
+	                       "\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]}",
+	                       k, create_rev, mod, k);
 }

@@ -60,6 +60,13 @@ bool etcd_json_bool(JsonObject *o, const char *member);
 JsonObject *etcd_json_obj(JsonObject *o, const char *member);
 JsonArray *etcd_json_array(JsonObject *o, const char *member);
 const char *etcd_json_str(JsonObject *o, const char *member);
+/* The bodies of the two txns a lock is: put KEY_B64 = VALUE_B64 on LEASE
+ * only if the key does not exist (create revision 0), else read it; and
+ * delete KEY only if its create revision is CREATE_REV (and, when MOD_REV
+ * is not 0, its mod revision MOD_REV), so a late release never deletes a
+ * newer holder's key.  To free.  (The backend's, and lockbench's raw cycle.) */
+char *etcd_txn_create_body(const char *key_b64, const char *value_b64, int64_t lease);
+char *etcd_txn_delete_body(const char *key, int64_t create_rev, int64_t mod_rev);
 /* Base64 of LEN bytes of DATA, to free. */
 char *etcd_b64(const void *data, size_t len);
 
