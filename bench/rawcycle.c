@@ -611,6 +611,14 @@ static bool etcd_open(raw_client *c, const lockfs_config *cfg, char *err, size_t
 static int etcd_cycles(raw_client *c, long n, volatile const sig_atomic_t *stop, char *err,
                        size_t errlen)
 {
+	/* Keep the run's lease alive, as the mount's keep-alive does: once per
+	 * slice, one round trip among thousands, so a run longer than the
+	 * lease's TTL does not fail on a lease that ran out. */
+	g_autofree char *ka = g_strdup_printf("{\"ID\":\"%" PRId64 "\"}", c->lease_id);
+	JsonNode *out = NULL;
+	if (!etcd_post(c, "/v3/lease/keepalive", ka, &out, err, errlen))
+		return -1;
+	json_node_unref(out);
 	for (long i = 0; i < n; i++) {
 		if (!etcd_take(c, err, errlen) || !etcd_let_go(c, err, errlen))
 			return -1;
