@@ -606,7 +606,10 @@ keeper() { # HOST
         else
             lost_fence=''
         fi
-        printf '%s\n' "$n" >|"$RUN/keeper.$h"
+        # With when this round began: settle believes only a round begun
+        # after the fault ended (one begun before may have been answered by
+        # a mount that had not yet declared what it lost).
+        printf '%s %s\n' "$n" "$t" >|"$RUN/keeper.$h"
         if ((t / 1000000 - beat >= 20)); then
             beat=$((t / 1000000))
             for k in "${!fence[@]}"; do
@@ -769,10 +772,12 @@ other_host() { # HOST: another host, at random
 # and no long section runs.  Bounded; fails the nemesis when not reached.
 settle() {
     local what=$1 deadline=$(($(date +%s) + FAULTS_LONG_MS / 1000 + 4 * FAULTS_TTL_S + 10)) h ok
+    local since=${EPOCHREALTIME/./} held began
     while :; do
         ok=1
         for h in "${FAULTS_HOST_LIST[@]}"; do
-            [[ $(cat "$RUN/keeper.$h" 2>/dev/null) == "$FAULTS_SIDE_LOCKS" ]] || ok=0
+            read -r held began 2>/dev/null <"$RUN/keeper.$h" || held=''
+            [[ $held == "$FAULTS_SIDE_LOCKS" ]] && ((${began:-0} > since)) || ok=0
             [[ -e $RUN/holding.$h ]] && ok=0
         done
         ((ok)) && return 0
@@ -786,7 +791,7 @@ settle() {
                 todo_fail "$rdesc" "issue 10 is open: slow recovery seen on a loaded machine; FAULTS_STRICT=1 fails on it"
             fi
             for h in "${FAULTS_HOST_LIST[@]}"; do
-                diag "  $h: side locks held $(cat "$RUN/keeper.$h" 2>/dev/null)/$FAULTS_SIDE_LOCKS$([[ -e $RUN/holding.$h ]] && echo ", long section $(cat "$RUN/holding.$h") still running")"
+                diag "  $h: side locks held $(cut -d' ' -f1 "$RUN/keeper.$h" 2>/dev/null)/$FAULTS_SIDE_LOCKS$([[ -e $RUN/holding.$h ]] && echo ", long section $(cat "$RUN/holding.$h") still running")"
             done
             rm -f "$RUN"/want-long.*
             return 1
