@@ -103,6 +103,7 @@ struct lfs_dentry {
 	uint64_t serial;        /* which grant: a claim re-finds the dentry by it */
 	bool fence_final;       /* the backend has confirmed lease->fence */
 	bool lost;              /* the lease is gone: shown as lost until unlinked */
+	bool let_go;            /* unlinked while the backend did not answer */
 };
 
 typedef struct {
@@ -197,11 +198,15 @@ bool locks_drop_lost(lfs *fs, lfs_dentry *d);
 void locks_lease_gone(lfs *fs, lfs_dentry *d);
 /* What this mount lost of KEY lately, or NULL (fs->mu held). */
 const lockfs_lock_info *locks_lost_info(lfs *fs, const char *key);
+/* The same, or a lock let go by an unlink the backend did not answer: what
+ * a late rm of its holder is judged by. */
+const lockfs_lock_info *locks_late_info(lfs *fs, const char *key);
 /* Every recent loss under PREFIX not in SEEN (key set), appended to OUT as
  * copies (lockfs_lock_info *). */
 void locks_lost_list(lfs *fs, const char *prefix, GHashTable *seen, GPtrArray *out);
 bool locks_lease_expired(lfs *fs, lfs_dentry *d);
-void locks_renew_due(lfs *fs);
+/* Returns the next lost deadline (lockfs_mono_us), INT64_MAX when none. */
+int64_t locks_renew_due(lfs *fs);
 /* Wait for the renewal workers' calls, and stop them. */
 void locks_renew_stop(lfs *fs);
 /* What a holder changed of its lock file (locks_heartbeat). */

@@ -7,19 +7,24 @@
 static gpointer renew_main(gpointer data)
 {
 	lfs *fs = data;
-	/* A quarter of the renew interval, at most a second: the lost deadline
-	 * (ttl less a fifth) is then never missed by more than that. */
+	/* Renewals are queued every tick, a quarter of the renew interval
+	 * (at most a second) ... */
 	int64_t tick = MIN(fs->set->renew_ms * 1000 / 4, G_USEC_PER_SEC);
+	int64_t due = 0;
 	g_mutex_lock(&fs->renew_mu);
 	while (!fs->renew_stop) {
-		int64_t until = g_get_monotonic_time() + tick;
-		while (!fs->renew_stop && g_cond_wait_until(&fs->renew_cond, &fs->renew_mu, until))
+		/* ... and wakes at the next deadline itself when that comes
+		 * sooner: a loss is then declared as it falls due, not up to a
+		 * tick later (which a loaded machine only lengthens). */
+		int64_t until = MIN(lockfs_mono_us() + tick, MAX(due, lockfs_mono_us() + 1000));
+		while (!fs->renew_stop &&
+		       lockfs_cond_wait_until(&fs->renew_cond, &fs->renew_mu, until))
 			;
 		if (fs->renew_stop)
 			break;
 		g_mutex_unlock(&fs->renew_mu);
 		pthread_mutex_lock(&fs->mu);
-		locks_renew_due(fs);
+		due = locks_renew_due(fs);
 		pthread_mutex_unlock(&fs->mu);
 		g_mutex_lock(&fs->renew_mu);
 	}

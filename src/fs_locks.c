@@ -342,6 +342,8 @@ static bool late_release(const lfs_dentry *d, const struct lfs_caller *who)
 	       !in_family(who, (pid_t)d->holder.pid, d->holder_ppid);
 }
 
+static void lost_remember(lfs *fs, lfs_dentry *d, bool released);
+
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 {
 	if (late_release(d, who)) {
@@ -366,6 +368,27 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 	if (!(d = claim_dentry(fs, d, key)))
 		return -ENOENT;
 	int r = d->lost ? -ENOENT : backend_errno(UNLOCKED(fs, fs->be->release(fs->be, d->lease)));
+	if (r == -EIO && fs->shared && (fs->be->flags & LOCKFS_BACKEND_LEASES)) {
+		/* Kept, it would be renewed for a holder that is done with it:
+		 * tools do not retry a failed rm, and nobody else may unlink it.
+		 * So it leaves the namespace and is no longer renewed; the
+		 * renewal workers release it once the backend answers, and at
+		 * worst it runs out within ttl. */
+		lockfs_log_event(G_LOG_LEVEL_WARNING, "error", key, &d->holder, NULL,
+		                 d->lease->fence,
+		                 "cannot release %s: the %s backend failed; the lock is let go "
+		                 "(no longer renewed; released when the backend answers, free "
+		                 "within ttl at the latest), EIO",
+		                 key, fs->be->name);
+		d->let_go = true;
+		/* Its holder's rm retried once the server is back must not break
+		 * the next holder's lock (as after a loss). */
+		lost_remember(fs, d, true);
+		dentry_remove(fs, d);
+		remote_forget(fs, key);
+		locks_unclaim(fs, key);
+		return -EIO;
+	}
 	if (r == -EIO) {
 		lockfs_log_event(G_LOG_LEVEL_WARNING, "error", key, &d->holder, NULL,
 		                 d->lease->fence,
@@ -479,6 +502,9 @@ typedef struct {
 	lockfs_lock_info info;
 	pid_t ppid; /* the lost holder's parent */
 	int64_t at_mono;
+	/* Not lost: let go by an unlink the backend did not answer (shown
+	 * nowhere; only its holder's late rm is judged by it). */
+	bool released;
 } lfs_lost;
 
 static void lost_free(gpointer p)
@@ -488,7 +514,7 @@ static void lost_free(gpointer p)
 	g_free(l);
 }
 
-static void lost_remember(lfs *fs, lfs_dentry *d)
+static void lost_remember(lfs *fs, lfs_dentry *d, bool released)
 {
 	if (!fs->lost_recent)
 		fs->lost_recent = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, lost_free);
@@ -513,6 +539,11 @@ static void lost_remember(lfs *fs, lfs_dentry *d)
 	l->info.lease_left_ms = (fs->be->flags & LOCKFS_BACKEND_LEASES) ? 0 : -1;
 	l->info.state = LOCKFS_STATE_LOST;
 	l->info.mine = true;
+	l->released = released;
+	if (released) {
+		g_hash_table_replace(fs->lost_recent, g_strdup(d->lease->key), l);
+		return;
+	}
 	/* For xattrs read through descriptors still open on the node. */
 	lfs_node *n = d->node;
 	if (!n->lost_info)
@@ -535,7 +566,7 @@ static void lost_before(lfs *fs, lfs_dentry *d)
 	d->prev_lost_uid = l->info.holder.uid;
 }
 
-const lockfs_lock_info *locks_lost_info(lfs *fs, const char *key)
+const lockfs_lock_info *locks_late_info(lfs *fs, const char *key)
 {
 	lfs_lost *l = fs->lost_recent ? g_hash_table_lookup(fs->lost_recent, key) : NULL;
 	if (!l)
@@ -545,6 +576,12 @@ const lockfs_lock_info *locks_lost_info(lfs *fs, const char *key)
 		return NULL;
 	}
 	return &l->info;
+}
+
+const lockfs_lock_info *locks_lost_info(lfs *fs, const char *key)
+{
+	const lockfs_lock_info *info = locks_late_info(fs, key);
+	return info && !((const lfs_lost *)info)->released ? info : NULL;
 }
 
 void locks_lost_list(lfs *fs, const char *prefix, GHashTable *seen, GPtrArray *out)
@@ -561,6 +598,8 @@ void locks_lost_list(lfs *fs, const char *prefix, GHashTable *seen, GPtrArray *o
 			g_hash_table_iter_remove(&it);
 			continue;
 		}
+		if (l->released)
+			continue;
 		if (!g_str_has_prefix(k, prefix) || g_hash_table_contains(seen, k))
 			continue;
 		lockfs_lock_info *copy = g_new0(lockfs_lock_info, 1);
@@ -585,7 +624,7 @@ void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why)
 	        "lost %s (fence %s, held by %s:%" G_GINT64_FORMAT " uid %u): %s", d->lease->key,
 	        d->lease->fence, d->holder.host, d->holder.pid, d->holder.uid, why);
 	lockfs_notify("lost", d->lease->key, &d->holder, NULL, d->lease->fence);
-	lost_remember(fs, d);
+	lost_remember(fs, d, false);
 	inval_node(fs, d->node);
 	inval_entry(fs, d->dir, d->name);
 }
@@ -785,6 +824,7 @@ typedef struct {
 	int64_t not_before; /* ttl after the last renewal that succeeded */
 	int64_t give_up;    /* then the backend's own expiry is left to it */
 	bool queued;
+	bool unlinked; /* not lost: unlinked while the backend did not answer */
 } lfs_orphan;
 
 /* How long a backend that does not answer is asked again. */
@@ -803,10 +843,12 @@ static void orphan_drop(lfs *fs, lfs_orphan *o)
 	orphan_free(fs, o);
 }
 
-/* D leaves the namespace: free its lease, or keep a lost one as an orphan. */
+/* D leaves the namespace: free its lease, or keep a lost one, or one let
+ * go (locks_unlink), as an orphan. */
 void locks_lease_gone(lfs *fs, lfs_dentry *d)
 {
-	bool keep = d->lost && fs->shared && (fs->be->flags & LOCKFS_BACKEND_LEASES) &&
+	bool keep = (d->lost || d->let_go) && fs->shared &&
+	            (fs->be->flags & LOCKFS_BACKEND_LEASES) &&
 	            (!fs->orphans || fs->orphans->len < ORPHANS_MAX);
 	if (!keep) {
 		fs->be->lease_free(fs->be, d->lease);
@@ -817,7 +859,9 @@ void locks_lease_gone(lfs *fs, lfs_dentry *d)
 		fs->orphans = g_ptr_array_new();
 	lfs_orphan *o = g_new0(lfs_orphan, 1);
 	o->lease = d->lease;
-	o->not_before = d->renewed_mono + fs->set->ttl_ms * 1000;
+	/* One let go is released at once: its holder asked for that. */
+	o->unlinked = d->let_go && !d->lost;
+	o->not_before = o->unlinked ? 0 : d->renewed_mono + fs->set->ttl_ms * 1000;
 	o->give_up = MAX(o->not_before, lockfs_mono_us()) + ORPHAN_TRIES_US;
 	g_ptr_array_add(fs->orphans, o);
 	d->lease = NULL;
@@ -841,7 +885,16 @@ static void release_orphan(lfs *fs, lfs_orphan *o)
 	int r = backend_errno(UNLOCKED(fs, fs->be->release(fs->be, o->lease)));
 	locks_unclaim(fs, key);
 	o->queued = false;
-	if (r == 0)
+	if (r == 0 && o->unlinked)
+		lockfs_log(G_LOG_LEVEL_INFO, key,
+		           "released %s (fence %s), unlinked here while the backend did not answer",
+		           key, o->lease->fence);
+	else if (r != -EIO && o->unlinked)
+		lockfs_log(G_LOG_LEVEL_INFO, key,
+		           "%s (fence %s), unlinked here while the backend did not answer, was "
+		           "already gone from it (the first release had reached it late)",
+		           key, o->lease->fence);
+	else if (r == 0)
 		lockfs_log(G_LOG_LEVEL_INFO, key,
 		           "released %s (fence %s), lost here earlier: the backend still held it "
 		           "(a renewal given up on had reached it late)",
@@ -943,10 +996,11 @@ static void queue_orphans(lfs *fs, int64_t mono)
 
 /* One round: called by the renew thread with fs->mu, often enough that no
  * lost deadline is missed by more than a tick. */
-void locks_renew_due(lfs *fs)
+int64_t locks_renew_due(lfs *fs)
 {
 	int64_t interval = fs->set->renew_ms * 1000;
-	int64_t mono = lockfs_mono_us();
+	int64_t ttl = fs->set->ttl_ms * 1000;
+	int64_t mono = lockfs_mono_us(), due = INT64_MAX;
 	g_autoptr(GPtrArray) lost = g_ptr_array_new_with_free_func(g_free);
 	GHashTableIter it;
 	gpointer k, v;
@@ -964,6 +1018,9 @@ void locks_renew_due(lfs *fs)
 			d->renew_queued = true;
 			queue_job(fs, k, d, JOB_RENEW);
 		}
+		/* Its lost deadline (locks_lease_expired).  Renewals keep it
+		 * more than a tick away; only a late one brings it close. */
+		due = MIN(due, d->renewed_mono + ttl - ttl / 5);
 		if (d->beat_pending && !d->beat_queued &&
 		    mono - d->hb_sent_mono >= fs->heartbeat_min_us) {
 			d->beat_queued = true;
@@ -985,6 +1042,7 @@ void locks_renew_due(lfs *fs)
 			locks_drop_lost(fs, d);
 	}
 	queue_orphans(fs, mono);
+	return due;
 }
 
 void locks_renew_stop(lfs *fs)

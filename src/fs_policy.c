@@ -44,7 +44,7 @@ bool may_change(lfs_node *n, const struct lfs_caller *c)
 /* Whether this mount lost KEY's lock lately, held by UID. */
 bool lost_by(lfs *fs, const char *key, uid_t uid)
 {
-	const lockfs_lock_info *lost = locks_lost_info(fs, key);
+	const lockfs_lock_info *lost = locks_late_info(fs, key);
 	return lost && policy_is_holder(&(struct lfs_caller){ .uid = uid }, lost->holder.uid);
 }
 
@@ -61,15 +61,15 @@ int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_cal
 	lfs_dentry *d = dentry_find(dir, name);
 	if (d && d->lease)
 		return locks_unlink(fs, d, c);
-	/* A lock this mount lost: an unlink here by its holder's uid is the
+	/* A lock this mount lost (or let go, locks_unlink): an unlink here by its holder's uid is the
 	 * holder's late release (the rm after its critical section), not a
 	 * break of whoever holds the name now.  Breaking that lock on purpose
 	 * goes through .lockfs/break or lockfsctl unlock. */
 	if (lost_by(fs, key, c->uid)) {
 		lockfs_log(G_LOG_LEVEL_INFO, key,
-		           "pid %d removed %s, whose lock (fence %s) this mount lost; "
+		           "pid %d removed %s, whose lock (fence %s) this mount lost or let go; "
 		           "nothing deleted, ENOENT",
-		           c->pid, key, locks_lost_info(fs, key)->fence);
+		           c->pid, key, locks_late_info(fs, key)->fence);
 		return -ENOENT;
 	}
 	pthread_mutex_unlock(&fs->mu);

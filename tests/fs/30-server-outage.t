@@ -30,6 +30,9 @@
 #    meanwhile waiting in its socket: once it runs again, another mount takes
 #    the lock within 2 s, not a ttl later (the holder's mount releases a lost
 #    lease the server kept: design.md).
+# 6. A late release of a lost lock leaves the next holder's lock alone.
+# 7. A holder's rm while the server hangs answers EIO and lets the lock go:
+#    it is released once the server answers, long before it would run out.
 set -u
 TEST_TIMEOUT=300
 . "$(dirname "$0")/../lib/mount.sh"
@@ -334,9 +337,12 @@ cmp_ok "$status_ms" -le $((NET_MS + 900)) \
     "hung, status: cat .lockfs/status answered within about the network timeout (${status_ms} ms)"
 cmp_ok "$ls_ms" -le $((NET_MS + 900)) "hung, status: ls of the mount answered within about the network timeout (${ls_ms} ms)"
 # A release while lockfs still backs off from the server answers EIO and
-# keeps the lock; it works once lockfs is connected again.
-releases() { [[ $(fsop1 unlink "$1") == OK ]]; }
+# lets the lock go (part 7); either way, once lockfs is connected again the
+# name is free: this mount takes it anew.
+releases() { [[ $(fsop1 unlink "$1") == @(OK|ENOENT) ]]; }
 ok "hung, status: server back: s.lock can be released" wait_until 15 releases "$S/s.lock"
+ok "hung, status: ... and taken again" wait_until 15 takes "$S/s.lock"
+rm -f "$S/s.lock"
 
 # ---------------------------------------------------------------- 5. late renewal
 
@@ -399,5 +405,40 @@ ok "late release: ... logged" log_has "removed r\.lock, whose lock of pid $late6
 is "$(fsop1 unlink "$P/r.lock")" OK "late release: the new holder's own rm releases it"
 close_fd "$rfd_num"
 exec {go6}>&-
+
+# ---------------------------------------------------------------- 7. release while hung
+
+# A holder's rm while the server hangs answers EIO (the release did not
+# reach it), and the lock is let go all the same: kept, it would be renewed
+# for a holder that is done with it, and tools do not retry a failed rm.
+# Not renewed any more, it is released as soon as the server answers: a ttl
+# of 20 s shows that another mount gets it by that release, not by expiry.
+lockfs_start_or_bail -o host=hostU -o ttl=20s -o network_timeout=1s
+U=$MNT LOG_U=$LOCKFS_LOG
+lockfs_start_or_bail -o host=hostV -o ttl=20s -o network_timeout=1s
+V=$MNT
+ok "release while hung: hostU takes u.lock" takes "$U/u.lock"
+fu=$(xattr "$U/u.lock" user.lockfs.fence)
+ok "release while hung: hostV sees it" wait_until 10 held_by "$V" u.lock hostU "$fu"
+spid=$(server_pid)
+kill -STOP "$spid"
+t_stop=$(date +%s%N)
+timed unlink "$U/u.lock"
+is "$R" EIO "release while hung: hostU's rm of u.lock answers EIO"
+cmp_ok "$MS" -le "$EIO_BOUND_MS" "release while hung: ... within the network timeout (${MS} ms)"
+ok "release while hung: ... and says it lets the lock go" log_has "cannot release u\.lock: .*the lock is let go" "$LOG_U"
+kill -CONT "$spid"
+t_back=$(date +%s%N)
+ok "release while hung: hostV takes u.lock once the server is back" wait_until 10 takes "$V/u.lock"
+back_ms=$(ms_since "$t_back") held_ms=$(ms_since "$t_stop")
+cmp_ok "$held_ms" -lt 15000 "release while hung: ... released, not run out: ${held_ms} ms after the server stopped, ttl 20 s"
+fence_gt "$(xattr "$V/u.lock" user.lockfs.fence)" "$fu" "release while hung: ... with a larger fence"
+# Released by the mount once the server answered, or (LDAP) by the first
+# release, which the server applied when it ran again.
+ok "release while hung: hostU logged the release" \
+    wait_until 5 log_has "u\.lock \(fence $fu\), unlinked here while the backend did not answer" "$LOG_U"
+is "$(fsop1 unlink "$U/u.lock")" ENOENT "release while hung: hostU's rm again answers ENOENT: it is hostV's now"
+ok "release while hung: hostV still holds u.lock" held_by "$V" u.lock hostV
+rm -f "$V/u.lock"
 
 done_testing
