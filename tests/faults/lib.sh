@@ -27,6 +27,7 @@
 #   hosts.tsv   host, lockfs pid, its log, start time (one line per mount)
 #   HOST.clock  HOST's libfaketime offset; HOST.conf its backend configuration;
 #   HOST.ctl    its proxy's control socket; HOST.proxy.log what its proxy did
+#               (etcd: one proxy per cluster member, HOST.N.ctl, HOST.N.proxy.log)
 # Times are wall-clock nanoseconds (bash's EPOCHREALTIME, stamp.py): one
 # machine, one clock, so sections of different hosts compare directly.
 
@@ -109,8 +110,24 @@ faults_setup() {
         eval "$facts"
         SERVER_PORT=$SLAPD_PORT
         ;;
-    *) BAIL_OUT "faults: backend $FAULTS_BACKEND has no server (tinystore or ldap)" ;;
+    etcd)
+        # The server is the cluster: three members, each host reaching each
+        # through a proxy of its own (a partition cuts all three).
+        local why facts i
+        why=$(bash "$TESTLIB/etcd.sh" check 2>&1) || skip_all "no etcd: $why"
+        ETCD_TOP=$(mktemp -d /tmp/lkfet.XXXXXX) || BAIL_OUT "mktemp for etcd failed"
+        facts=$(bash "$TESTLIB/etcd.sh" start "$ETCD_TOP" --watch $$ 2>"$RUN/server.err") ||
+            BAIL_OUT "cannot start an etcd cluster: $(tail -n 3 "$RUN/server.err")"
+        eval "$facts"
+        SERVER_PORTS=()
+        for i in 0 1 2; do
+            local ep=ETCD_ENDPOINT_$i
+            SERVER_PORTS+=("${!ep##*:}")
+        done
+        ;;
+    *) BAIL_OUT "faults: backend $FAULTS_BACKEND has no server (tinystore, ldap or etcd)" ;;
     esac
+    [[ $FAULTS_BACKEND == etcd ]] || SERVER_PORTS=("$SERVER_PORT")
     # mount.sh's cleanup stops the mounts first, then runs this.
     _backend_stop=faults_teardown
     # Should this shell be killed outright (the watchdog's SIGKILL), its
@@ -118,15 +135,19 @@ faults_setup() {
     # watches it for the tinystore server.
     (
         while kill -0 $$ 2>/dev/null && ((EPOCHSECONDS < FAULTS_DEADLINE + 120)); do sleep 1; done
-        p=$(server_pid)
-        _is_ours "$p" serve && kill -KILL "$p"
+        for p in $(server_pid); do _is_ours "$p" serve && kill -KILL "$p"; done
     ) </dev/null >/dev/null 2>&1 &
 }
 
+# The server's pids, one a line (etcd: every running member's).
 server_pid() {
     case $FAULTS_BACKEND in
     tinystore) cat "$TS_DIR/pid" 2>/dev/null ;;
     ldap) cat "$SLAPD_TOP/slapd/slapd.pid" 2>/dev/null ;;
+    etcd)
+        local i
+        for i in 0 1 2; do cat "$ETCD_TOP/m$i/pid" 2>/dev/null; done
+        ;;
     esac
 }
 
@@ -134,20 +155,25 @@ server_restart() {
     case $FAULTS_BACKEND in
     tinystore) tinystore_restart "$TS_DIR" >/dev/null 2>>"$RUN/server.err" ;;
     ldap) bash "$TESTLIB/slapd.sh" restart "$SLAPD_TOP/slapd" >/dev/null 2>>"$RUN/server.err" ;;
+    etcd) bash "$TESTLIB/etcd.sh" restart "$ETCD_TOP" >/dev/null 2>>"$RUN/server.err" ;;
     esac
 }
 
 # kill -9 and wait (bounded) until it is gone.
 server_kill9() {
-    local pid i
-    pid=$(server_pid)
-    [[ -n $pid ]] || return 1
-    kill -KILL "$pid" 2>/dev/null
-    # tinystore's server is a job of this shell: reap it here, quietly.
-    wait "$pid" 2>/dev/null
+    local pids pid i
+    pids=$(server_pid)
+    [[ -n $pids ]] || return 1
+    for pid in $pids; do
+        kill -KILL "$pid" 2>/dev/null
+        # tinystore's server is a job of this shell: reap it here, quietly.
+        wait "$pid" 2>/dev/null
+    done
     for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || return 0
-        sleep 0.05
+        for pid in $pids; do
+            kill -0 "$pid" 2>/dev/null && continue 2
+        done
+        return 0
     done
     return 1
 }
@@ -155,8 +181,9 @@ server_kill9() {
 faults_teardown() {
     local h p
     for h in "${FAULTS_HOST_LIST[@]}"; do
-        p=${H_PROXY_PID[$h]:-}
-        _is_ours "$p" proxy.py && kill "$p" 2>/dev/null
+        for p in ${H_PROXY_PID[$h]:-}; do
+            _is_ours "$p" proxy.py && kill "$p" 2>/dev/null
+        done
     done
     case ${FAULTS_BACKEND:-} in
     tinystore)
@@ -166,10 +193,14 @@ faults_teardown() {
             bash "$TESTLIB/slapd.sh" stop "$SLAPD_TOP/slapd" >/dev/null 2>&1
             rm -rf -- "$SLAPD_TOP"
         } ;;
+    etcd)
+        [[ -n ${ETCD_TOP:-} ]] && {
+            bash "$TESTLIB/etcd.sh" stop "$ETCD_TOP" >/dev/null 2>&1
+            rm -rf -- "$ETCD_TOP"
+        } ;;
     esac
     for h in "${FAULTS_HOST_LIST[@]}"; do
-        p=${H_PROXY_PID[$h]:-}
-        [[ -n $p ]] && wait "$p" 2>/dev/null
+        for p in ${H_PROXY_PID[$h]:-}; do wait "$p" 2>/dev/null; done
     done
 }
 
@@ -183,8 +214,7 @@ faults_unfreeze() {
         printf '+0s\n' >"$RUN/$h.clock" 2>/dev/null
         proxy_ctl "$h" forward >/dev/null 2>&1
     done
-    p=$(server_pid)
-    [[ -n $p ]] && kill -CONT "$p" 2>/dev/null
+    for p in $(server_pid); do kill -CONT "$p" 2>/dev/null; done
     # Workers are subshells of this script: the same command line.
     for p in "${_faults_bg[@]}"; do _is_ours "$p" faults/run && kill "$p" 2>/dev/null; done
     for p in "${_faults_bg[@]}"; do wait "$p" 2>/dev/null; done
@@ -193,25 +223,43 @@ faults_unfreeze() {
 
 # ---------------------------------------------------------------- hosts
 
+# A host's proxies: HOST with one server, HOST.N with several (etcd).
+_proxy_names() { # HOST
+    local n
+    if ((${#SERVER_PORTS[@]} == 1)); then printf '%s\n' "$1"; return; fi
+    for n in "${!SERVER_PORTS[@]}"; do printf '%s\n' "$1.$n"; done
+}
+
+# Every proxy of HOST, the same command at once (proxy.py ctl); fails when
+# any failed.
 proxy_ctl() { # HOST COMMAND...
-    local h=$1; shift
-    timeout -k 2 10 "$PYTHON" "$PROXY" ctl "$RUN/$h.ctl" "$@"
+    local h=$1 p socks=''
+    shift
+    for p in $(_proxy_names "$h"); do socks+="${socks:+,}$RUN/$p.ctl"; done
+    timeout -k 2 10 "$PYTHON" "$PROXY" ctl "$socks" "$@"
 }
 
 _proxy_start() { # HOST
-    local h=$1 i
-    rm -f "$RUN/$h.port"
-    "$PYTHON" "$PROXY" serve --upstream "127.0.0.1:$SERVER_PORT" --control "$RUN/$h.ctl" \
-        --port-file "$RUN/$h.port" --log "$RUN/$h.proxy.log" --watch $$ \
-        --deadline "$((TEST_TIMEOUT + 120))" </dev/null >>"$RUN/$h.proxy.out" 2>&1 &
-    H_PROXY_PID[$h]=$!
-    for ((i = 0; i < 100; i++)); do
-        [[ -s $RUN/$h.port ]] && { H_PORT[$h]=$(<"$RUN/$h.port"); return 0; }
-        kill -0 "${H_PROXY_PID[$h]}" 2>/dev/null || break
-        sleep 0.05
+    local h=$1 i n=0 p
+    H_PROXY_PID[$h]='' H_PORT[$h]=''
+    for p in $(_proxy_names "$h"); do
+        rm -f "$RUN/$p.port"
+        "$PYTHON" "$PROXY" serve --upstream "127.0.0.1:${SERVER_PORTS[n]}" --control "$RUN/$p.ctl" \
+            --port-file "$RUN/$p.port" --log "$RUN/$p.proxy.log" --watch $$ \
+            --deadline "$((TEST_TIMEOUT + 120))" </dev/null >>"$RUN/$p.proxy.out" 2>&1 &
+        H_PROXY_PID[$h]+="$! "
+        for ((i = 0; i < 100; i++)); do
+            [[ -s $RUN/$p.port ]] && break
+            kill -0 "$!" 2>/dev/null || break
+            sleep 0.05
+        done
+        if [[ ! -s $RUN/$p.port ]]; then
+            diag "the proxy $p of $h did not start: $(tail -n 5 "$RUN/$p.proxy.out")"
+            return 1
+        fi
+        H_PORT[$h]+="$(<"$RUN/$p.port") "
+        n=$((n + 1))
     done
-    diag "the proxy of $h did not start: $(tail -n 5 "$RUN/$h.proxy.out")"
-    return 1
 }
 
 # The backend's part of a host's configuration: the server through its proxy.
@@ -221,6 +269,10 @@ _host_config() { # HOST
     tinystore)
         printf '[tinystore]\nendpoint = tcp://127.0.0.1:%s\ntoken_file = %s\n' \
             "$port" "$TINYSTORE_TOKEN_FILE" >"$f" ;;
+    etcd)
+        local p eps=''
+        for p in ${H_PORT[$h]}; do eps+="${eps:+,}http://127.0.0.1:$p"; done
+        printf '[etcd]\nendpoints = %s\n' "$eps" >"$f" ;;
     ldap)
         printf '[ldap]\nuri = ldap://127.0.0.1:%s\nbind_dn = %s\npassword_file = %s\nca_file = %s\nbase = ou=locks,%s\n' \
             "$port" "$SLAPD_USERDN" "$SLAPD_USERPW_FILE" "$SLAPD_CA" "$SLAPD_SUFFIX" >"$f" ;;
@@ -909,9 +961,9 @@ nemesis() {
         pick_holder || diag "$name: no long section"
         label=$name:${secs}s
         _nem_begin "$label" server "SIGSTOP of the $FAULTS_BACKEND server for ${secs}s${HOLDER_SECTION:+, R.lock held by $HOLDER section $HOLDER_SECTION}"
-        kill -STOP "$sp"
+        kill -STOP $sp
         sleep_s "$secs"
-        kill -CONT "$sp"
+        kill -CONT $sp
         _nem_end
         ;;
     server-kill-fresh)

@@ -4,7 +4,10 @@ one upstream, whose link a test breaks and mends at run time.
 
   proxy.py serve --upstream HOST:PORT --control SOCK [--listen HOST:PORT]
                  [--port-file FILE] [--log FILE] [--watch PID] [--deadline SECS]
-  proxy.py ctl SOCK COMMAND [ARG...]      (prints the reply; exit 0 on "ok ...")
+  proxy.py ctl SOCK[,SOCK...] COMMAND [ARG...]
+                                          (prints each reply; exit 0 when all
+                                          are "ok ..."; several proxies get the
+                                          command at once)
 
 serve listens on --listen (default 127.0.0.1:0, a free port), writes the port
 it got to --port-file (atomically, once listening) and takes commands, one a
@@ -378,26 +381,39 @@ class Proxy:
         self.log("exit")
 
 
-def ctl(path, words):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.settimeout(CTL_TIMEOUT + 2)
+def ctl(paths, words):
+    """Send one command to every proxy in PATHS (comma-separated) at once:
+    all are connected first, then sent it back to back, so that a host
+    whose link is several proxies (one per cluster member) is cut within a
+    millisecond, not a process start apart.  Prints each reply."""
+    socks, rc = [], 0
+    line = (" ".join(words) + "\n").encode()
     try:
-        s.connect(path)
-        s.sendall((" ".join(words) + "\n").encode())
-        buf = b""
-        while not buf.endswith(b"\n"):
-            d = s.recv(4096)
-            if not d:
-                break
-            buf += d
+        for path in paths.split(","):
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(CTL_TIMEOUT + 2)
+            socks.append((path, s))
+            s.connect(path)
+        for path, s in socks:
+            s.sendall(line)
+        for path, s in socks:
+            buf = b""
+            while not buf.endswith(b"\n"):
+                d = s.recv(4096)
+                if not d:
+                    break
+                buf += d
+            reply = buf.decode("utf-8", "replace").strip()
+            print(reply)
+            if not reply.startswith("ok"):
+                rc = 1
     except OSError as e:
         print(f"error proxy control {path}: {e}")
         return 1
     finally:
-        s.close()
-    reply = buf.decode("utf-8", "replace").strip()
-    print(reply)
-    return 0 if reply.startswith("ok") else 1
+        for _, s in socks:
+            s.close()
+    return rc
 
 
 def main():
