@@ -82,8 +82,6 @@ typedef struct {
 	 * it so other hosts read the holder's bytes (legacy tools read a pid). */
 	char *content;
 	size_t content_len;
-	/* The backend's own timestamp of the last change, unix µs, or 0. */
-	int64_t server_time_us;
 } lockfs_lock_info;
 
 /* A granted lock.  The filesystem keeps it while the lock name exists and
@@ -91,8 +89,7 @@ typedef struct {
 typedef struct lockfs_lease {
 	char *key;
 	char fence[LOCKFS_FENCE_MAX];
-	int64_t renewed_mono_us; /* last successful renewal, CLOCK_MONOTONIC µs */
-	void *priv;              /* backend's own token */
+	void *priv; /* backend's own token */
 } lockfs_lease;
 
 /* What an acquisition broke on its way, if anything (for the log/notify). */

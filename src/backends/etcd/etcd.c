@@ -447,7 +447,6 @@ static void fill_info(etcd_backend *b, const ekv *kv, lockfs_lock_info *out)
 		memset(&rec.holder, 0, sizeof(rec.holder));
 		out->content = g_steal_pointer(&rec.content);
 		out->content_len = rec.content_len;
-		out->server_time_us = rec.server_ms * 1000;
 		etcd_record tmp = { .server_ms = rec.server_ms, .idle_ms = rec.idle_ms };
 		out->state = stale(b, &tmp) ? LOCKFS_STATE_STALE : LOCKFS_STATE_HELD;
 		etcd_record_clear(&rec);
@@ -623,7 +622,6 @@ static int etcd_acquire(lockfs_backend *be, const char *key, const lockfs_holder
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
 	lease->key = g_strdup(key);
 	snprintf(lease->fence, sizeof(lease->fence), "%" PRId64, p->create_rev);
-	lease->renewed_mono_us = start;
 	lease->priv = p;
 	g_mutex_lock(&b->mu);
 	g_hash_table_replace(b->mine, g_strdup(full), p);
@@ -691,8 +689,6 @@ static int etcd_renew(lockfs_backend *be, lockfs_lease *lease)
 	int r = lease_fresh(b, start, start + b->timeout_us, p->lease_id, NULL);
 	if (r == 0 && g_atomic_int_get(&p->broken))
 		return -ESTALE; /* found broken by the round just made */
-	if (r == 0)
-		lease->renewed_mono_us = start;
 	return r;
 }
 

@@ -215,7 +215,6 @@ static void fill_info(ll_backend *be, const ll_lock *l, lockfs_lock_info *out)
 		out->content[len] = '\0';
 		out->content_len = len;
 	}
-	out->server_time_us = MAX(l->modify_us, l->create_us);
 }
 
 /* An assertion that the entry is still the one judged: its fence note and,
@@ -430,7 +429,6 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
 	lease->key = g_strdup(key);
 	g_strlcpy(lease->fence, fence_value + 6, sizeof(lease->fence));
-	lease->renewed_mono_us = sent;
 	lease->priv = p;
 	mine_set(be, key, lease->fence);
 	*out = lease;
@@ -605,15 +603,12 @@ static int ll_renew(lockfs_backend *b, lockfs_lease *lease)
 	ll_op op;
 	if (lease_begin(be, p, &op) != 0)
 		return -EIO;
-	int64_t mono = lockfs_mono_us();
 	int r = write_notes(&op, lease->key, p, ll_now_us(be));
 	if (r == 0 && (be->caps & LL_CAP_DDS)) {
 		int rc = refresh(&op, p->dn, lease->key);
 		r = rc == LDAP_SUCCESS ? 0 : rc == LDAP_NO_SUCH_OBJECT ? -ESTALE : -EIO;
 	}
-	if (r == 0)
-		lease->renewed_mono_us = mono;
-	else if (r == -EIO)
+	if (r == -EIO)
 		failed(&op, "renew", lease->key);
 	lease_end(p, &op);
 	return r;

@@ -101,7 +101,6 @@ static int local_acquire(lockfs_backend *be, const char *key, const lockfs_holde
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
 	lease->key = g_strdup(key);
 	snprintf(lease->fence, sizeof(lease->fence), "%" PRIu64, fence);
-	lease->renewed_mono_us = lockfs_mono_us();
 	*out = lease;
 	return 0;
 }
@@ -128,7 +127,6 @@ static int local_renew(lockfs_backend *be, lockfs_lease *lease)
 	g_mutex_unlock(&lb->mu);
 	if (!l)
 		return -ESTALE;
-	lease->renewed_mono_us = lockfs_mono_us();
 	return 0;
 }
 

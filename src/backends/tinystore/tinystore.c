@@ -1009,7 +1009,6 @@ static void fill_info(ts_backend *tb, const char *key, const ts_record *r, const
 	out->state = is_stale(tb, r) ? LOCKFS_STATE_STALE : LOCKFS_STATE_HELD;
 	out->mine = is_mine(tb, r->lease);
 	copy_content(out, r);
-	out->server_time_us = r->server_ms * 1000;
 }
 
 /* What we know of our own lease LP, from memory.  st_mu held. */
@@ -1023,7 +1022,6 @@ static void fill_own_info(ts_backend *tb, const ts_lease *lp, lockfs_lock_info *
 	out->state = is_stale(tb, &lp->rec) ? LOCKFS_STATE_STALE : LOCKFS_STATE_HELD;
 	out->mine = true;
 	copy_content(out, &lp->rec);
-	out->server_time_us = lp->rec.server_ms * 1000;
 }
 
 static bool key_ok(ts_backend *tb, const char *key)
@@ -1303,7 +1301,6 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
 	lease->key = g_strdup(key);
 	g_strlcpy(lease->fence, lp->rec.fence, sizeof(lease->fence));
-	lease->renewed_mono_us = sent;
 	lease->priv = lp;
 	/* The record comes later, from the publisher: a grant no longer
 	 * waits for a kv commit. */
@@ -1389,7 +1386,6 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 	int64_t sent = lockfs_mono_us();
 	int r = lease_call(tb, &tb->main, deadline, TS_LOCKS_RENEW, lease->key, lp->rec.lease, true);
 	if (r == 0) {
-		lease->renewed_mono_us = sent;
 		GByteArray *value = NULL;
 		bool dirty = false;
 		g_mutex_lock(&tb->st_mu);
