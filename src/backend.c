@@ -19,8 +19,6 @@ void lockfs_holder_copy(lockfs_holder *dst, const lockfs_holder *src)
 	dst->host = g_strdup(src->host);
 	dst->user = g_strdup(src->user);
 	dst->command = g_strdup(src->command);
-	dst->initial_content = NULL; /* borrowed for one acquire() */
-	dst->initial_content_len = 0;
 }
 
 void lockfs_lock_info_clear(lockfs_lock_info *info)

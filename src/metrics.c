@@ -85,9 +85,10 @@ typedef struct {
 	})
 
 static int t_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
-                     lockfs_lease **out, lockfs_acquire_result *res)
+                     const void *content, size_t content_len, lockfs_lease **out,
+                     lockfs_acquire_result *res)
 {
-	return TIMED(OP_ACQUIRE, IN(be)->acquire(IN(be), key, who, out, res));
+	return TIMED(OP_ACQUIRE, IN(be)->acquire(IN(be), key, who, content, content_len, out, res));
 }
 
 static int t_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_beat *beat)

@@ -31,7 +31,7 @@
 extern "C" {
 #endif
 
-#define LOCKFS_BACKEND_VERSION 3
+#define LOCKFS_BACKEND_VERSION 4
 
 /* Fences are decimal strings: tinystore's are u128, LDAP's and local's u64. */
 #define LOCKFS_FENCE_MAX 40
@@ -62,11 +62,6 @@ typedef struct {
 	 * µs; 0: the heartbeat's (mtime, ctime) or the acquisition's (atime).
 	 * What every host shows; staleness goes by heartbeat_us alone. */
 	int64_t mtime_us, atime_us, ctime_us;
-	/* acquire() only: what the lock file holds already (a temp file the
-	 * tool wrote its pid in, then linked), for the backend to record with
-	 * the grant; borrowed, never copied, NULL when empty. */
-	const char *initial_content;
-	size_t initial_content_len;
 } lockfs_holder;
 
 /* What a backend knows of one lock. */
@@ -141,10 +136,16 @@ struct lockfs_backend {
 	unsigned flags;   /* LOCKFS_BACKEND_* */
 
 	/* Take KEY for WHO.  A lock that is stale by the backend's rules is broken
-	 * first (atomically at the backend) and reported in *res.  -EEXIST if
-	 * held, -EIO if the backend failed: never a grant it did not make. */
+	 * first (atomically at the backend) and reported in *res (RES may be
+	 * NULL).  -EEXIST if held, -EIO if the backend failed: never a grant it
+	 * did not make.  CONTENT (CONTENT_LEN ≤ LOCKFS_CONTENT_MAX bytes, NULL
+	 * when empty) is what the lock file holds already — a temp file the tool
+	 * wrote its pid in, then linked; a symlink's target — for a shared
+	 * backend to record with the grant, as if sent by a first heartbeat;
+	 * borrowed for the call. */
 	int (*acquire)(lockfs_backend *be, const char *key, const lockfs_holder *who,
-	               lockfs_lease **out, lockfs_acquire_result *res);
+	               const void *content, size_t content_len, lockfs_lease **out,
+	               lockfs_acquire_result *res);
 
 	/* Record a holder heartbeat and what the holder changed of the lock
 	 * file (backends that share holder records keep content, times and

@@ -140,9 +140,9 @@ static void test_local_backend(void)
 	                     .acquired_us = g_get_real_time(), .heartbeat_us = g_get_real_time()};
 	lockfs_lease *a = NULL, *b = NULL;
 	lockfs_acquire_result res;
-	g_assert_cmpint(be->acquire(be, "x.lock", &who, &a, &res), ==, 0);
+	g_assert_cmpint(be->acquire(be, "x.lock", &who, NULL, 0, &a, &res), ==, 0);
 	g_assert_false(res.broke);
-	g_assert_cmpint(be->acquire(be, "x.lock", &who, &b, &res), ==, -EEXIST);
+	g_assert_cmpint(be->acquire(be, "x.lock", &who, NULL, 0, &b, &res), ==, -EEXIST);
 	lockfs_lock_info info;
 	g_assert_cmpint(be->inspect(be, "x.lock", &info), ==, 0);
 	g_assert_cmpstr(info.fence, ==, a->fence);
@@ -152,7 +152,7 @@ static void test_local_backend(void)
 	g_assert_cmpint(be->break_lock(be, "x.lock", "999999", NULL, NULL), ==, -ENOENT);
 	g_assert_cmpint(be->break_lock(be, "x.lock", a->fence, NULL, &info), ==, 0);
 	lockfs_lock_info_clear(&info);
-	g_assert_cmpint(be->acquire(be, "x.lock", &who, &b, &res), ==, 0);
+	g_assert_cmpint(be->acquire(be, "x.lock", &who, NULL, 0, &b, &res), ==, 0);
 	g_assert_cmpint(lockfs_fence_cmp(b->fence, a->fence), >, 0);
 	g_assert_cmpint(be->release(be, a), ==, -ENOENT);
 	g_assert_cmpint(be->heartbeat(be, a, &(lockfs_beat){.heartbeat_us = g_get_real_time(), .content = NULL, .content_len = 0}), ==, -ESTALE);
@@ -164,8 +164,8 @@ static void test_local_backend(void)
 	lockfs_holder old = who;
 	old.heartbeat_us = g_get_real_time() - 3 * G_USEC_PER_SEC;
 	lockfs_lease *c = NULL, *d = NULL;
-	g_assert_cmpint(be->acquire(be, "s.lock", &old, &c, &res), ==, 0);
-	g_assert_cmpint(be->acquire(be, "s.lock", &who, &d, &res), ==, 0);
+	g_assert_cmpint(be->acquire(be, "s.lock", &old, NULL, 0, &c, &res), ==, 0);
+	g_assert_cmpint(be->acquire(be, "s.lock", &who, NULL, 0, &d, &res), ==, 0);
 	g_assert_true(res.broke);
 	g_assert_cmpstr(res.previous.fence, ==, c->fence);
 	lockfs_lock_info_clear(&res.previous);

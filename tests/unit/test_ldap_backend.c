@@ -324,7 +324,7 @@ static int take(lockfs_backend *be, const char *key, const char *host, lockfs_le
 {
 	lockfs_holder h = holder(host, 4242);
 	lockfs_acquire_result mine;
-	int r = be->acquire(be, key, &h, lease, res ? res : &mine);
+	int r = be->acquire(be, key, &h, NULL, 0, lease, res ? res : &mine);
 	if (!res && r == 0 && mine.broke)
 		lockfs_lock_info_clear(&mine.previous);
 	lockfs_holder_clear(&h);
@@ -649,7 +649,7 @@ static void fence_blocks(unsigned no_caps, const char *name)
 		/* Taken and let go unseen, unconfirmed: a fence nobody is shown. */
 		lockfs_holder h = holder("hostb", 1);
 		lockfs_lease *u = NULL;
-		g_assert_cmpint(b->acquire(b, "turns.lock", &h, &u, NULL), ==, 0);
+		g_assert_cmpint(b->acquire(b, "turns.lock", &h, NULL, 0, &u, NULL), ==, 0);
 		lockfs_holder_clear(&h);
 		release_ok(b, u);
 	}

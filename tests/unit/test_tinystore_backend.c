@@ -203,7 +203,7 @@ static lockfs_lease *take(lockfs_backend *be, const char *key, const char *host)
 	lockfs_holder h = holder(host, 4242);
 	lockfs_lease *lease = NULL;
 	lockfs_acquire_result res;
-	g_assert_cmpint(be->acquire(be, key, &h, &lease, &res), ==, 0);
+	g_assert_cmpint(be->acquire(be, key, &h, NULL, 0, &lease, &res), ==, 0);
 	g_assert_nonnull(lease);
 	g_assert_false(res.broke);
 	g_assert_cmpstr(lease->key, ==, key);
@@ -216,7 +216,7 @@ static int try_take(lockfs_backend *be, const char *key, const char *host)
 {
 	lockfs_holder h = holder(host, 77);
 	lockfs_lease *lease = NULL;
-	int r = be->acquire(be, key, &h, &lease, NULL);
+	int r = be->acquire(be, key, &h, NULL, 0, &lease, NULL);
 	if (r == 0) {
 		g_assert_cmpint(be->release(be, lease), ==, 0);
 		be->lease_free(be, lease);
@@ -235,7 +235,7 @@ static lockfs_lease *take_when_free(lockfs_backend *be, const char *key, const c
 	lockfs_holder h = holder(host, 4243);
 	for (int64_t end = lockfs_mono_us() + limit_us;; g_usleep(20000)) {
 		lockfs_lease *lease = NULL;
-		int r = be->acquire(be, key, &h, &lease, NULL);
+		int r = be->acquire(be, key, &h, NULL, 0, &lease, NULL);
 		*at = lockfs_mono_us();
 		if (r == 0)
 			return lease;
@@ -360,16 +360,16 @@ static void test_acquire_release(void)
 	/* Keys the backend cannot represent. */
 	lockfs_holder h = holder("host-a", 1);
 	lockfs_lease *l = NULL;
-	g_assert_cmpint(a->acquire(a, "", &h, &l, NULL), ==, -EINVAL);
+	g_assert_cmpint(a->acquire(a, "", &h, NULL, 0, &l, NULL), ==, -EINVAL);
 	GString *longkey = g_string_new(NULL);
 	for (int i = 0; i < 1016; i++)
 		g_string_append_c(longkey, 'k');
-	g_assert_cmpint(a->acquire(a, longkey->str, &h, &l, NULL), ==, -EINVAL);
+	g_assert_cmpint(a->acquire(a, longkey->str, &h, NULL, 0, &l, NULL), ==, -EINVAL);
 	g_string_truncate(longkey, 1015); /* the kv room under ["lockfs"] */
 	l = take(a, longkey->str, "host-a");
 	give(a, l);
 	g_string_free(longkey, TRUE);
-	g_assert_cmpint(a->acquire(a, "bad\xff.lock", &h, &l, NULL), ==, -EINVAL);
+	g_assert_cmpint(a->acquire(a, "bad\xff.lock", &h, NULL, 0, &l, NULL), ==, -EINVAL);
 	a->destroy(a);
 	b->destroy(b);
 }
@@ -771,7 +771,7 @@ static void take_both_after(lockfs_backend *a, const char *ka, lockfs_backend *b
 		for (int i = 0; i < 2; i++) {
 			if (*out[i])
 				continue;
-			int r = be[i]->acquire(be[i], key[i], &h, out[i], NULL);
+			int r = be[i]->acquire(be[i], key[i], &h, NULL, 0, out[i], NULL);
 			int64_t at = lockfs_mono_us();
 			if (r == 0) {
 				g_test_message("granted %" G_GINT64_FORMAT " ms after the restart, "
@@ -1421,7 +1421,7 @@ static void test_bad_server(gconstpointer data)
 	else if (scenario == FAKE_LIST_LOOP)
 		r = be->list(be, "", on_lock, NULL);
 	else
-		r = be->acquire(be, "k.lock", &h, &lease, NULL);
+		r = be->acquire(be, "k.lock", &h, NULL, 0, &lease, NULL);
 	int64_t took = lockfs_mono_us() - t0;
 	g_test_message("%s: %s after %" G_GINT64_FORMAT " ms", fake_names[scenario], g_strerror(-r),
 	               took / 1000);
@@ -1447,12 +1447,12 @@ static gpointer hammer(gpointer data)
 	for (int i = 0; i < 15; i++) {
 		lockfs_holder h = holder(host, id);
 		lockfs_lease *l = NULL;
-		g_assert_cmpint(shared_be->acquire(shared_be, own, &h, &l, NULL), ==, 0);
+		g_assert_cmpint(shared_be->acquire(shared_be, own, &h, NULL, 0, &l, NULL), ==, 0);
 		g_assert_cmpint(shared_be->renew(shared_be, l), ==, 0);
 		g_assert_cmpint(shared_be->release(shared_be, l), ==, 0);
 		shared_be->lease_free(shared_be, l);
 		l = NULL;
-		int r = shared_be->acquire(shared_be, shared_key, &h, &l, NULL);
+		int r = shared_be->acquire(shared_be, shared_key, &h, NULL, 0, &l, NULL);
 		g_assert_true(r == 0 || r == -EEXIST);
 		if (r == 0) {
 			g_assert_cmpint(g_atomic_int_add(&holders, 1), ==, 0);

@@ -508,7 +508,8 @@ static void random_nonce(char out[33])
 }
 
 static int etcd_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
-                        lockfs_lease **out, lockfs_acquire_result *res)
+                        const void *content, size_t content_len, lockfs_lease **out,
+                        lockfs_acquire_result *res)
 {
 	etcd_backend *b = (etcd_backend *)be;
 	int64_t start = lockfs_mono_us(), deadline = start + b->timeout_us;
@@ -529,9 +530,9 @@ static int etcd_acquire(lockfs_backend *be, const char *key, const lockfs_holder
 	p->rec.nonce = g_strdup(nonce);
 	p->rec.lease = lease_id;
 	p->rec.ttl_ms = b->ttl_ms;
-	if (who->initial_content && who->initial_content_len) {
-		size_t n = MIN(who->initial_content_len, LOCKFS_CONTENT_MAX);
-		p->rec.content = g_memdup2(who->initial_content, n);
+	if (content && content_len) {
+		size_t n = MIN(content_len, LOCKFS_CONTENT_MAX);
+		p->rec.content = g_memdup2(content, n);
 		p->rec.content_len = n;
 	}
 	p->lease_id = lease_id;

@@ -436,7 +436,8 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 }
 
 static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *who,
-                      lockfs_lease **out, lockfs_acquire_result *res)
+                      const void *content, size_t content_len, lockfs_lease **out,
+                      lockfs_acquire_result *res)
 {
 	ll_backend *be = (ll_backend *)b;
 	lockfs_acquire_result none;
@@ -457,10 +458,7 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 	h.acquired_us = h.heartbeat_us = ll_now_us(be);
 	/* What the lock file holds already goes in with the add. */
 	g_autoptr(GBytes) initial =
-	        who->initial_content
-	                ? g_bytes_new(who->initial_content,
-	                              MIN(who->initial_content_len, (size_t)LOCKFS_CONTENT_MAX))
-	                : NULL;
+	        content ? g_bytes_new(content, MIN(content_len, (size_t)LOCKFS_CONTENT_MAX)) : NULL;
 	uint64_t fence = 0, end = 0;
 	if (take_fence(&op, &fence, &end) != LDAP_SUCCESS) {
 		r = failed(&op, "take a fence for", key);

@@ -65,9 +65,13 @@ static local_lock *owned(local_backend *lb, const lockfs_lease *lease)
 	return strcmp(f, lease->fence) == 0 ? l : NULL;
 }
 
+/* CONTENT is not kept: the filesystem keeps local content itself. */
 static int local_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
-                         lockfs_lease **out, lockfs_acquire_result *res)
+                         const void *content, size_t content_len, lockfs_lease **out,
+                         lockfs_acquire_result *res)
 {
+	(void)content;
+	(void)content_len;
 	local_backend *lb = (local_backend *)be;
 	if (res)
 		memset(res, 0, sizeof(*res));

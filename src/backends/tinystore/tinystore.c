@@ -1231,7 +1231,8 @@ static int check_epoch(ts_backend *tb, int64_t deadline, const char *key, const 
 /* ---- the interface ---- */
 
 static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
-                      lockfs_lease **out, lockfs_acquire_result *res)
+                      const void *content, size_t content_len, lockfs_lease **out,
+                      lockfs_acquire_result *res)
 {
 	ts_backend *tb = (ts_backend *)be;
 	if (res)
@@ -1247,9 +1248,9 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	lp->refs = 1;
 	lp->key = g_strdup(key);
 	lockfs_holder_copy(&lp->rec.holder, who);
-	if (who->initial_content) { /* a linked temp file's bytes, published with the record */
-		lp->rec.content_len = MIN(who->initial_content_len, LOCKFS_CONTENT_MAX);
-		lp->rec.content = g_memdup2(who->initial_content, lp->rec.content_len);
+	if (content) { /* a linked temp file's bytes, published with the record */
+		lp->rec.content_len = MIN(content_len, LOCKFS_CONTENT_MAX);
+		lp->rec.content = g_memdup2(content, lp->rec.content_len);
 	}
 	lp->rec.mount = g_strdup(tb->mount);
 	lp->rec.ttl_ms = tb->ttl_ms;
