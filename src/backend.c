@@ -123,6 +123,12 @@ lockfs_backend *lockfs_backend_new(const lockfs_config *cfg, const char *mount_i
 		            s->backend, names);
 		return NULL;
 	}
+	return lockfs_backend_new_of_type(t, cfg, mount_id, error);
+}
+
+lockfs_backend *lockfs_backend_new_of_type(const lockfs_backend_type *t, const lockfs_config *cfg,
+                                           const char *mount_id, GError **error)
+{
 	lockfs_backend *be = t->create(cfg, mount_id, error);
 	if (be && be->version != LOCKFS_BACKEND_VERSION) {
 		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE,

@@ -185,6 +185,21 @@ struct lockfs_backend {
 	int (*clock)(lockfs_backend *be, lockfs_clock_info *out);
 };
 
+/* The common header of a backend instance, first in its constructor's
+ * initializer, so that every instance says which interface it was built
+ * for (the registry refuses another version) and the header is filled in
+ * one place:
+ *
+ *     b->base = (lockfs_backend){
+ *             LOCKFS_BACKEND_INIT("etcd", LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES),
+ *             .acquire = etcd_acquire,
+ *             ...
+ *     };
+ *
+ * NAME is the type's name; FLAGS are LOCKFS_BACKEND_* (0 for none). */
+#define LOCKFS_BACKEND_INIT(NAME, FLAGS) \
+	.version = LOCKFS_BACKEND_VERSION, .name = (NAME), .flags = (FLAGS)
+
 #define LOCKFS_BACKEND_TYPE_VERSION 1
 
 /* A kind of backend, as built into lockfs: each backend exports one, named
@@ -203,6 +218,10 @@ typedef struct lockfs_backend_type {
 	 * and what to do. */
 	lockfs_backend *(*create)(const lockfs_config *cfg, const char *mount_id, GError **error);
 } lockfs_backend_type;
+
+/* The same for a type: const lockfs_backend_type lockfs_etcd_backend_type = {
+ * LOCKFS_BACKEND_TYPE_INIT("etcd"), .group = ..., .create = ... }. */
+#define LOCKFS_BACKEND_TYPE_INIT(NAME) .version = LOCKFS_BACKEND_TYPE_VERSION, .name = (NAME)
 
 void lockfs_holder_clear(lockfs_holder *h);
 void lockfs_holder_copy(lockfs_holder *dst, const lockfs_holder *src);

@@ -118,6 +118,42 @@ static void test_unwritable_stops(void)
 	lockfs_fence_store_close(fs);
 }
 
+/* An instance built for another interface version is refused, by the
+ * registry's constructor, with a line saying to rebuild (and destroyed). */
+static lockfs_backend *old_local(const lockfs_config *cfg, const char *mount_id, GError **error)
+{
+	lockfs_backend *be = lockfs_backend_type_find("local")->create(cfg, mount_id, error);
+	if (be)
+		be->version = LOCKFS_BACKEND_VERSION - 1;
+	return be;
+}
+
+static void test_version_refused(void)
+{
+	lockfs_config *cfg = lockfs_config_new();
+	g_autofree char *opt = g_strdup_printf("state_dir=%s", tmpdir);
+	bool ff;
+	g_autoptr(GError) err = NULL;
+	g_assert_true(lockfs_config_set_option(cfg, opt, &ff, &err));
+	g_assert_true(lockfs_config_finish(cfg, &err));
+	const lockfs_backend_type old = { LOCKFS_BACKEND_TYPE_INIT("local"), .create = old_local };
+	g_assert_null(lockfs_backend_new_of_type(&old, cfg, "/version", &err));
+	g_assert_nonnull(err);
+	g_autofree char *want = g_strdup_printf("backend 'local' implements backend interface "
+	                                        "version %u, this lockfs calls version %u; "
+	                                        "rebuild it with this lockfs",
+	                                        LOCKFS_BACKEND_VERSION - 1, LOCKFS_BACKEND_VERSION);
+	g_assert_cmpstr(err->message, ==, want);
+	g_clear_error(&err);
+	/* Refused and destroyed: the same mount's state file opens again. */
+	lockfs_backend *be = lockfs_backend_new_of_type(lockfs_backend_type_find("local"), cfg,
+	                                                "/version", &err);
+	g_assert_no_error(err);
+	g_assert_cmpuint(be->version, ==, LOCKFS_BACKEND_VERSION);
+	be->destroy(be);
+	lockfs_config_free(cfg);
+}
+
 /* The local backend through the interface: EEXIST, release only if own,
  * breaks by fence, stale locks broken by the next acquisition. */
 static void test_local_backend(void)
@@ -191,6 +227,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/fence/corrupt-refused", test_corrupt_refused);
 	g_test_add_func("/fence/unwritable-stops", test_unwritable_stops);
 	g_test_add_func("/local/backend", test_local_backend);
+	g_test_add_func("/registry/version-refused", test_version_refused);
 	state_dir_opt = g_strdup_printf("state_dir=%s", tmpdir);
 	contract_options[0] = "backend=local";
 	contract_options[1] = state_dir_opt;

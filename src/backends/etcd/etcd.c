@@ -1011,9 +1011,7 @@ static lockfs_backend *etcd_backend_new(const lockfs_config *cfg, const char *mo
 	guint n_endpoints = g_strv_length(o.endpoints);
 	etcd_backend *b = g_new0(etcd_backend, 1);
 	b->base = (lockfs_backend){
-		.version = LOCKFS_BACKEND_VERSION,
-		.name = "etcd",
-		.flags = LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES,
+		LOCKFS_BACKEND_INIT("etcd", LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES),
 		.acquire = etcd_acquire,
 		.heartbeat = etcd_heartbeat,
 		.renew = etcd_renew,
@@ -1072,8 +1070,7 @@ static lockfs_backend *etcd_backend_new(const lockfs_config *cfg, const char *mo
 /* Locks as keys under a prefix in an etcd cluster, attached to one etcd
  * lease per mount. */
 const lockfs_backend_type lockfs_etcd_backend_type = {
-	.version = LOCKFS_BACKEND_TYPE_VERSION,
-	.name = "etcd",
+	LOCKFS_BACKEND_TYPE_INIT("etcd"),
 	.group = GROUP,
 	.keys = (const char *const[]){ "endpoints", "prefix", "ca_file", "cert_file", "key_file",
 	                               "user", "password_file", NULL },

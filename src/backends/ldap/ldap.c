@@ -862,9 +862,7 @@ static lockfs_backend *ldap_backend_new(const lockfs_config *cfg, const char *mo
 	(void)mount_id; /* the directory is the durable state */
 	ll_backend *be = g_new0(ll_backend, 1);
 	be->base = (lockfs_backend){
-		.version = LOCKFS_BACKEND_VERSION,
-		.name = "ldap",
-		.flags = LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES,
+		LOCKFS_BACKEND_INIT("ldap", LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES),
 		.acquire = ll_acquire,
 		.heartbeat = ll_heartbeat,
 		.renew = ll_renew,
@@ -929,8 +927,7 @@ unsigned lockfs_ldap_test_caps(lockfs_backend *be)
 /* Locks as entries under a base in an LDAP directory, shared with every host
  * binding to the same server. */
 const lockfs_backend_type lockfs_ldap_backend_type = {
-	.version = LOCKFS_BACKEND_TYPE_VERSION,
-	.name = "ldap",
+	LOCKFS_BACKEND_TYPE_INIT("ldap"),
 	.group = "ldap",
 	.keys = (const char *const[]){ "uri", "bind_dn", "password_file", "sasl_mech", "starttls",
 	                               "ca_file", "verify", "base", "dynamic", "max_clock_offset",

@@ -233,9 +233,7 @@ static lockfs_backend *local_backend_new(const lockfs_config *cfg, const char *m
 		return NULL;
 	local_backend *lb = g_new0(local_backend, 1);
 	lb->base = (lockfs_backend){
-		.version = LOCKFS_BACKEND_VERSION,
-		.name = "local",
-		.flags = 0,
+		LOCKFS_BACKEND_INIT("local", 0), /* one host, and no leases */
 		.acquire = local_acquire,
 		.heartbeat = local_heartbeat,
 		.renew = local_renew,
@@ -255,7 +253,6 @@ static lockfs_backend *local_backend_new(const lockfs_config *cfg, const char *m
 
 /* No keys of its own: state_dir is general. */
 const lockfs_backend_type lockfs_local_backend_type = {
-	.version = LOCKFS_BACKEND_TYPE_VERSION,
-	.name = "local",
+	LOCKFS_BACKEND_TYPE_INIT("local"),
 	.create = local_backend_new,
 };

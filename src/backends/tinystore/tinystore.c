@@ -1941,9 +1941,8 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 
 	ts_backend *tb = g_new0(ts_backend, 1);
 	tb->base = (lockfs_backend){
-		.version = LOCKFS_BACKEND_VERSION,
-		.name = "tinystore",
-		.flags = LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES | LOCKFS_BACKEND_UNDESCRIBED,
+		LOCKFS_BACKEND_INIT("tinystore", LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES |
+		                                         LOCKFS_BACKEND_UNDESCRIBED),
 		.acquire = ts_acquire,
 		.heartbeat = ts_heartbeat,
 		.renew = ts_renew,
@@ -1987,8 +1986,7 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 /* Locks as tinystore leases, shared with every host reaching the same server;
  * MOUNT_ID is recorded in the holder records. */
 const lockfs_backend_type lockfs_tinystore_backend_type = {
-	.version = LOCKFS_BACKEND_TYPE_VERSION,
-	.name = "tinystore",
+	LOCKFS_BACKEND_TYPE_INIT("tinystore"),
 	.group = GROUP,
 	.keys = (const char *const[]){ "dir", "endpoint", "token_file", "ca_file", "verify",
 	                               "lock_name", NULL },
