@@ -6,6 +6,22 @@
  * by the constructor of its lockfs_backend_type (below; the table of types is
  * src/backend.c).
  *
+ * Ownership.  "The caller" is the filesystem (or lockfsctl check, a test):
+ *   - Every pointer in these structs is allocated with GLib (g_malloc,
+ *     g_strdup), so lockfs_holder_clear() and lockfs_lock_info_clear() free
+ *     them whoever filled the struct.
+ *   - What is passed in (a holder, a breaker, a beat, acquire()'s content,
+ *     keys and fences) is the caller's, borrowed for the call: a backend
+ *     copies what it keeps (lockfs_holder_copy) and writes nothing of it.
+ *   - What is passed out (a lock info, an acquire result) is in the
+ *     caller's storage.  The backend fills it only when the call returns 0
+ *     (an acquire result: previous only when broke); the caller then owns
+ *     what it points to and frees it with lockfs_lock_info_clear().  On any
+ *     other answer there is nothing to free and nothing to read.
+ *   - A list() callback's info is the backend's, valid during the call:
+ *     the callback copies what it keeps.
+ *   - A lease is the backend's: see lockfs_lease.
+ *
  * Error convention: every function returns 0 or a negative errno.
  *   -EEXIST   the lock is held by someone else (and only that)
  *   -ENOENT   no such lock, or the lease named is no longer the holder's
@@ -47,8 +63,11 @@ typedef enum {
 	LOCKFS_STATE_LOST,  /* the holder's lease could not be kept */
 } lockfs_lock_state;
 
-/* Who holds (or wants) a lock.  Strings are owned by whoever filled the
- * struct; lockfs_holder_clear() frees those a backend allocated. */
+/* Who holds (or wants) a lock.  Passed to acquire() (the taker) and
+ * break_lock() (the breaker), the caller fills it — lockfs_holder_fill() —
+ * and frees it after the call; the backend records a copy, and may put its
+ * own clock's time in acquired_us and heartbeat_us.  In a lockfs_lock_info
+ * the backend fills it from its record. */
 typedef struct {
 	char *host;           /* host identity of the mount */
 	int64_t pid;          /* process that took the lock */
@@ -64,7 +83,9 @@ typedef struct {
 	int64_t mtime_us, atime_us, ctime_us;
 } lockfs_holder;
 
-/* What a backend knows of one lock. */
+/* What a backend knows of one lock: filled by the backend, every field,
+ * from its record (inspect, list, break_lock's BROKEN, acquire's
+ * res->previous); read and freed (lockfs_lock_info_clear) by the caller. */
 typedef struct {
 	char *key; /* path relative to the mount root, '/'-separated */
 	lockfs_holder holder;
@@ -73,21 +94,35 @@ typedef struct {
 	lockfs_lock_state state;
 	bool mine; /* held through this backend instance */
 	/* What the holder wrote in the lock file (≤ LOCKFS_CONTENT_MAX), as
-	 * last sent with heartbeat(); NULL when unknown.  Shared backends keep
+	 * given to acquire() or last sent with heartbeat(); NULL when unknown
+	 * (local: the filesystem keeps content itself).  Shared backends keep
 	 * it so other hosts read the holder's bytes (legacy tools read a pid). */
 	char *content;
 	size_t content_len;
 } lockfs_lock_info;
 
-/* A granted lock.  The filesystem keeps it while the lock name exists and
- * hands it back to heartbeat/renew/release. */
+/* A granted lock.  The backend allocates it in acquire() and frees it in
+ * lease_free(), which the filesystem calls exactly once, when no other call
+ * on the lease is under way (after release(), or for a lock it gave up as
+ * lost without one).  Meanwhile the filesystem keeps it while the lock
+ * name exists, hands it back to heartbeat/renew/release/confirm one call at
+ * a time, and never frees or replaces what it points to. */
 typedef struct lockfs_lease {
+	/* The backend's copy of the key, fixed for the lease's life (the
+	 * filesystem indexes its held locks by this very string). */
 	char *key;
+	/* Filled by the backend at the grant, never written by it after.  The
+	 * filesystem reads it (the lock file's view, break_lock()) and, where
+	 * confirm() exists, writes here the fence confirm() gave it: such a
+	 * backend keeps its own copy in priv (LDAP); one without confirm() may
+	 * read it back (local). */
 	char fence[LOCKFS_FENCE_MAX];
-	void *priv; /* backend's own token */
+	void *priv; /* the backend's own, never read by the filesystem */
 } lockfs_lease;
 
-/* What an acquisition broke on its way, if anything (for the log/notify). */
+/* What an acquisition broke on its way, if anything (for the log/notify):
+ * in the caller's storage, filled by the backend when acquire() returns 0;
+ * the caller frees previous when broke. */
 typedef struct {
 	bool broke;
 	lockfs_lock_info previous; /* valid when broke */
@@ -95,7 +130,8 @@ typedef struct {
 
 typedef struct lockfs_backend lockfs_backend;
 
-/* What heartbeat() records, all from the holder's mount. */
+/* What heartbeat() records, all from the holder's mount: filled by the
+ * filesystem, borrowed by the backend for the call. */
 typedef struct {
 	int64_t heartbeat_us; /* a holder heartbeat at this unix time, or 0: none */
 	/* The lock file's attributes as its holder set them: times in unix µs
@@ -110,7 +146,8 @@ typedef struct {
 
 typedef void (*lockfs_list_cb)(const lockfs_lock_info *info, void *user);
 
-/* This instance's clock against the backend's, as clock() reports it. */
+/* This instance's clock against the backend's, as clock() reports it:
+ * filled by the backend in the caller's storage; no pointers. */
 typedef struct {
 	int64_t offset_us;      /* the backend's clock less this host's wall clock */
 	int64_t uncertainty_us; /* the offset is known within ± this */

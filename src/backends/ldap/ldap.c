@@ -673,9 +673,10 @@ static int ll_release(lockfs_backend *b, lockfs_lease *lease)
 	        : rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_ASSERTION_FAILED
 	                ? -ENOENT
 	                : failed(&op, "release", lease->key);
-	lease_end(p, &op);
+	/* The fence confirm() settled on, which lease->fence need not be. */
 	if (r != -EIO)
-		mine_drop(be, lease->key, lease->fence);
+		mine_drop(be, lease->key, p->fence_value + 6);
+	lease_end(p, &op);
 	return r;
 }
 
@@ -821,7 +822,7 @@ static void ll_lease_free(lockfs_backend *b, lockfs_lease *lease)
 		return;
 	ll_backend *be = (ll_backend *)b;
 	ll_lease *p = lease->priv;
-	mine_drop(be, lease->key, lease->fence);
+	mine_drop(be, lease->key, p ? p->fence_value + 6 : lease->fence);
 	if (p) {
 		g_mutex_clear(&p->mu);
 		g_free(p->dn);
