@@ -3,10 +3,11 @@
  * without, and one to stop and restart).  Without slapd every test skips and
  * says why. */
 #include "backend_contract.h"
-#include "proc_stop.h"
 #include "backends/ldap/ldap_int.h"
+#include "backends/ldap/ldap_test.h"
 #include "holder.h"
 #include "log.h"
+#include "proc_stop.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>

@@ -565,7 +565,7 @@ static int ll_heartbeat(lockfs_backend *b, lockfs_lease *lease, const lockfs_bea
 		return -EIO;
 	lockfs_holder *h = &p->holder;
 	if (beat->heartbeat_us) {
-		h->heartbeat_us = beat->heartbeat_us + be->clock_offset_us;
+		h->heartbeat_us = beat->heartbeat_us + LL_CLOCK_OFFSET_US(be);
 		/* The heartbeat on our monotonic clock: it may have waited for
 		 * the rate limit; a wall clock step meanwhile counts as none. */
 		int64_t age = lockfs_now_us() - beat->heartbeat_us;
@@ -574,11 +574,11 @@ static int ll_heartbeat(lockfs_backend *b, lockfs_lease *lease, const lockfs_bea
 		p->hb_mono_us = lockfs_mono_us() - age;
 	}
 	if (beat->mtime_us)
-		h->mtime_us = beat->mtime_us + be->clock_offset_us;
+		h->mtime_us = beat->mtime_us + LL_CLOCK_OFFSET_US(be);
 	if (beat->atime_us)
-		h->atime_us = beat->atime_us + be->clock_offset_us;
+		h->atime_us = beat->atime_us + LL_CLOCK_OFFSET_US(be);
 	if (beat->ctime_us)
-		h->ctime_us = beat->ctime_us + be->clock_offset_us;
+		h->ctime_us = beat->ctime_us + LL_CLOCK_OFFSET_US(be);
 	if (beat->mode)
 		h->mode = beat->mode;
 	if (beat->content) {
@@ -898,31 +898,6 @@ static lockfs_backend *ldap_backend_new(const lockfs_config *cfg, const char *mo
 		return NULL;
 	}
 	return &be->base;
-}
-
-/* ---- tests ---- */
-
-void lockfs_ldap_test_set_clock_offset(lockfs_backend *be, int64_t offset_us)
-{
-	((ll_backend *)be)->clock_offset_us = offset_us;
-}
-
-void lockfs_ldap_test_forget_clock(lockfs_backend *b)
-{
-	ll_backend *be = (ll_backend *)b;
-	g_mutex_lock(&be->clock_mu);
-	memset(&be->clock, 0, sizeof(be->clock));
-	g_mutex_unlock(&be->clock_mu);
-}
-
-void lockfs_ldap_test_disable_caps(lockfs_backend *be, unsigned caps)
-{
-	((ll_backend *)be)->caps &= ~caps;
-}
-
-unsigned lockfs_ldap_test_caps(lockfs_backend *be)
-{
-	return ((ll_backend *)be)->caps;
 }
 
 /* Locks as entries under a base in an LDAP directory, shared with every host
