@@ -197,7 +197,9 @@ struct lockfs_backend {
 	int (*release)(lockfs_backend *be, lockfs_lease *lease);
 
 	/* Break KEY held by someone else.  When FENCE is not NULL, only the holder
-	 * with that fence is removed (-ENOENT if the lock changed meanwhile). */
+	 * with that fence is removed (-ENOENT if the lock changed meanwhile).
+	 * BREAKER is NULL when the holder's own mount expires it; BROKEN, when
+	 * not NULL, is filled with what was removed. */
 	int (*break_lock)(lockfs_backend *be, const char *key, const char *fence,
 	                  const lockfs_holder *breaker, lockfs_lock_info *broken);
 
