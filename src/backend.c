@@ -19,8 +19,6 @@ void lockfs_holder_copy(lockfs_holder *dst, const lockfs_holder *src)
 	dst->host = g_strdup(src->host);
 	dst->user = g_strdup(src->user);
 	dst->command = g_strdup(src->command);
-	dst->initial_content = NULL; /* borrowed for one acquire() */
-	dst->initial_content_len = 0;
 }
 
 void lockfs_lock_info_clear(lockfs_lock_info *info)
@@ -125,6 +123,12 @@ lockfs_backend *lockfs_backend_new(const lockfs_config *cfg, const char *mount_i
 		            s->backend, names);
 		return NULL;
 	}
+	return lockfs_backend_new_of_type(t, cfg, mount_id, error);
+}
+
+lockfs_backend *lockfs_backend_new_of_type(const lockfs_backend_type *t, const lockfs_config *cfg,
+                                           const char *mount_id, GError **error)
+{
 	lockfs_backend *be = t->create(cfg, mount_id, error);
 	if (be && be->version != LOCKFS_BACKEND_VERSION) {
 		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE,

@@ -188,17 +188,15 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	/* Linked from a temp file the tool already wrote (a pid), or a
 	 * symlink's target: recorded with the grant, so other hosts read the
 	 * same bytes; and the times the file has, as every host shows them. */
-	g_autofree char *initial = NULL;
+	g_autofree char *initial = NULL; /* a copy: node->data may change unlocked */
+	size_t initial_len = 0;
 	holder.mtime_us = us_of(node->mtime);
 	holder.atime_us = us_of(node->atime);
 	holder.ctime_us = us_of(node->ctime);
 	if (fs->shared && node->kind == NODE_MEM && (S_ISREG(node->mode) || S_ISLNK(node->mode)) &&
 	    node->size) {
-		holder.initial_content_len = MIN(node->size, (size_t)LOCKFS_CONTENT_MAX);
-		initial = g_malloc(holder.initial_content_len + 1);
-		memcpy(initial, node->data, holder.initial_content_len);
-		initial[holder.initial_content_len] = '\0';
-		holder.initial_content = initial;
+		initial_len = MIN(node->size, (size_t)LOCKFS_CONTENT_MAX);
+		initial = g_memdup2(node->data, initial_len);
 	}
 	lockfs_lease *lease = NULL;
 	lockfs_acquire_result res;
@@ -206,7 +204,8 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	node->nlookup++;
 	dir->nlookup++;
 	int64_t sent = lockfs_mono_us();
-	int r = backend_errno(UNLOCKED(fs, fs->be->acquire(fs->be, key, &holder, &lease, &res)));
+	int r = backend_errno(UNLOCKED(
+	        fs, fs->be->acquire(fs->be, key, &holder, initial, initial_len, &lease, &res)));
 	node->nlookup--;
 	dir->nlookup--;
 	if (!r && S_ISDIR(dir->mode) && dir != fs->root && dir->kind == NODE_MEM && !dir->nlink) {
@@ -246,8 +245,6 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	d->lease = lease;
 	d->holder = holder;
 	d->holder_ppid = who->ppid;
-	d->holder.initial_content = NULL; /* freed below */
-	d->holder.initial_content_len = 0;
 	d->heartbeat_us = now;
 	d->hb_sent_mono = d->granted_mono = d->heartbeat_boot = lockfs_mono_us();
 	d->serial = ++fs->next_serial;

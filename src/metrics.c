@@ -85,9 +85,10 @@ typedef struct {
 	})
 
 static int t_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
-                     lockfs_lease **out, lockfs_acquire_result *res)
+                     const void *content, size_t content_len, lockfs_lease **out,
+                     lockfs_acquire_result *res)
 {
-	return TIMED(OP_ACQUIRE, IN(be)->acquire(IN(be), key, who, out, res));
+	return TIMED(OP_ACQUIRE, IN(be)->acquire(IN(be), key, who, content, content_len, out, res));
 }
 
 static int t_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_beat *beat)
@@ -145,24 +146,24 @@ static void t_destroy(lockfs_backend *be)
 lockfs_backend *metrics_wrap_backend(lockfs_backend *inner)
 {
 	timed_backend *t = g_new0(timed_backend, 1);
-	lockfs_backend *b = &t->pub;
 	t->in = inner;
-	b->version = inner->version;
-	b->name = inner->name;
-	b->flags = inner->flags;
-	b->acquire = t_acquire;
-	b->heartbeat = t_heartbeat;
-	b->renew = t_renew;
-	b->release = t_release;
-	b->break_lock = t_break;
-	b->inspect = t_inspect;
-	b->list = t_list;
-	/* NULL stays NULL: the filesystem asks whether a backend has them. */
-	b->confirm = inner->confirm ? t_confirm : NULL;
-	b->clock = inner->clock ? t_clock : NULL;
-	b->lease_free = t_lease_free;
-	b->destroy = t_destroy;
-	return b;
+	/* A table of this lockfs's interface around one the registry checked. */
+	t->pub = (lockfs_backend){
+		LOCKFS_BACKEND_INIT(inner->name, inner->flags),
+		.acquire = t_acquire,
+		.heartbeat = t_heartbeat,
+		.renew = t_renew,
+		.release = t_release,
+		.break_lock = t_break,
+		.inspect = t_inspect,
+		.list = t_list,
+		/* NULL stays NULL: the filesystem asks whether a backend has them. */
+		.confirm = inner->confirm ? t_confirm : NULL,
+		.clock = inner->clock ? t_clock : NULL,
+		.lease_free = t_lease_free,
+		.destroy = t_destroy,
+	};
+	return &t->pub;
 }
 
 /* ---- the text ---- */

@@ -6,6 +6,22 @@
  * by the constructor of its lockfs_backend_type (below; the table of types is
  * src/backend.c).
  *
+ * Ownership.  "The caller" is the filesystem (or lockfsctl check, a test):
+ *   - Every pointer in these structs is allocated with GLib (g_malloc,
+ *     g_strdup), so lockfs_holder_clear() and lockfs_lock_info_clear() free
+ *     them whoever filled the struct.
+ *   - What is passed in (a holder, a breaker, a beat, acquire()'s content,
+ *     keys and fences) is the caller's, borrowed for the call: a backend
+ *     copies what it keeps (lockfs_holder_copy) and writes nothing of it.
+ *   - What is passed out (a lock info, an acquire result) is in the
+ *     caller's storage.  The backend fills it only when the call returns 0
+ *     (an acquire result: previous only when broke); the caller then owns
+ *     what it points to and frees it with lockfs_lock_info_clear().  On any
+ *     other answer there is nothing to free and nothing to read.
+ *   - A list() callback's info is the backend's, valid during the call:
+ *     the callback copies what it keeps.
+ *   - A lease is the backend's: see lockfs_lease.
+ *
  * Error convention: every function returns 0 or a negative errno.
  *   -EEXIST   the lock is held by someone else (and only that)
  *   -ENOENT   no such lock, or the lease named is no longer the holder's
@@ -31,7 +47,7 @@
 extern "C" {
 #endif
 
-#define LOCKFS_BACKEND_VERSION 3
+#define LOCKFS_BACKEND_VERSION 4
 
 /* Fences are decimal strings: tinystore's are u128, LDAP's and local's u64. */
 #define LOCKFS_FENCE_MAX 40
@@ -47,8 +63,11 @@ typedef enum {
 	LOCKFS_STATE_LOST,  /* the holder's lease could not be kept */
 } lockfs_lock_state;
 
-/* Who holds (or wants) a lock.  Strings are owned by whoever filled the
- * struct; lockfs_holder_clear() frees those a backend allocated. */
+/* Who holds (or wants) a lock.  Passed to acquire() (the taker) and
+ * break_lock() (the breaker), the caller fills it — lockfs_holder_fill() —
+ * and frees it after the call; the backend records a copy, and may put its
+ * own clock's time in acquired_us and heartbeat_us.  In a lockfs_lock_info
+ * the backend fills it from its record. */
 typedef struct {
 	char *host;           /* host identity of the mount */
 	int64_t pid;          /* process that took the lock */
@@ -62,14 +81,11 @@ typedef struct {
 	 * µs; 0: the heartbeat's (mtime, ctime) or the acquisition's (atime).
 	 * What every host shows; staleness goes by heartbeat_us alone. */
 	int64_t mtime_us, atime_us, ctime_us;
-	/* acquire() only: what the lock file holds already (a temp file the
-	 * tool wrote its pid in, then linked), for the backend to record with
-	 * the grant; borrowed, never copied, NULL when empty. */
-	const char *initial_content;
-	size_t initial_content_len;
 } lockfs_holder;
 
-/* What a backend knows of one lock. */
+/* What a backend knows of one lock: filled by the backend, every field,
+ * from its record (inspect, list, break_lock's BROKEN, acquire's
+ * res->previous); read and freed (lockfs_lock_info_clear) by the caller. */
 typedef struct {
 	char *key; /* path relative to the mount root, '/'-separated */
 	lockfs_holder holder;
@@ -78,24 +94,35 @@ typedef struct {
 	lockfs_lock_state state;
 	bool mine; /* held through this backend instance */
 	/* What the holder wrote in the lock file (≤ LOCKFS_CONTENT_MAX), as
-	 * last sent with heartbeat(); NULL when unknown.  Shared backends keep
+	 * given to acquire() or last sent with heartbeat(); NULL when unknown
+	 * (local: the filesystem keeps content itself).  Shared backends keep
 	 * it so other hosts read the holder's bytes (legacy tools read a pid). */
 	char *content;
 	size_t content_len;
-	/* The backend's own timestamp of the last change, unix µs, or 0. */
-	int64_t server_time_us;
 } lockfs_lock_info;
 
-/* A granted lock.  The filesystem keeps it while the lock name exists and
- * hands it back to heartbeat/renew/release. */
+/* A granted lock.  The backend allocates it in acquire() and frees it in
+ * lease_free(), which the filesystem calls exactly once, when no other call
+ * on the lease is under way (after release(), or for a lock it gave up as
+ * lost without one).  Meanwhile the filesystem keeps it while the lock
+ * name exists, hands it back to heartbeat/renew/release/confirm one call at
+ * a time, and never frees or replaces what it points to. */
 typedef struct lockfs_lease {
+	/* The backend's copy of the key, fixed for the lease's life (the
+	 * filesystem indexes its held locks by this very string). */
 	char *key;
+	/* Filled by the backend at the grant, never written by it after.  The
+	 * filesystem reads it (the lock file's view, break_lock()) and, where
+	 * confirm() exists, writes here the fence confirm() gave it: such a
+	 * backend keeps its own copy in priv (LDAP); one without confirm() may
+	 * read it back (local). */
 	char fence[LOCKFS_FENCE_MAX];
-	int64_t renewed_mono_us; /* last successful renewal, CLOCK_MONOTONIC µs */
-	void *priv;              /* backend's own token */
+	void *priv; /* the backend's own, never read by the filesystem */
 } lockfs_lease;
 
-/* What an acquisition broke on its way, if anything (for the log/notify). */
+/* What an acquisition broke on its way, if anything (for the log/notify):
+ * in the caller's storage, filled by the backend when acquire() returns 0;
+ * the caller frees previous when broke. */
 typedef struct {
 	bool broke;
 	lockfs_lock_info previous; /* valid when broke */
@@ -103,7 +130,8 @@ typedef struct {
 
 typedef struct lockfs_backend lockfs_backend;
 
-/* What heartbeat() records, all from the holder's mount. */
+/* What heartbeat() records, all from the holder's mount: filled by the
+ * filesystem, borrowed by the backend for the call. */
 typedef struct {
 	int64_t heartbeat_us; /* a holder heartbeat at this unix time, or 0: none */
 	/* The lock file's attributes as its holder set them: times in unix µs
@@ -118,7 +146,8 @@ typedef struct {
 
 typedef void (*lockfs_list_cb)(const lockfs_lock_info *info, void *user);
 
-/* This instance's clock against the backend's, as clock() reports it. */
+/* This instance's clock against the backend's, as clock() reports it:
+ * filled by the backend in the caller's storage; no pointers. */
 typedef struct {
 	int64_t offset_us;      /* the backend's clock less this host's wall clock */
 	int64_t uncertainty_us; /* the offset is known within ± this */
@@ -144,10 +173,16 @@ struct lockfs_backend {
 	unsigned flags;   /* LOCKFS_BACKEND_* */
 
 	/* Take KEY for WHO.  A lock that is stale by the backend's rules is broken
-	 * first (atomically at the backend) and reported in *res.  -EEXIST if
-	 * held, -EIO if the backend failed: never a grant it did not make. */
+	 * first (atomically at the backend) and reported in *res (RES may be
+	 * NULL).  -EEXIST if held, -EIO if the backend failed: never a grant it
+	 * did not make.  CONTENT (CONTENT_LEN ≤ LOCKFS_CONTENT_MAX bytes, NULL
+	 * when empty) is what the lock file holds already — a temp file the tool
+	 * wrote its pid in, then linked; a symlink's target — for a shared
+	 * backend to record with the grant, as if sent by a first heartbeat;
+	 * borrowed for the call. */
 	int (*acquire)(lockfs_backend *be, const char *key, const lockfs_holder *who,
-	               lockfs_lease **out, lockfs_acquire_result *res);
+	               const void *content, size_t content_len, lockfs_lease **out,
+	               lockfs_acquire_result *res);
 
 	/* Record a holder heartbeat and what the holder changed of the lock
 	 * file (backends that share holder records keep content, times and
@@ -162,7 +197,9 @@ struct lockfs_backend {
 	int (*release)(lockfs_backend *be, lockfs_lease *lease);
 
 	/* Break KEY held by someone else.  When FENCE is not NULL, only the holder
-	 * with that fence is removed (-ENOENT if the lock changed meanwhile). */
+	 * with that fence is removed (-ENOENT if the lock changed meanwhile).
+	 * BREAKER is NULL when the holder's own mount expires it; BROKEN, when
+	 * not NULL, is filled with what was removed. */
 	int (*break_lock)(lockfs_backend *be, const char *key, const char *fence,
 	                  const lockfs_holder *breaker, lockfs_lock_info *broken);
 
@@ -187,6 +224,21 @@ struct lockfs_backend {
 	int (*clock)(lockfs_backend *be, lockfs_clock_info *out);
 };
 
+/* The common header of a backend instance, first in its constructor's
+ * initializer, so that every instance says which interface it was built
+ * for (the registry refuses another version) and the header is filled in
+ * one place:
+ *
+ *     b->base = (lockfs_backend){
+ *             LOCKFS_BACKEND_INIT("etcd", LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES),
+ *             .acquire = etcd_acquire,
+ *             ...
+ *     };
+ *
+ * NAME is the type's name; FLAGS are LOCKFS_BACKEND_* (0 for none). */
+#define LOCKFS_BACKEND_INIT(NAME, FLAGS) \
+	.version = LOCKFS_BACKEND_VERSION, .name = (NAME), .flags = (FLAGS)
+
 #define LOCKFS_BACKEND_TYPE_VERSION 1
 
 /* A kind of backend, as built into lockfs: each backend exports one, named
@@ -205,6 +257,10 @@ typedef struct lockfs_backend_type {
 	 * and what to do. */
 	lockfs_backend *(*create)(const lockfs_config *cfg, const char *mount_id, GError **error);
 } lockfs_backend_type;
+
+/* The same for a type: const lockfs_backend_type lockfs_etcd_backend_type = {
+ * LOCKFS_BACKEND_TYPE_INIT("etcd"), .group = ..., .create = ... }. */
+#define LOCKFS_BACKEND_TYPE_INIT(NAME) .version = LOCKFS_BACKEND_TYPE_VERSION, .name = (NAME)
 
 void lockfs_holder_clear(lockfs_holder *h);
 void lockfs_holder_copy(lockfs_holder *dst, const lockfs_holder *src);

@@ -12,6 +12,12 @@ G_BEGIN_DECLS
 /* The backend the configuration names (backend=). */
 lockfs_backend *lockfs_backend_new(const lockfs_config *cfg, const char *mount_id, GError **error);
 
+/* An instance of type T (as lockfs_backend_new makes it): NULL with a
+ * one-line error when the constructor fails or made an instance of another
+ * LOCKFS_BACKEND_VERSION (which is then destroyed). */
+lockfs_backend *lockfs_backend_new_of_type(const lockfs_backend_type *t, const lockfs_config *cfg,
+                                           const char *mount_id, GError **error);
+
 /* The type named NAME, or NULL when it is not built in (or was built for
  * another LOCKFS_BACKEND_TYPE_VERSION: a critical warning says so). */
 const lockfs_backend_type *lockfs_backend_type_find(const char *name);

@@ -7,6 +7,7 @@
  *   build-fuzz/tests/fuzz/fuzz_tinystore -max_len=4096 -rss_limit_mb=512 tests/fuzz/corpus
  * A decoder that crashes, leaks, hangs or allocates past the limit is a bug. */
 #include "backends/tinystore/tinystore_codec.h"
+#include "backends/tinystore/tinystore_fuzz.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

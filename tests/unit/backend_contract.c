@@ -107,7 +107,7 @@ static lockfs_lease *take(lockfs_backend *be, const char *key, const char *host)
 	lockfs_holder h = lockfs_contract_holder(host, 4242);
 	lockfs_lease *lease = NULL;
 	lockfs_acquire_result res;
-	g_assert_cmpint(be->acquire(be, key, &h, &lease, &res), ==, 0);
+	g_assert_cmpint(be->acquire(be, key, &h, NULL, 0, &lease, &res), ==, 0);
 	g_assert_nonnull(lease);
 	g_assert_false(res.broke);
 	g_assert_cmpstr(lease->key, ==, key);
@@ -121,7 +121,7 @@ static int try_take(lockfs_backend *be, const char *key, const char *host)
 {
 	lockfs_holder h = lockfs_contract_holder(host, 77);
 	lockfs_lease *lease = NULL;
-	int r = be->acquire(be, key, &h, &lease, NULL);
+	int r = be->acquire(be, key, &h, NULL, 0, &lease, NULL);
 	if (r == 0) {
 		g_assert_cmpint(be->release(be, lease), ==, 0);
 		be->lease_free(be, lease);
@@ -303,7 +303,7 @@ static void test_stale_broken_by_acquire(gconstpointer data)
 	lockfs_holder who = lockfs_contract_holder("host-b", 5);
 	lockfs_lease *next = NULL;
 	lockfs_acquire_result res;
-	g_assert_cmpint(h.b->acquire(h.b, key, &who, &next, &res), ==, 0);
+	g_assert_cmpint(h.b->acquire(h.b, key, &who, NULL, 0, &next, &res), ==, 0);
 	confirmed(h.b, next);
 	g_assert_true(res.broke);
 	described(h.b, key, next->fence);
@@ -380,6 +380,51 @@ static void test_list_prefix(gconstpointer data)
 	hosts_free(&h);
 }
 
+/* B's record of KEY holds CONTENT (NUL-terminated text). */
+static void shows_content(lockfs_backend *b, const char *key, const char *content)
+{
+	lockfs_lock_info info;
+	g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
+	g_assert_cmpmem(info.content, info.content_len, content, strlen(content));
+	lockfs_lock_info_clear(&info);
+}
+
+/* What the lock file held when it was linked is what other hosts read from
+ * the grant on; heartbeats then change it, or leave it (content NULL). */
+static void test_acquire_content(gconstpointer data)
+{
+	const lockfs_contract *c = data;
+	NEED_SERVER(c);
+	if (!c->shared) {
+		g_test_skip("no other host reads this backend's locks: the filesystem keeps "
+		            "their content");
+		return;
+	}
+	hosts h = two_hosts(c, "3s", "300s");
+	g_autofree char *key = lockfs_contract_key("content.lock");
+	lockfs_holder who = lockfs_contract_holder("host-a", 4242);
+	lockfs_lease *l = NULL;
+	g_assert_cmpint(h.a->acquire(h.a, key, &who, "4242\n", 5, &l, NULL), ==, 0);
+	confirmed(h.a, l);
+	described(h.b, key, l->fence);
+	shows_content(h.b, key, "4242\n");
+	lockfs_beat beat = { .heartbeat_us = lockfs_now_us(), .content = "77\n", .content_len = 3 };
+	g_assert_cmpint(h.a->heartbeat(h.a, l, &beat), ==, 0);
+	shows_content(h.b, key, "77\n");
+	beat = (lockfs_beat){ .heartbeat_us = lockfs_now_us() };
+	g_assert_cmpint(h.a->heartbeat(h.a, l, &beat), ==, 0);
+	shows_content(h.b, key, "77\n");
+	give_seen(h.a, l, h.b);
+	/* Without content, nothing is recorded. */
+	l = take(h.a, key, "host-a");
+	lockfs_lock_info info;
+	g_assert_cmpint(h.b->inspect(h.b, key, &info), ==, 0);
+	g_assert_cmpuint(info.content_len, ==, 0);
+	lockfs_lock_info_clear(&info);
+	give_seen(h.a, l, h.b);
+	hosts_free(&h);
+}
+
 static void test_confirm(gconstpointer data)
 {
 	const lockfs_contract *c = data;
@@ -430,7 +475,7 @@ static void test_renew_estale_after_loss(gconstpointer data)
 	for (;;) {
 		int64_t sent = lockfs_mono_us();
 		g_assert_cmpint(sent, <, end);
-		int r = h.b->acquire(h.b, key, &who, &next, NULL);
+		int r = h.b->acquire(h.b, key, &who, NULL, 0, &next, NULL);
 		if (r == 0) {
 			confirmed(h.b, next);
 			described(h.b, key, next->fence);
@@ -492,7 +537,7 @@ static void test_fences_across_restart(gconstpointer data)
 	lockfs_holder who = lockfs_contract_holder("host-a", 1);
 	int64_t end = lockfs_mono_us() + 20 * G_USEC_PER_SEC;
 	int r;
-	while ((r = a->acquire(a, key, &who, &l, NULL)) == -EIO || r == -EEXIST) {
+	while ((r = a->acquire(a, key, &who, NULL, 0, &l, NULL)) == -EIO || r == -EEXIST) {
 		g_assert_cmpint(lockfs_mono_us(), <, end);
 		g_usleep(100 * 1000);
 	}
@@ -514,6 +559,7 @@ void lockfs_contract_add(const lockfs_contract *c)
 		{ "break-with-fence", test_break_with_fence },
 		{ "stale-broken-by-acquire", test_stale_broken_by_acquire },
 		{ "list-prefix", test_list_prefix },
+		{ "acquire-content", test_acquire_content },
 		{ "confirm", test_confirm },
 		{ "renew-estale-after-loss", test_renew_estale_after_loss },
 		{ "fences-across-hosts", test_fences_across_hosts },

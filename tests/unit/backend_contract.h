@@ -3,7 +3,8 @@
  * (a real server each; see test_etcd_backend.c for the etcd one).
  *
  * Tests (paths /contract/NAME/...): acquire-eexist, release-only-own,
- * break-with-fence, stale-broken-by-acquire, list-prefix, confirm,
+ * break-with-fence, stale-broken-by-acquire, list-prefix, acquire-content
+ * (shared backends), confirm,
  * renew-estale-after-loss (backends with leases), fences-across-hosts and
  * fences-across-restart (when the fixture can restart its server).
  *

@@ -186,10 +186,10 @@ static lockfs_lease *take(lockfs_backend *be, const char *key, const char *host,
                           const char *content)
 {
 	lockfs_holder h = lockfs_contract_holder(host, 4242);
-	h.initial_content = content;
-	h.initial_content_len = content ? strlen(content) : 0;
 	lockfs_lease *lease = NULL;
-	g_assert_cmpint(be->acquire(be, key, &h, &lease, NULL), ==, 0);
+	g_assert_cmpint(
+	        be->acquire(be, key, &h, content, content ? strlen(content) : 0, &lease, NULL), ==,
+	        0);
 	return lease;
 }
 
@@ -354,7 +354,7 @@ static void test_lease_per_mount(void)
 	lockfs_lease *got = NULL;
 	int64_t end = lockfs_mono_us() + 20 * G_USEC_PER_SEC;
 	int r;
-	while ((r = b->acquire(b, keys[0], &who, &got, NULL)) == -EEXIST) {
+	while ((r = b->acquire(b, keys[0], &who, NULL, 0, &got, NULL)) == -EEXIST) {
 		g_assert_cmpint(lockfs_mono_us(), <, end);
 		g_usleep(100 * 1000);
 	}
@@ -431,7 +431,7 @@ static void test_member_paused(void)
 		g_autofree char *k = lockfs_contract_key("paused.lock");
 		lockfs_holder who = lockfs_contract_holder("host-a", i);
 		lockfs_lease *l = NULL;
-		g_assert_cmpint(BOUNDED(3000000, a->acquire(a, k, &who, &l, NULL)), ==, 0);
+		g_assert_cmpint(BOUNDED(3000000, a->acquire(a, k, &who, NULL, 0, &l, NULL)), ==, 0);
 		g_assert_cmpint(BOUNDED(3000000, a->renew(a, h)), ==, 0);
 		g_assert_cmpint(BOUNDED(3000000, a->release(a, l)), ==, 0);
 		a->lease_free(a, l);
@@ -451,7 +451,7 @@ static int try_take_eexist(lockfs_backend *be, const char *key)
 {
 	lockfs_holder who = lockfs_contract_holder("host-b", 3);
 	lockfs_lease *l = NULL;
-	int r = be->acquire(be, key, &who, &l, NULL);
+	int r = be->acquire(be, key, &who, NULL, 0, &l, NULL);
 	if (r == 0)
 		give(be, l);
 	return r;
@@ -494,7 +494,7 @@ static void test_leader_killed(void)
 			g_autofree char *k = lockfs_contract_key("after-election.lock");
 			lockfs_holder who = lockfs_contract_holder("host-b", 2);
 			lockfs_lease *got = NULL;
-			int r = BOUNDED(timeout_us, b->acquire(b, k, &who, &got, NULL));
+			int r = BOUNDED(timeout_us, b->acquire(b, k, &who, NULL, 0, &got, NULL));
 			g_assert_true(r == 0 || r == -EIO);
 			if (r == 0) {
 				granted = true;
@@ -679,7 +679,7 @@ static void test_tls_users(void)
 	g_autofree char *k = lockfs_contract_key("denied.lock");
 	lockfs_holder who = lockfs_contract_holder("host-tls", 1);
 	lockfs_lease *l = NULL;
-	g_assert_cmpint(be->acquire(be, k, &who, &l, NULL), ==, -EIO);
+	g_assert_cmpint(be->acquire(be, k, &who, NULL, 0, &l, NULL), ==, -EIO);
 	g_assert_null(l);
 	be->destroy(be);
 

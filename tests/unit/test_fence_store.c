@@ -118,6 +118,42 @@ static void test_unwritable_stops(void)
 	lockfs_fence_store_close(fs);
 }
 
+/* An instance built for another interface version is refused, by the
+ * registry's constructor, with a line saying to rebuild (and destroyed). */
+static lockfs_backend *old_local(const lockfs_config *cfg, const char *mount_id, GError **error)
+{
+	lockfs_backend *be = lockfs_backend_type_find("local")->create(cfg, mount_id, error);
+	if (be)
+		be->version = LOCKFS_BACKEND_VERSION - 1;
+	return be;
+}
+
+static void test_version_refused(void)
+{
+	lockfs_config *cfg = lockfs_config_new();
+	g_autofree char *opt = g_strdup_printf("state_dir=%s", tmpdir);
+	bool ff;
+	g_autoptr(GError) err = NULL;
+	g_assert_true(lockfs_config_set_option(cfg, opt, &ff, &err));
+	g_assert_true(lockfs_config_finish(cfg, &err));
+	const lockfs_backend_type old = { LOCKFS_BACKEND_TYPE_INIT("local"), .create = old_local };
+	g_assert_null(lockfs_backend_new_of_type(&old, cfg, "/version", &err));
+	g_assert_nonnull(err);
+	g_autofree char *want = g_strdup_printf("backend 'local' implements backend interface "
+	                                        "version %u, this lockfs calls version %u; "
+	                                        "rebuild it with this lockfs",
+	                                        LOCKFS_BACKEND_VERSION - 1, LOCKFS_BACKEND_VERSION);
+	g_assert_cmpstr(err->message, ==, want);
+	g_clear_error(&err);
+	/* Refused and destroyed: the same mount's state file opens again. */
+	lockfs_backend *be = lockfs_backend_new_of_type(lockfs_backend_type_find("local"), cfg,
+	                                                "/version", &err);
+	g_assert_no_error(err);
+	g_assert_cmpuint(be->version, ==, LOCKFS_BACKEND_VERSION);
+	be->destroy(be);
+	lockfs_config_free(cfg);
+}
+
 /* The local backend through the interface: EEXIST, release only if own,
  * breaks by fence, stale locks broken by the next acquisition. */
 static void test_local_backend(void)
@@ -140,9 +176,9 @@ static void test_local_backend(void)
 	                     .acquired_us = g_get_real_time(), .heartbeat_us = g_get_real_time()};
 	lockfs_lease *a = NULL, *b = NULL;
 	lockfs_acquire_result res;
-	g_assert_cmpint(be->acquire(be, "x.lock", &who, &a, &res), ==, 0);
+	g_assert_cmpint(be->acquire(be, "x.lock", &who, NULL, 0, &a, &res), ==, 0);
 	g_assert_false(res.broke);
-	g_assert_cmpint(be->acquire(be, "x.lock", &who, &b, &res), ==, -EEXIST);
+	g_assert_cmpint(be->acquire(be, "x.lock", &who, NULL, 0, &b, &res), ==, -EEXIST);
 	lockfs_lock_info info;
 	g_assert_cmpint(be->inspect(be, "x.lock", &info), ==, 0);
 	g_assert_cmpstr(info.fence, ==, a->fence);
@@ -152,7 +188,7 @@ static void test_local_backend(void)
 	g_assert_cmpint(be->break_lock(be, "x.lock", "999999", NULL, NULL), ==, -ENOENT);
 	g_assert_cmpint(be->break_lock(be, "x.lock", a->fence, NULL, &info), ==, 0);
 	lockfs_lock_info_clear(&info);
-	g_assert_cmpint(be->acquire(be, "x.lock", &who, &b, &res), ==, 0);
+	g_assert_cmpint(be->acquire(be, "x.lock", &who, NULL, 0, &b, &res), ==, 0);
 	g_assert_cmpint(lockfs_fence_cmp(b->fence, a->fence), >, 0);
 	g_assert_cmpint(be->release(be, a), ==, -ENOENT);
 	g_assert_cmpint(be->heartbeat(be, a, &(lockfs_beat){.heartbeat_us = g_get_real_time(), .content = NULL, .content_len = 0}), ==, -ESTALE);
@@ -164,8 +200,8 @@ static void test_local_backend(void)
 	lockfs_holder old = who;
 	old.heartbeat_us = g_get_real_time() - 3 * G_USEC_PER_SEC;
 	lockfs_lease *c = NULL, *d = NULL;
-	g_assert_cmpint(be->acquire(be, "s.lock", &old, &c, &res), ==, 0);
-	g_assert_cmpint(be->acquire(be, "s.lock", &who, &d, &res), ==, 0);
+	g_assert_cmpint(be->acquire(be, "s.lock", &old, NULL, 0, &c, &res), ==, 0);
+	g_assert_cmpint(be->acquire(be, "s.lock", &who, NULL, 0, &d, &res), ==, 0);
 	g_assert_true(res.broke);
 	g_assert_cmpstr(res.previous.fence, ==, c->fence);
 	lockfs_lock_info_clear(&res.previous);
@@ -191,6 +227,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/fence/corrupt-refused", test_corrupt_refused);
 	g_test_add_func("/fence/unwritable-stops", test_unwritable_stops);
 	g_test_add_func("/local/backend", test_local_backend);
+	g_test_add_func("/registry/version-refused", test_version_refused);
 	state_dir_opt = g_strdup_printf("state_dir=%s", tmpdir);
 	contract_options[0] = "backend=local";
 	contract_options[1] = state_dir_opt;

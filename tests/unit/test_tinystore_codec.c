@@ -4,6 +4,7 @@
  * the fuzz target (tests/fuzz/) run over the vectors, random input and
  * mutated vectors, so CI runs it without libFuzzer. */
 #include "backends/tinystore/tinystore_codec.h"
+#include "backends/tinystore/tinystore_fuzz.h"
 
 #include <string.h>
 

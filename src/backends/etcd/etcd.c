@@ -447,7 +447,6 @@ static void fill_info(etcd_backend *b, const ekv *kv, lockfs_lock_info *out)
 		memset(&rec.holder, 0, sizeof(rec.holder));
 		out->content = g_steal_pointer(&rec.content);
 		out->content_len = rec.content_len;
-		out->server_time_us = rec.server_ms * 1000;
 		etcd_record tmp = { .server_ms = rec.server_ms, .idle_ms = rec.idle_ms };
 		out->state = stale(b, &tmp) ? LOCKFS_STATE_STALE : LOCKFS_STATE_HELD;
 		etcd_record_clear(&rec);
@@ -509,7 +508,8 @@ static void random_nonce(char out[33])
 }
 
 static int etcd_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
-                        lockfs_lease **out, lockfs_acquire_result *res)
+                        const void *content, size_t content_len, lockfs_lease **out,
+                        lockfs_acquire_result *res)
 {
 	etcd_backend *b = (etcd_backend *)be;
 	int64_t start = lockfs_mono_us(), deadline = start + b->timeout_us;
@@ -530,9 +530,9 @@ static int etcd_acquire(lockfs_backend *be, const char *key, const lockfs_holder
 	p->rec.nonce = g_strdup(nonce);
 	p->rec.lease = lease_id;
 	p->rec.ttl_ms = b->ttl_ms;
-	if (who->initial_content && who->initial_content_len) {
-		size_t n = MIN(who->initial_content_len, LOCKFS_CONTENT_MAX);
-		p->rec.content = g_memdup2(who->initial_content, n);
+	if (content && content_len) {
+		size_t n = MIN(content_len, LOCKFS_CONTENT_MAX);
+		p->rec.content = g_memdup2(content, n);
 		p->rec.content_len = n;
 	}
 	p->lease_id = lease_id;
@@ -623,7 +623,6 @@ static int etcd_acquire(lockfs_backend *be, const char *key, const lockfs_holder
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
 	lease->key = g_strdup(key);
 	snprintf(lease->fence, sizeof(lease->fence), "%" PRId64, p->create_rev);
-	lease->renewed_mono_us = start;
 	lease->priv = p;
 	g_mutex_lock(&b->mu);
 	g_hash_table_replace(b->mine, g_strdup(full), p);
@@ -691,8 +690,6 @@ static int etcd_renew(lockfs_backend *be, lockfs_lease *lease)
 	int r = lease_fresh(b, start, start + b->timeout_us, p->lease_id, NULL);
 	if (r == 0 && g_atomic_int_get(&p->broken))
 		return -ESTALE; /* found broken by the round just made */
-	if (r == 0)
-		lease->renewed_mono_us = start;
 	return r;
 }
 
@@ -1014,9 +1011,7 @@ static lockfs_backend *etcd_backend_new(const lockfs_config *cfg, const char *mo
 	guint n_endpoints = g_strv_length(o.endpoints);
 	etcd_backend *b = g_new0(etcd_backend, 1);
 	b->base = (lockfs_backend){
-		.version = LOCKFS_BACKEND_VERSION,
-		.name = "etcd",
-		.flags = LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES,
+		LOCKFS_BACKEND_INIT("etcd", LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES),
 		.acquire = etcd_acquire,
 		.heartbeat = etcd_heartbeat,
 		.renew = etcd_renew,
@@ -1075,8 +1070,7 @@ static lockfs_backend *etcd_backend_new(const lockfs_config *cfg, const char *mo
 /* Locks as keys under a prefix in an etcd cluster, attached to one etcd
  * lease per mount. */
 const lockfs_backend_type lockfs_etcd_backend_type = {
-	.version = LOCKFS_BACKEND_TYPE_VERSION,
-	.name = "etcd",
+	LOCKFS_BACKEND_TYPE_INIT("etcd"),
 	.group = GROUP,
 	.keys = (const char *const[]){ "endpoints", "prefix", "ca_file", "cert_file", "key_file",
 	                               "user", "password_file", NULL },

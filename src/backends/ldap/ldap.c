@@ -215,7 +215,6 @@ static void fill_info(ll_backend *be, const ll_lock *l, lockfs_lock_info *out)
 		out->content[len] = '\0';
 		out->content_len = len;
 	}
-	out->server_time_us = MAX(l->modify_us, l->create_us);
 }
 
 /* An assertion that the entry is still the one judged: its fence note and,
@@ -430,7 +429,6 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
 	lease->key = g_strdup(key);
 	g_strlcpy(lease->fence, fence_value + 6, sizeof(lease->fence));
-	lease->renewed_mono_us = sent;
 	lease->priv = p;
 	mine_set(be, key, lease->fence);
 	*out = lease;
@@ -438,7 +436,8 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 }
 
 static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *who,
-                      lockfs_lease **out, lockfs_acquire_result *res)
+                      const void *content, size_t content_len, lockfs_lease **out,
+                      lockfs_acquire_result *res)
 {
 	ll_backend *be = (ll_backend *)b;
 	lockfs_acquire_result none;
@@ -459,10 +458,7 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 	h.acquired_us = h.heartbeat_us = ll_now_us(be);
 	/* What the lock file holds already goes in with the add. */
 	g_autoptr(GBytes) initial =
-	        who->initial_content
-	                ? g_bytes_new(who->initial_content,
-	                              MIN(who->initial_content_len, (size_t)LOCKFS_CONTENT_MAX))
-	                : NULL;
+	        content ? g_bytes_new(content, MIN(content_len, (size_t)LOCKFS_CONTENT_MAX)) : NULL;
 	uint64_t fence = 0, end = 0;
 	if (take_fence(&op, &fence, &end) != LDAP_SUCCESS) {
 		r = failed(&op, "take a fence for", key);
@@ -569,7 +565,7 @@ static int ll_heartbeat(lockfs_backend *b, lockfs_lease *lease, const lockfs_bea
 		return -EIO;
 	lockfs_holder *h = &p->holder;
 	if (beat->heartbeat_us) {
-		h->heartbeat_us = beat->heartbeat_us + be->clock_offset_us;
+		h->heartbeat_us = beat->heartbeat_us + LL_CLOCK_OFFSET_US(be);
 		/* The heartbeat on our monotonic clock: it may have waited for
 		 * the rate limit; a wall clock step meanwhile counts as none. */
 		int64_t age = lockfs_now_us() - beat->heartbeat_us;
@@ -578,11 +574,11 @@ static int ll_heartbeat(lockfs_backend *b, lockfs_lease *lease, const lockfs_bea
 		p->hb_mono_us = lockfs_mono_us() - age;
 	}
 	if (beat->mtime_us)
-		h->mtime_us = beat->mtime_us + be->clock_offset_us;
+		h->mtime_us = beat->mtime_us + LL_CLOCK_OFFSET_US(be);
 	if (beat->atime_us)
-		h->atime_us = beat->atime_us + be->clock_offset_us;
+		h->atime_us = beat->atime_us + LL_CLOCK_OFFSET_US(be);
 	if (beat->ctime_us)
-		h->ctime_us = beat->ctime_us + be->clock_offset_us;
+		h->ctime_us = beat->ctime_us + LL_CLOCK_OFFSET_US(be);
 	if (beat->mode)
 		h->mode = beat->mode;
 	if (beat->content) {
@@ -605,15 +601,12 @@ static int ll_renew(lockfs_backend *b, lockfs_lease *lease)
 	ll_op op;
 	if (lease_begin(be, p, &op) != 0)
 		return -EIO;
-	int64_t mono = lockfs_mono_us();
 	int r = write_notes(&op, lease->key, p, ll_now_us(be));
 	if (r == 0 && (be->caps & LL_CAP_DDS)) {
 		int rc = refresh(&op, p->dn, lease->key);
 		r = rc == LDAP_SUCCESS ? 0 : rc == LDAP_NO_SUCH_OBJECT ? -ESTALE : -EIO;
 	}
-	if (r == 0)
-		lease->renewed_mono_us = mono;
-	else if (r == -EIO)
+	if (r == -EIO)
 		failed(&op, "renew", lease->key);
 	lease_end(p, &op);
 	return r;
@@ -680,9 +673,10 @@ static int ll_release(lockfs_backend *b, lockfs_lease *lease)
 	        : rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_ASSERTION_FAILED
 	                ? -ENOENT
 	                : failed(&op, "release", lease->key);
-	lease_end(p, &op);
+	/* The fence confirm() settled on, which lease->fence need not be. */
 	if (r != -EIO)
-		mine_drop(be, lease->key, lease->fence);
+		mine_drop(be, lease->key, p->fence_value + 6);
+	lease_end(p, &op);
 	return r;
 }
 
@@ -828,7 +822,7 @@ static void ll_lease_free(lockfs_backend *b, lockfs_lease *lease)
 		return;
 	ll_backend *be = (ll_backend *)b;
 	ll_lease *p = lease->priv;
-	mine_drop(be, lease->key, lease->fence);
+	mine_drop(be, lease->key, p ? p->fence_value + 6 : lease->fence);
 	if (p) {
 		g_mutex_clear(&p->mu);
 		g_free(p->dn);
@@ -869,9 +863,7 @@ static lockfs_backend *ldap_backend_new(const lockfs_config *cfg, const char *mo
 	(void)mount_id; /* the directory is the durable state */
 	ll_backend *be = g_new0(ll_backend, 1);
 	be->base = (lockfs_backend){
-		.version = LOCKFS_BACKEND_VERSION,
-		.name = "ldap",
-		.flags = LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES,
+		LOCKFS_BACKEND_INIT("ldap", LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES),
 		.acquire = ll_acquire,
 		.heartbeat = ll_heartbeat,
 		.renew = ll_renew,
@@ -908,36 +900,10 @@ static lockfs_backend *ldap_backend_new(const lockfs_config *cfg, const char *mo
 	return &be->base;
 }
 
-/* ---- tests ---- */
-
-void lockfs_ldap_test_set_clock_offset(lockfs_backend *be, int64_t offset_us)
-{
-	((ll_backend *)be)->clock_offset_us = offset_us;
-}
-
-void lockfs_ldap_test_forget_clock(lockfs_backend *b)
-{
-	ll_backend *be = (ll_backend *)b;
-	g_mutex_lock(&be->clock_mu);
-	memset(&be->clock, 0, sizeof(be->clock));
-	g_mutex_unlock(&be->clock_mu);
-}
-
-void lockfs_ldap_test_disable_caps(lockfs_backend *be, unsigned caps)
-{
-	((ll_backend *)be)->caps &= ~caps;
-}
-
-unsigned lockfs_ldap_test_caps(lockfs_backend *be)
-{
-	return ((ll_backend *)be)->caps;
-}
-
 /* Locks as entries under a base in an LDAP directory, shared with every host
  * binding to the same server. */
 const lockfs_backend_type lockfs_ldap_backend_type = {
-	.version = LOCKFS_BACKEND_TYPE_VERSION,
-	.name = "ldap",
+	LOCKFS_BACKEND_TYPE_INIT("ldap"),
 	.group = "ldap",
 	.keys = (const char *const[]){ "uri", "bind_dn", "password_file", "sasl_mech", "starttls",
 	                               "ca_file", "verify", "base", "dynamic", "max_clock_offset",

@@ -248,7 +248,7 @@ int ll_ttl_seconds(ll_backend *be)
 
 int64_t ll_now_us(ll_backend *be)
 {
-	return lockfs_now_us() + be->clock_offset_us;
+	return lockfs_now_us() + LL_CLOCK_OFFSET_US(be);
 }
 
 static struct timeval tv_of(int64_t us)

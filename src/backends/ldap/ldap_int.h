@@ -102,8 +102,18 @@ typedef struct {
 	ll_clock_sample clock; /* the latest; clock.recv_mono_us 0: none yet */
 
 	gint stale_seq;
-	int64_t clock_offset_us; /* tests only: this instance's clock runs this far off */
+#ifdef LOCKFS_TEST_HOOKS
+	int64_t clock_offset_us; /* this instance's clock runs this far off (ldap_test.c) */
+#endif
 } ll_backend;
+
+/* How far this instance's clock is off: 0, but in the unit tests, which
+ * play hosts whose clocks are off (lockfs_ldap_test_set_clock_offset). */
+#ifdef LOCKFS_TEST_HOOKS
+#define LL_CLOCK_OFFSET_US(be) ((be)->clock_offset_us)
+#else
+#define LL_CLOCK_OFFSET_US(be) ((void)(be), (int64_t)0)
+#endif
 
 /* One backend call's use of a connection, bounded by one deadline. */
 typedef struct {
@@ -272,12 +282,5 @@ int ll_fence_counter_is(ll_op *op, uint64_t value);
 char *ll_error_text(const ll_op *op);
 /* Map an LDAP result of an operation to the backend's errno convention. */
 int ll_errno(int rc);
-
-/* ---- tests ---- */
-void lockfs_ldap_test_set_clock_offset(lockfs_backend *be, int64_t offset_us);
-void lockfs_ldap_test_disable_caps(lockfs_backend *be, unsigned caps);
-/* Drop the reading of the server's clock, as if none was ever taken. */
-void lockfs_ldap_test_forget_clock(lockfs_backend *be);
-unsigned lockfs_ldap_test_caps(lockfs_backend *be);
 
 #endif

@@ -65,9 +65,13 @@ static local_lock *owned(local_backend *lb, const lockfs_lease *lease)
 	return strcmp(f, lease->fence) == 0 ? l : NULL;
 }
 
+/* CONTENT is not kept: the filesystem keeps local content itself. */
 static int local_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
-                         lockfs_lease **out, lockfs_acquire_result *res)
+                         const void *content, size_t content_len, lockfs_lease **out,
+                         lockfs_acquire_result *res)
 {
+	(void)content;
+	(void)content_len;
 	local_backend *lb = (local_backend *)be;
 	if (res)
 		memset(res, 0, sizeof(*res));
@@ -101,7 +105,6 @@ static int local_acquire(lockfs_backend *be, const char *key, const lockfs_holde
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
 	lease->key = g_strdup(key);
 	snprintf(lease->fence, sizeof(lease->fence), "%" PRIu64, fence);
-	lease->renewed_mono_us = lockfs_mono_us();
 	*out = lease;
 	return 0;
 }
@@ -128,7 +131,6 @@ static int local_renew(lockfs_backend *be, lockfs_lease *lease)
 	g_mutex_unlock(&lb->mu);
 	if (!l)
 		return -ESTALE;
-	lease->renewed_mono_us = lockfs_mono_us();
 	return 0;
 }
 
@@ -231,9 +233,7 @@ static lockfs_backend *local_backend_new(const lockfs_config *cfg, const char *m
 		return NULL;
 	local_backend *lb = g_new0(local_backend, 1);
 	lb->base = (lockfs_backend){
-		.version = LOCKFS_BACKEND_VERSION,
-		.name = "local",
-		.flags = 0,
+		LOCKFS_BACKEND_INIT("local", 0), /* one host, and no leases */
 		.acquire = local_acquire,
 		.heartbeat = local_heartbeat,
 		.renew = local_renew,
@@ -253,7 +253,6 @@ static lockfs_backend *local_backend_new(const lockfs_config *cfg, const char *m
 
 /* No keys of its own: state_dir is general. */
 const lockfs_backend_type lockfs_local_backend_type = {
-	.version = LOCKFS_BACKEND_TYPE_VERSION,
-	.name = "local",
+	LOCKFS_BACKEND_TYPE_INIT("local"),
 	.create = local_backend_new,
 };

@@ -1009,7 +1009,6 @@ static void fill_info(ts_backend *tb, const char *key, const ts_record *r, const
 	out->state = is_stale(tb, r) ? LOCKFS_STATE_STALE : LOCKFS_STATE_HELD;
 	out->mine = is_mine(tb, r->lease);
 	copy_content(out, r);
-	out->server_time_us = r->server_ms * 1000;
 }
 
 /* What we know of our own lease LP, from memory.  st_mu held. */
@@ -1023,7 +1022,6 @@ static void fill_own_info(ts_backend *tb, const ts_lease *lp, lockfs_lock_info *
 	out->state = is_stale(tb, &lp->rec) ? LOCKFS_STATE_STALE : LOCKFS_STATE_HELD;
 	out->mine = true;
 	copy_content(out, &lp->rec);
-	out->server_time_us = lp->rec.server_ms * 1000;
 }
 
 static bool key_ok(ts_backend *tb, const char *key)
@@ -1233,7 +1231,8 @@ static int check_epoch(ts_backend *tb, int64_t deadline, const char *key, const 
 /* ---- the interface ---- */
 
 static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
-                      lockfs_lease **out, lockfs_acquire_result *res)
+                      const void *content, size_t content_len, lockfs_lease **out,
+                      lockfs_acquire_result *res)
 {
 	ts_backend *tb = (ts_backend *)be;
 	if (res)
@@ -1249,9 +1248,9 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	lp->refs = 1;
 	lp->key = g_strdup(key);
 	lockfs_holder_copy(&lp->rec.holder, who);
-	if (who->initial_content) { /* a linked temp file's bytes, published with the record */
-		lp->rec.content_len = MIN(who->initial_content_len, LOCKFS_CONTENT_MAX);
-		lp->rec.content = g_memdup2(who->initial_content, lp->rec.content_len);
+	if (content) { /* a linked temp file's bytes, published with the record */
+		lp->rec.content_len = MIN(content_len, LOCKFS_CONTENT_MAX);
+		lp->rec.content = g_memdup2(content, lp->rec.content_len);
 	}
 	lp->rec.mount = g_strdup(tb->mount);
 	lp->rec.ttl_ms = tb->ttl_ms;
@@ -1303,7 +1302,6 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
 	lease->key = g_strdup(key);
 	g_strlcpy(lease->fence, lp->rec.fence, sizeof(lease->fence));
-	lease->renewed_mono_us = sent;
 	lease->priv = lp;
 	/* The record comes later, from the publisher: a grant no longer
 	 * waits for a kv commit. */
@@ -1389,7 +1387,6 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 	int64_t sent = lockfs_mono_us();
 	int r = lease_call(tb, &tb->main, deadline, TS_LOCKS_RENEW, lease->key, lp->rec.lease, true);
 	if (r == 0) {
-		lease->renewed_mono_us = sent;
 		GByteArray *value = NULL;
 		bool dirty = false;
 		g_mutex_lock(&tb->st_mu);
@@ -1944,9 +1941,8 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 
 	ts_backend *tb = g_new0(ts_backend, 1);
 	tb->base = (lockfs_backend){
-		.version = LOCKFS_BACKEND_VERSION,
-		.name = "tinystore",
-		.flags = LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES | LOCKFS_BACKEND_UNDESCRIBED,
+		LOCKFS_BACKEND_INIT("tinystore", LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES |
+		                                         LOCKFS_BACKEND_UNDESCRIBED),
 		.acquire = ts_acquire,
 		.heartbeat = ts_heartbeat,
 		.renew = ts_renew,
@@ -1990,8 +1986,7 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 /* Locks as tinystore leases, shared with every host reaching the same server;
  * MOUNT_ID is recorded in the holder records. */
 const lockfs_backend_type lockfs_tinystore_backend_type = {
-	.version = LOCKFS_BACKEND_TYPE_VERSION,
-	.name = "tinystore",
+	LOCKFS_BACKEND_TYPE_INIT("tinystore"),
 	.group = GROUP,
 	.keys = (const char *const[]){ "dir", "endpoint", "token_file", "ca_file", "verify",
 	                               "lock_name", NULL },

@@ -235,9 +235,4 @@ bool ts_base64url_decode(const char *s, uint8_t *out, size_t out_len);
 bool ts_proof_ok(const uint8_t secret[32], const uint8_t challenge[TS_ID_SIZE],
                  const uint8_t proof[TS_PROOF_SIZE]);
 
-/* Everything a server could hand the decoders, for the fuzzer and the unit
- * test: frames, every answer type, SERVE, records and restart markers.
- * Never fails. */
-void ts_fuzz_one(const uint8_t *data, size_t len);
-
 #endif
