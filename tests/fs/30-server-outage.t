@@ -114,6 +114,20 @@ renewed_since() {
     [[ $left =~ ^[0-9]+$ ]] && ((left + since > $4))
 }
 
+# pair_holding LABEL HOST_A HOST_B TTL KEY: two mounts (network timeout 1 s);
+# HOST_A takes KEY and HOST_B sees it held by HOST_A.  Sets PAIR_A, PAIR_B
+# (the mounts), PAIR_LOG (HOST_A's log) and PAIR_FENCE.
+pair_holding() {
+    local label=$1 ha=$2 hb=$3 ttl=$4 key=$5
+    lockfs_start_or_bail -o host="$ha" -o ttl="$ttl" -o network_timeout=1s
+    PAIR_A=$MNT PAIR_LOG=$LOCKFS_LOG
+    lockfs_start_or_bail -o host="$hb" -o ttl="$ttl" -o network_timeout=1s
+    PAIR_B=$MNT
+    ok "$label: $ha takes $key" takes "$PAIR_A/$key"
+    PAIR_FENCE=$(xattr "$PAIR_A/$key" user.lockfs.fence)
+    ok "$label: $hb sees it" wait_until 10 held_by "$PAIR_B" "$key" "$ha" "$PAIR_FENCE"
+}
+
 # ---------------------------------------------------------------- 1. long outage
 
 # long_outage LABEL [MOUNT OPTION...]: hostA holds x.lock; the server is
@@ -353,15 +367,10 @@ rm -f "$S/s.lock"
 # unlink.  hostP lets go of such a lease once ttl has passed since its last
 # renewal that succeeded: hostQ takes p.lock within about a renewal round
 # of the server's return, not a ttl later.
-lockfs_start_or_bail -o host=hostP -o ttl=3s -o network_timeout=1s
-P=$MNT LOG_P=$LOCKFS_LOG
-lockfs_start_or_bail -o host=hostQ -o ttl=3s -o network_timeout=1s
-Q=$MNT
-ok "late renewal: hostP takes p.lock" takes "$P/p.lock"
-fp=$(xattr "$P/p.lock" user.lockfs.fence)
+pair_holding "late renewal" hostP hostQ 3s p.lock
+P=$PAIR_A LOG_P=$PAIR_LOG Q=$PAIR_B fp=$PAIR_FENCE
 open_fd "$P/p.lock"
 pfd=$FD_PATH pfd_num=$FD_NUM
-ok "late renewal: hostQ sees it" wait_until 10 held_by "$Q" p.lock hostP "$fp"
 spid=$(server_pid)
 kill -STOP "$spid"
 ok "late renewal: hostP declares p.lock lost while the server is stopped" wait_until 10 is_lost "$pfd"
@@ -413,13 +422,8 @@ exec {go6}>&-
 # for a holder that is done with it, and tools do not retry a failed rm.
 # Not renewed any more, it is released as soon as the server answers: a ttl
 # of 20 s shows that another mount gets it by that release, not by expiry.
-lockfs_start_or_bail -o host=hostU -o ttl=20s -o network_timeout=1s
-U=$MNT LOG_U=$LOCKFS_LOG
-lockfs_start_or_bail -o host=hostV -o ttl=20s -o network_timeout=1s
-V=$MNT
-ok "release while hung: hostU takes u.lock" takes "$U/u.lock"
-fu=$(xattr "$U/u.lock" user.lockfs.fence)
-ok "release while hung: hostV sees it" wait_until 10 held_by "$V" u.lock hostU "$fu"
+pair_holding "release while hung" hostU hostV 20s u.lock
+U=$PAIR_A LOG_U=$PAIR_LOG V=$PAIR_B fu=$PAIR_FENCE
 spid=$(server_pid)
 kill -STOP "$spid"
 t_stop=$(date +%s%N)
