@@ -842,9 +842,16 @@ settle() {
             else
                 todo_fail "$rdesc" "issue 10 is open: slow recovery seen on a loaded machine; FAULTS_STRICT=1 fails on it"
             fi
+            local now=${EPOCHREALTIME/./}
             for h in "${FAULTS_HOST_LIST[@]}"; do
-                diag "  $h: side locks held $(cut -d' ' -f1 "$RUN/keeper.$h" 2>/dev/null)/$FAULTS_SIDE_LOCKS$([[ -e $RUN/holding.$h ]] && echo ", long section $(cat "$RUN/holding.$h") still running")"
+                read -r held began 2>/dev/null <"$RUN/keeper.$h" || held='' began=0
+                diag "  $h: side locks held ${held:-?}/$FAULTS_SIDE_LOCKS, its keeper's last round began $(((now - ${began:-0}) / 1000)) ms ago$([[ -e $RUN/holding.$h ]] && echo ", long section $(cat "$RUN/holding.$h") still running")"
             done
+            # A keeper (or section) that does not come back waits in a call
+            # on its mount: which, and in what.
+            ps -eo pid,stat,wchan:24,etimes,args 2>/dev/null | grep -F -- "$TESTDIR/" | grep -v -e grep -e 'lockfs-host' \
+                -e "lockfs $TESTDIR" -e proxy.py -e faults/run | awk '$4 >= 2' | head -10 |
+                while IFS= read -r l; do diag "    $l"; done
             rm -f "$RUN"/want-long.*
             return 1
         fi
