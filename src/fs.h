@@ -179,10 +179,14 @@ struct lfs_caller {
 	gid_t gid;
 };
 void locks_claim(lfs *fs, const char *key);
+/* The same for a request: false (logged) when the key stays busy longer
+ * than a few network timeouts; the request then answers EIO. */
+bool locks_claim_bounded(lfs *fs, const char *key);
 void locks_unclaim(lfs *fs, const char *key);
 /* Wait until no thread of this mount is changing KEY at the backend: a lock
- * this mount is taking or letting go must not look like another host's. */
-void locks_wait_idle(lfs *fs, const char *key);
+ * this mount is taking or letting go must not look like another host's.
+ * False (logged) when it stays busy as long as locks_claim_bounded waits. */
+bool locks_wait_idle(lfs *fs, const char *key);
 int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
                   const struct lfs_caller *who, lfs_dentry **out);
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who);

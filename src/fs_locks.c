@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 void locks_claim(lfs *fs, const char *key)
 {
@@ -22,10 +23,52 @@ void locks_claim(lfs *fs, const char *key)
 	g_hash_table_add(fs->busy, g_strdup(key));
 }
 
-void locks_wait_idle(lfs *fs, const char *key)
+/* How long a request waits for another thread's claim.  Each claim covers a
+ * few backend calls, each bounded by network_timeout; but the wait has no
+ * order: claimants that come later may take the key first (the condition
+ * wakes every waiter and the fastest wins), so a key kept busy by a stream
+ * of calls -- tools retrying a contended lock -- could hold a waiter for
+ * ever.  Past this the request answers EIO. */
+static int64_t claim_wait_us(lfs *fs)
 {
+	return MAX(3 * fs->set->network_timeout_ms, (int64_t)1000) * 1000;
+}
+
+/* Wait on fs->cond (CLOCK_MONOTONIC, lfs_new) until DEADLINE; false then. */
+static bool wait_until(lfs *fs, int64_t deadline_mono_us)
+{
+	int64_t left = deadline_mono_us - lockfs_mono_us();
+	if (left <= 0)
+		return false;
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	int64_t ns = ts.tv_nsec + (left % G_USEC_PER_SEC) * 1000;
+	ts.tv_sec += left / G_USEC_PER_SEC + ns / 1000000000;
+	ts.tv_nsec = ns % 1000000000;
+	pthread_cond_timedwait(&fs->cond, &fs->mu, &ts);
+	return true;
+}
+
+bool locks_wait_idle(lfs *fs, const char *key)
+{
+	int64_t deadline = lockfs_mono_us() + claim_wait_us(fs);
 	while (g_hash_table_contains(fs->busy, key))
-		pthread_cond_wait(&fs->cond, &fs->mu);
+		if (!wait_until(fs, deadline)) {
+			lockfs_log(G_LOG_LEVEL_WARNING, key,
+			           "%s: another call on it still runs after %" G_GINT64_FORMAT
+			           " ms; this one answers EIO",
+			           key, claim_wait_us(fs) / 1000);
+			return false;
+		}
+	return true;
+}
+
+bool locks_claim_bounded(lfs *fs, const char *key)
+{
+	if (!locks_wait_idle(fs, key))
+		return false;
+	g_hash_table_add(fs->busy, g_strdup(key));
+	return true;
 }
 
 void locks_unclaim(lfs *fs, const char *key)
@@ -38,11 +81,15 @@ void locks_unclaim(lfs *fs, const char *key)
  * that held it may have removed D (two tools breaking one stale lock, a
  * lookup expiring it): D is looked up again by key and grant serial, which
  * no later holder shares (the fence may still change: see locks_confirm).
- * Returns the same dentry, or NULL (then unclaimed) when it is gone. */
-static lfs_dentry *claim_dentry(lfs *fs, lfs_dentry *d, const char *key)
+ * Returns the same dentry, or NULL (then unclaimed) when it is gone
+ * (*ERR -ENOENT) or the claim was waited for too long (*ERR -EIO). */
+static lfs_dentry *claim_dentry(lfs *fs, lfs_dentry *d, const char *key, int *err)
 {
 	uint64_t serial = d->serial;
-	locks_claim(fs, key);
+	*err = -EIO;
+	if (!locks_claim_bounded(fs, key))
+		return NULL;
+	*err = -ENOENT;
 	lfs_dentry *now = g_hash_table_lookup(fs->held, key);
 	if (!now || now->serial != serial) {
 		locks_unclaim(fs, key);
@@ -168,7 +215,10 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 {
 	int64_t now = lockfs_now_us();
 	g_autofree char *key = node_key(fs, dir, name);
-	locks_claim(fs, key);
+	if (!locks_claim_bounded(fs, key)) {
+		metrics_count(M_ACQ_ERROR);
+		return -EIO;
+	}
 	lfs_dentry *old = dentry_find(dir, name);
 	if (old && old->lease && old->lost) { /* lost here: the name is the backend's */
 		remove_broken(fs, old);
@@ -362,8 +412,9 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 	if (policy_unlink_effect(who, d->holder.uid) == TOUCH_BREAK)
 		return locks_break(fs, d, who, NULL);
 	g_autofree char *key = g_strdup(d->lease->key);
-	if (!(d = claim_dentry(fs, d, key)))
-		return -ENOENT;
+	int err;
+	if (!(d = claim_dentry(fs, d, key, &err)))
+		return err;
 	int r = d->lost ? -ENOENT : backend_errno(UNLOCKED(fs, fs->be->release(fs->be, d->lease)));
 	if (r == -EIO && fs->shared && (fs->be->flags & LOCKFS_BACKEND_LEASES)) {
 		/* Kept, it would be renewed for a holder that is done with it:
@@ -414,8 +465,9 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who, const char *fence)
 {
 	g_autofree char *key = g_strdup(d->lease->key);
-	if (!(d = claim_dentry(fs, d, key)))
-		return -ENOENT;
+	int err;
+	if (!(d = claim_dentry(fs, d, key, &err)))
+		return err;
 	if (fence && lockfs_fence_cmp(fence, d->lease->fence) != 0) {
 		locks_unclaim(fs, key);
 		return -ESTALE;
@@ -446,7 +498,8 @@ int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who, const char
 
 int locks_break_remote(lfs *fs, const char *key, const char *fence, const struct lfs_caller *who)
 {
-	locks_claim(fs, key);
+	if (!locks_claim_bounded(fs, key))
+		return -EIO;
 	lockfs_holder breaker;
 	lockfs_holder_fill(&breaker, who->pid, who->uid, who->gid, 0, lockfs_now_us());
 	lockfs_lock_info prev;
@@ -473,8 +526,9 @@ bool locks_expire_if_stale(lfs *fs, lfs_dentry *d)
 	if (d->lost || !locks_past_stale(fs, d))
 		return false;
 	g_autofree char *key = g_strdup(d->lease->key);
-	if (!(d = claim_dentry(fs, d, key)))
-		return true; /* expired or released meanwhile: the name is gone */
+	int err;
+	if (!(d = claim_dentry(fs, d, key, &err)))
+		return true; /* gone meanwhile (or still busy): look again */
 	lockfs_lock_info prev;
 	int r = UNLOCKED(fs, fs->be->break_lock(fs->be, key, d->lease->fence, NULL, &prev));
 	if (r == 0) {
@@ -629,8 +683,9 @@ void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why)
 bool locks_drop_lost(lfs *fs, lfs_dentry *d)
 {
 	g_autofree char *key = g_strdup(d->lease->key);
-	if (!(d = claim_dentry(fs, d, key)))
-		return true;
+	int err;
+	if (!(d = claim_dentry(fs, d, key, &err)))
+		return true; /* D may be gone: look again */
 	bool gone = d->lost;
 	if (gone) {
 		remove_broken(fs, d);
@@ -734,7 +789,10 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 	int result = 0;
 	for (guint i = 0; i < keys->len; i++) {
 		const char *key = keys->pdata[i];
-		locks_claim(fs, key);
+		if (!locks_claim_bounded(fs, key)) {
+			result = result ? result : -EIO;
+			continue;
+		}
 		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
 		if (d && d->node == n && !d->lost && send_beat(fs, d, what & BEAT_CONTENT) == -ESTALE)
 			result = -ESTALE;
@@ -752,7 +810,9 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
  * lock the backend no longer has is lost.  Called with fs->mu. */
 static void confirm_key(lfs *fs, const char *key)
 {
-	locks_claim(fs, key);
+	/* Bounded: a reader of the fence then answers EIO (lfs_getxattr). */
+	if (!locks_claim_bounded(fs, key))
+		return;
 	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
 	if (d && !d->fence_final && !d->lost) {
 		char fence[LOCKFS_FENCE_MAX];

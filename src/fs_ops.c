@@ -123,9 +123,9 @@ static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
 		if (d->lost || !locks_past_stale(fs, d))
 			return d;
 		g_autofree char *key = g_strdup(d->lease->key);
-		locks_wait_idle(fs, key);
+		bool idle = locks_wait_idle(fs, key); /* bounded: else shown as it is */
 		d = dentry_find(dir, name);
-		if (!d || !d->lease || g_hash_table_contains(fs->busy, d->lease->key))
+		if (!idle || !d || !d->lease || g_hash_table_contains(fs->busy, d->lease->key))
 			return d;
 	}
 	if (d->lost ? locks_drop_lost(fs, d) : locks_expire_if_stale(fs, d))
@@ -155,7 +155,10 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 	lockfs_lock_info info;
 	bool late = lost_by(fs, key, uid);
 	dir->nlookup++;
-	locks_wait_idle(fs, key);
+	if (!locks_wait_idle(fs, key)) { /* as when the backend does not answer */
+		dir->nlookup--;
+		return late ? -ENOENT : -EIO;
+	}
 	lfs_dentry *d = dentry_find(dir, name);
 	if (d) {
 		dir->nlookup--;
@@ -1433,7 +1436,13 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	fs->disk_nodes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	fs->held = g_hash_table_new(g_str_hash, g_str_equal);
 	fs->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	pthread_cond_init(&fs->cond, NULL);
+	/* Claims are waited for with deadlines (locks_claim_bounded), which a
+	 * wall clock step must not stretch. */
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&fs->cond, &ca);
+	pthread_condattr_destroy(&ca);
 	fs->shared = be->flags & LOCKFS_BACKEND_SHARED;
 	remote_init(fs);
 	/* Memory inode numbers stay clear of the disk's when both are shown. */

@@ -57,7 +57,8 @@ int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_cal
 	g_autofree char *key = node_key(fs, dir, name);
 	lockfs_lock_info info;
 	/* A lock this mount is taking is not another host's to break here. */
-	locks_wait_idle(fs, key);
+	if (!locks_wait_idle(fs, key)) /* as when the backend does not answer */
+		return lost_by(fs, key, c->uid) ? -ENOENT : -EIO;
 	lfs_dentry *d = dentry_find(dir, name);
 	if (d && d->lease)
 		return locks_unlink(fs, d, c);
