@@ -187,6 +187,8 @@ void locks_unclaim(lfs *fs, const char *key);
  * this mount is taking or letting go must not look like another host's.
  * False (logged) when it stays busy as long as locks_claim_bounded waits. */
 bool locks_wait_idle(lfs *fs, const char *key);
+/* The same for every key under PREFIX ("dir/"). */
+bool locks_wait_idle_under(lfs *fs, const char *prefix);
 int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
                   const struct lfs_caller *who, lfs_dentry **out);
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who);

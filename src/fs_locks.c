@@ -63,6 +63,31 @@ bool locks_wait_idle(lfs *fs, const char *key)
 	return true;
 }
 
+static bool busy_under(lfs *fs, const char *prefix)
+{
+	GHashTableIter it;
+	gpointer k;
+	g_hash_table_iter_init(&it, fs->busy);
+	while (g_hash_table_iter_next(&it, &k, NULL))
+		if (g_str_has_prefix(k, prefix))
+			return true;
+	return false;
+}
+
+bool locks_wait_idle_under(lfs *fs, const char *prefix)
+{
+	int64_t deadline = lockfs_mono_us() + claim_wait_us(fs);
+	while (busy_under(fs, prefix))
+		if (!wait_until(fs, deadline)) {
+			lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+			           "%s: a call on a lock in it still runs after %" G_GINT64_FORMAT
+			           " ms; the directory is treated as holding locks",
+			           prefix, claim_wait_us(fs) / 1000);
+			return false;
+		}
+	return true;
+}
+
 bool locks_claim_bounded(lfs *fs, const char *key)
 {
 	if (!locks_wait_idle(fs, key))

@@ -839,8 +839,8 @@ static bool holds_locks(lfs *fs, lfs_node *dir, const char *name)
 {
 	g_autofree char *key = node_key(fs, dir, name);
 	g_autofree char *prefix = g_strconcat(key, "/", NULL);
-	while (any_key_under(fs->busy, prefix))
-		pthread_cond_wait(&fs->cond, &fs->mu);
+	if (!locks_wait_idle_under(fs, prefix))
+		return true; /* bounded: a move or rmdir is refused, not a lock split */
 	return any_key_under(fs->held, prefix);
 }
 
