@@ -67,20 +67,8 @@ server_start() {
 }
 
 # A hung server (SIGSTOP), and back (SIGCONT).
-server_pause() {
-    if [[ $LOCKFS_BACKEND == etcd ]]; then
-        for n in 0 1 2; do bash "$TESTLIB/etcd.sh" pause "$ETCD_TOP" "$n"; done
-    else
-        kill -STOP "$(backend_server_pid)"
-    fi
-}
-server_resume() {
-    if [[ $LOCKFS_BACKEND == etcd ]]; then
-        for n in 0 1 2; do bash "$TESTLIB/etcd.sh" resume "$ETCD_TOP" "$n"; done
-    else
-        kill -CONT "$(backend_server_pid)"
-    fi
-}
+server_pause() { backend_server_pause; }
+server_resume() { backend_server_resume; }
 
 server_restart_or_bail() {
     server_start && return 0
