@@ -15,6 +15,12 @@ local)
     echo "1..0 # SKIP the fault suite needs a shared backend: the local backend has no server or link to fault"
     exit 0
     ;;
+etcd)
+    # Its proxies, server nemeses and checker know one server (tinystore's, slapd),
+    # not a cluster of three: issue #13 item 6 ("the fault suite's nemeses on etcd").
+    echo "1..0 # SKIP the fault suite does not drive an etcd cluster yet (tests/faults/run: --backend tinystore or ldap); etcd's faults are 37-, 38- and 39-etcd-*.t"
+    exit 0
+    ;;
 esac
 if [[ ${LOCKFS_FAULTS:-1} == 0 ]]; then
     echo "1..0 # SKIP LOCKFS_FAULTS=0"
