@@ -216,10 +216,12 @@ ok "short: hostD sees p.lock held by hostC" wait_until 10 held_by "$D" p.lock ho
 ok "short: hostC sees q.lock held by hostD" wait_until 10 held_by "$C" q.lock hostD "$fq"
 open_fd p "$C/p.lock"
 open_fd q "$D/q.lock"
+t_listed=$(date +%s%N)
 
 t0=$(date +%s%N)
 etcd_stop "$ETCD_TOP"
 note "stopped every member"
+wait_until 2 listing_aged
 timed excl "$D/p.lock"
 is "$R" EIO "short, cluster down: hostD's create of hostC's p.lock answers EIO, not EEXIST"
 cmp_ok "$MS" -le "$EIO_BOUND_MS" "short, cluster down: ... within the network timeout (${MS} ms)"
