@@ -1,6 +1,8 @@
 #!/bin/bash
 # 30-server-outage.t — the shared backend's server goes away while locks are
-# held (CONTRACT §3, §5; lockfs.conf(5) [ldap] and [tinystore]).
+# held (CONTRACT §3, §5; lockfs.conf(5) [ldap], [tinystore] and [etcd]).  On
+# etcd the server is the whole 3-member cluster, every member killed (-9),
+# paused or resumed together.
 #
 # 1. A long outage (stopped for longer than ttl, then restarted on the same
 #    port and store): new acquisitions answer EIO within the network
@@ -18,7 +20,7 @@
 # 2. A hung server (SIGSTOP) for less than ttl/2: acquisitions answer EIO
 #    within the network timeout, and the held lock stays held: a renewal
 #    after the outage succeeds, same fence, nothing lost.
-# 3. The server stopped and restarted within ttl/2.  LDAP keeps the entry:
+# 3. The server stopped and restarted within ttl/2.  LDAP and etcd keep the entry:
 #    the lock stays held (renewed after the restart).  tinystore keeps leases
 #    in memory only: the holder finds its lock lost at its next renewal
 #    (lockfs.conf(5)), and the lock can be taken once the restart grace (ttl
@@ -46,10 +48,15 @@ EIO_BOUND_MS=$((NET_MS + 1500))
 
 # ---------------------------------------------------------------- the server
 
+# On etcd "the server" is the whole 3-member cluster: every member is killed
+# (-9; etcd's own SIGTERM shutdown without quorum takes seconds, longer than
+# the quick restart below may; 38-etcd-cluster-restart.t stops it gently),
+# paused and resumed.
 server_stop() {
     case $LOCKFS_BACKEND in
     tinystore) tinystore_stop "$TS_DIR" ;;
     ldap) bash "$TESTLIB/slapd.sh" stop "$SLAPD_TOP/slapd" ;;
+    etcd) for n in 0 1 2; do bash "$TESTLIB/etcd.sh" kill "$ETCD_TOP" "$n"; done ;;
     esac
 }
 
@@ -58,10 +65,13 @@ server_start() {
     case $LOCKFS_BACKEND in
     tinystore) tinystore_restart "$TS_DIR" >/dev/null ;;
     ldap) bash "$TESTLIB/slapd.sh" restart "$SLAPD_TOP/slapd" >/dev/null ;;
+    etcd) bash "$TESTLIB/etcd.sh" restart "$ETCD_TOP" >/dev/null ;;
     esac
 }
 
-server_pid() { backend_server_pid; }
+# A hung server (SIGSTOP), and back (SIGCONT).
+server_pause() { backend_server_pause; }
+server_resume() { backend_server_resume; }
 
 server_restart_or_bail() {
     server_start && return 0
@@ -251,16 +261,15 @@ B=$MNT
 ok "hung: hostS takes h.lock" takes "$S/h.lock"
 fh=$(xattr "$S/h.lock" user.lockfs.fence)
 ok "hung: hostB sees it" wait_until 10 held_by "$B" h.lock hostS "$fh"
-spid=$(server_pid)
 t0=$(date +%s%N)
-kill -STOP "$spid"
+server_pause
 timed excl "$S/i.lock"
 is "$R" EIO "hung server: O_EXCL create answers EIO"
 cmp_ok "$MS" -le "$EIO_BOUND_MS" "hung server: ... within the network timeout (${MS} ms)"
 timed excl "$B/h.lock"
 is "$R" EIO "hung server: hostB's create of hostS's h.lock answers EIO, not EEXIST"
 cmp_ok "$MS" -le "$EIO_BOUND_MS" "hung server: ... within the network timeout (${MS} ms)"
-kill -CONT "$spid"
+server_resume
 t_back=$(date +%s%N)
 outage_ms=$(((t_back - t0) / 1000000))
 cmp_ok "$outage_ms" -lt $((TTL_S_MS / 2)) "hung server: the outage (${outage_ms} ms) was shorter than ttl/2"
@@ -302,14 +311,17 @@ settled() {
 }
 ok "quick restart: hostS renews k.lock or finds it lost" wait_until 20 settled
 is "$double" 0 "quick restart: hostB was never granted k.lock while hostS showed it held"
-if [[ $LOCKFS_BACKEND == ldap ]]; then
-    # The entry is in the database: a renewal after the restart keeps it.
-    is "$(state_of "$S/k.lock")" held "quick restart, LDAP: k.lock still held"
-    is "$b_got" 0 "quick restart, LDAP: hostB was not granted k.lock"
-    is "$(xattr "$S/k.lock" user.lockfs.fence)" "$fk" "quick restart, LDAP: same fence"
-    is "$(fsop1 utime "$S/k.lock")" OK "quick restart, LDAP: a heartbeat works"
-    nok "quick restart, LDAP: nothing was lost" log_has 'lost k\.lock' "$LOG_S"
-    is "$(fsop1 excl "$B/k.lock")" EEXIST "quick restart, LDAP: hostB's create of k.lock answers EEXIST"
+if [[ $LOCKFS_BACKEND == ldap || $LOCKFS_BACKEND == etcd ]]; then
+    # The entry is in the database (etcd: the key and its lease, on every
+    # member's disk): a renewal after the restart keeps it.
+    B_NAME=$LOCKFS_BACKEND
+    [[ $B_NAME == ldap ]] && B_NAME=LDAP
+    is "$(state_of "$S/k.lock")" held "quick restart, $B_NAME: k.lock still held"
+    is "$b_got" 0 "quick restart, $B_NAME: hostB was not granted k.lock"
+    is "$(xattr "$S/k.lock" user.lockfs.fence)" "$fk" "quick restart, $B_NAME: same fence"
+    is "$(fsop1 utime "$S/k.lock")" OK "quick restart, $B_NAME: a heartbeat works"
+    nok "quick restart, $B_NAME: nothing was lost" log_has 'lost k\.lock' "$LOG_S"
+    is "$(fsop1 excl "$B/k.lock")" EEXIST "quick restart, $B_NAME: hostB's create of k.lock answers EEXIST"
     rm -f "$S/k.lock"
 else
     # tinystore forgets every lease when it restarts (lockfs.conf(5)).
@@ -339,13 +351,12 @@ rm -f "$S/l.lock"
 # 900 ms for cat and a loaded machine.
 ok "hung, status: hostS takes s.lock" takes "$S/s.lock"
 run 20 cat "$S/.lockfs/status"
-spid=$(server_pid)
-kill -STOP "$spid"
+server_pause
 run 30 cat "$S/.lockfs/status"
 status_ms=$ELAPSED_MS
 run 30 ls -- "$S"
 ls_ms=$ELAPSED_MS
-kill -CONT "$spid"
+server_resume
 like "$OUT" 's\.lock' "hung, status: ls still lists this mount's own lock"
 cmp_ok "$status_ms" -le $((NET_MS + 900)) \
     "hung, status: cat .lockfs/status answered within about the network timeout (${status_ms} ms)"
@@ -371,10 +382,9 @@ pair_holding "late renewal" hostP hostQ 3s p.lock
 P=$PAIR_A LOG_P=$PAIR_LOG Q=$PAIR_B fp=$PAIR_FENCE
 open_fd "$P/p.lock"
 pfd=$FD_PATH pfd_num=$FD_NUM
-spid=$(server_pid)
-kill -STOP "$spid"
+server_pause
 ok "late renewal: hostP declares p.lock lost while the server is stopped" wait_until 10 is_lost "$pfd"
-kill -CONT "$spid"
+server_resume
 t_back=$(date +%s%N)
 ok "late renewal: hostQ takes p.lock once the server is back" wait_until 10 takes "$Q/p.lock"
 back_ms=$(ms_since "$t_back")
@@ -400,10 +410,9 @@ late6=$!
 ok "late release: a shell on hostP takes r.lock" wait_until 10 held_by "$P" r.lock hostP
 open_fd "$P/r.lock"
 rfd=$FD_PATH rfd_num=$FD_NUM
-spid=$(server_pid)
-kill -STOP "$spid"
+server_pause
 ok "late release: hostP declares r.lock lost while the server is stopped" wait_until 10 is_lost "$rfd"
-kill -CONT "$spid"
+server_resume
 ok "late release: back, another process takes r.lock on hostP" wait_until 10 takes "$P/r.lock"
 fr=$(xattr "$P/r.lock" user.lockfs.fence)
 echo go >&"$go6"
@@ -424,14 +433,13 @@ exec {go6}>&-
 # of 20 s shows that another mount gets it by that release, not by expiry.
 pair_holding "release while hung" hostU hostV 20s u.lock
 U=$PAIR_A LOG_U=$PAIR_LOG V=$PAIR_B fu=$PAIR_FENCE
-spid=$(server_pid)
-kill -STOP "$spid"
+server_pause
 t_stop=$(date +%s%N)
 timed unlink "$U/u.lock"
 is "$R" EIO "release while hung: hostU's rm of u.lock answers EIO"
 cmp_ok "$MS" -le "$EIO_BOUND_MS" "release while hung: ... within the network timeout (${MS} ms)"
 ok "release while hung: ... and says it lets the lock go" log_has "cannot release u\.lock: .*the lock is let go" "$LOG_U"
-kill -CONT "$spid"
+server_resume
 t_back=$(date +%s%N)
 ok "release while hung: hostV takes u.lock once the server is back" wait_until 10 takes "$V/u.lock"
 back_ms=$(ms_since "$t_back") held_ms=$(ms_since "$t_stop")

@@ -10,6 +10,11 @@
 # src/backends/tinystore/tinystore.c) with a warning in its log, and every
 # acquisition answers EIO within the network timeout; nothing is granted or
 # listed, and the mount stops cleanly.
+# etcd (etcd_endpoints=http://): the mount is refused within about the
+# network timeout, exit status 3, with one line naming the endpoint (the
+# constructor takes the mount's lease; the real cluster's failures are
+# 37-etcd-leader-killed.t's, 38-etcd-cluster-restart.t's and
+# 39-etcd-partition.t's).
 # LDAP (uri ldap://, starttls = false): the mount is refused within about the
 # network timeout, exit status 3, with one line naming the server
 # (docs/backends.md: "fails the mount with one line saying what to check");
@@ -133,6 +138,36 @@ if [[ $LOCKFS_BACKEND == tinystore ]]; then
     tinystore_bad close tcp
     tinystore_bad silent tls
     tinystore_bad garbage tls
+    done_testing
+fi
+
+# ---------------------------------------------------------------- etcd
+
+# etcd_bad MODE: the one endpoint is the fake server.  The constructor takes
+# the mount's lease (backends.md, "Configuration"): the mount is refused.
+etcd_bad() {
+    local mode=$1 what="etcd, endpoint that is $1" mnt o n
+    fake_start "$mode"
+    mnt=$TESTDIR/bad-$mode
+    mkdir -p "$mnt" "$TESTDIR/state-bad-$mode"
+    at_exit "is_mounted_any '$mnt' && _unmount_force '$mnt'"
+    o="state_dir=$TESTDIR/state-bad-$mode,host=$LOCKFS_TEST_HOST,backend=etcd,etcd_endpoints=http://127.0.0.1:$FAKE_PORT,ttl=3s,network_timeout=1s"
+    ((EUID != 0)) && o+=",allow_other"
+    run 30 env --default-signal=INT,QUIT,TERM,HUP "$LOCKFS_BIN" "$mnt" -f -o "$o"
+    is "$RC" 3 "$what: the mount is refused, exit status 3 (backend not reachable at start)"
+    cmp_ok "$ELAPSED_MS" -le $((NET_MS + 2000)) "$what: ... within about the network timeout (${ELAPSED_MS} ms)"
+    nok "$what: nothing is mounted" is_mounted_any "$mnt"
+    n=$(grep -c . <<<"$ERR")
+    is "$n" 1 "$what: one line on stderr"
+    ((n == 1)) || diag "stderr: $ERR"
+    like "$(tail -n 1 <<<"$ERR")" "127\\.0\\.0\\.1:$FAKE_PORT" "$what: the error names the endpoint"
+    fake_stop
+}
+
+if [[ $LOCKFS_BACKEND == etcd ]]; then
+    etcd_bad silent
+    etcd_bad garbage
+    etcd_bad close
     done_testing
 fi
 

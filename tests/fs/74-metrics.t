@@ -126,8 +126,7 @@ run 10 mkdir "$R/y.lock"
 run 10 rmdir "$R/y.lock"
 is "$RC" 0 "take and release y.lock"
 is "$(rmv 'lockfs_backend_call_failures_total{op="get"}')" 0 "no backend call failed yet"
-spid=$(backend_server_pid)
-kill -STOP "$spid"
+backend_server_pause
 ok "with the server stopped, the lease is lost (counted)" wait_until 10 rm_ge lockfs_losses_total 1
 ok "a renewal failed (counted)" wait_until 10 rm_ge lockfs_renewal_failures_total 1
 is "$(fsop1 excl "$R/y.lock")" EIO "an acquisition with the server stopped answers EIO"
@@ -135,7 +134,7 @@ is "$(rmv 'lockfs_acquisitions_total{result="error"}')" 1 "it is counted as a ba
 is "$(rmv lockfs_backend_reachable)" 0 "the backend shows unreachable"
 is "$(rmv 'lockfs_backend_call_failures_total{op="acquire"}')" 1 "the failed acquire call is counted"
 ok "so is the failed renewal call" rm_ge 'lockfs_backend_call_failures_total{op="renew"}' 1
-kill -CONT "$spid"
+backend_server_resume
 # The first call may still meet the reconnection's StartTLS timing out on a
 # loaded machine (EIO); within 10 s one is answered.
 end=$(($(now) + 10))

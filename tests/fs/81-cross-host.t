@@ -244,8 +244,7 @@ no_rmdir_with_lock "$A/sub" others
 # waits on it while the rename comes.
 if ((shared)); then
     mkdir "$A/d1"
-    spid=$(backend_server_pid)
-    kill -STOP "$spid"
+    backend_server_pause
     $PYTHON "$TESTLIB/fsop.py" mkdir "$A/d1/k.lock" >"$TESTDIR/acq.out" 2>&1 &
     apid=$!
     ok "others: the acquisition waits on the paused server" wait_until 5 blocked_in_fuse "$apid"
@@ -253,7 +252,7 @@ if ((shared)); then
     rnpid=$!
     ren_settled() { blocked_in_fuse "$rnpid" || [[ -s $TESTDIR/ren.out ]]; }
     wait_until 5 ren_settled
-    kill -CONT "$spid"
+    backend_server_resume
     wait "$apid" "$rnpid"
     note "acquisition: $(cat "$TESTDIR/acq.out"); rename: $(cat "$TESTDIR/ren.out")"
     key_ok=1

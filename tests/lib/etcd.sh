@@ -175,8 +175,19 @@ _etcd_run_member() {
 	fi
 }
 
+# _etcd_alive PID: PID runs and is not a zombie.  A member is not our child when
+# a command of this script started it (its parent has exited), and the reaper
+# that adopted it may leave it a zombie for seconds after it died.
+_etcd_alive() {
+	local st
+	kill -0 "$1" 2>/dev/null || return 1
+	st=$(cat "/proc/$1/stat" 2>/dev/null) || return 1
+	st=${st##*) }
+	[ "${st%% *}" != Z ]
+}
+
 _etcd_running() {
-	[ -s "$1/m$2/pid" ] && kill -0 "$(cat "$1/m$2/pid")" 2>/dev/null
+	[ -s "$1/m$2/pid" ] && _etcd_alive "$(cat "$1/m$2/pid")"
 }
 
 # The index of the member the running members call leader, or fail.
@@ -275,11 +286,11 @@ _etcd_stop_member() {
 	local dir=$1 n=$2 pid i
 	[ -s "$dir/m$n/pid" ] || return 0
 	pid=$(cat "$dir/m$n/pid")
-	if kill -0 "$pid" 2>/dev/null; then
+	if _etcd_alive "$pid"; then
 		kill -CONT "$pid" 2>/dev/null
 		kill -TERM "$pid" 2>/dev/null
 		for ((i = 0; i < 300; i++)); do
-			kill -0 "$pid" 2>/dev/null || break
+			_etcd_alive "$pid" || break
 			sleep 0.05
 		done
 		kill -KILL "$pid" 2>/dev/null
@@ -306,7 +317,7 @@ _etcd_kill() {
 	pid=$(cat "$1/m$2/pid")
 	kill -KILL "$pid" 2>/dev/null
 	for ((i = 0; i < 100; i++)); do
-		kill -0 "$pid" 2>/dev/null || break
+		_etcd_alive "$pid" || break
 		sleep 0.05
 	done
 	rm -f "$1/m$2/pid"

@@ -43,7 +43,8 @@
 # LOCKFS_PID is the daemon's own pid and lockfs_stop's LOCKFS_RC its status.
 #
 # Other helpers: run, as_user2/have_user2, wait_until, st, status_line,
-# status_field, info_field, xattr, tmp_leaks, log_has.
+# status_field, info_field, xattr, tmp_leaks, log_has, backend_server_pid,
+# backend_server_pause/backend_server_resume (the whole cluster on etcd).
 
 [[ -n ${_MOUNT_SH_LOADED:-} ]] && return 0
 _MOUNT_SH_LOADED=1
@@ -645,6 +646,20 @@ backend_server_pid() {
     etcd) cat "$ETCD_TOP/m0/pid" ;; # one member of three
     *) return 1 ;;
     esac
+}
+
+# backend_server_pause / backend_server_resume: the server hangs (SIGSTOP) /
+# goes on (SIGCONT); on etcd every member of the cluster, which is "the
+# server" (one member paused is a failover, not an outage).
+backend_server_pause() { _backend_server_signal STOP; }
+backend_server_resume() { _backend_server_signal CONT; }
+_backend_server_signal() {
+    if [[ $LOCKFS_BACKEND == etcd ]]; then
+        # shellcheck disable=SC2046 # one pid a file
+        kill "-$1" $(cat "$ETCD_TOP"/m[0-2]/pid 2>/dev/null)
+    else
+        kill "-$1" "$(backend_server_pid)"
+    fi
 }
 
 # blocked_in_fuse PID: PID is waiting for an answer from a FUSE daemon.
