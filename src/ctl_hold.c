@@ -859,6 +859,12 @@ int ctl_hold(int argc, char **argv)
 		    (now >= kill_at || (lease_end && now >= lease_end - KILL_MARGIN_US))) {
 			kill(target, SIGKILL);
 			killed = true;
+			/* Said when sent, not at exit (a release after a loss may
+			 * wait for the mount): a log can tell when CMD died. */
+			if (o.verbose)
+				ctl_err("stopped the command with SIGKILL, %" G_GINT64_FORMAT
+				        " ms before the lease could run out",
+				        lease_end ? (lease_end - now) / 1000 : (int64_t)-1);
 		}
 	}
 	if (stop != STOP_NONE && own_group) {

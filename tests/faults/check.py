@@ -58,7 +58,7 @@ def fmt_t(ns, t0):
 
 class Section:
     __slots__ = ("id", "host", "tool", "fence", "t_try", "t_acq", "t_ws", "long", "attr_us",
-                 "t_we", "how", "t_x", "rc", "end_src")
+                 "t_we", "how", "t_x", "t_k", "rc", "end_src")
 
     def __init__(self, f):
         self.id, self.host, self.tool = f[1], f[2], f[3]
@@ -69,12 +69,17 @@ class Section:
         self.t_we = None
         self.how = None
         self.t_x = None
+        self.t_k = None  # hold's SIGKILL was seen (K): the command was dead by then
         self.rc = None
         self.end_src = None
 
     @property
     def end(self):
-        return self.t_we if self.t_we is not None else self.t_x
+        if self.t_we is not None:
+            return self.t_we
+        if self.t_k is not None and (self.t_x is None or self.t_k < self.t_x):
+            return self.t_k
+        return self.t_x
 
     def desc(self, t0):
         e = self.end
@@ -155,7 +160,7 @@ def main():
     acq_fail = defaultdict(int)  # (tool-ish wid suffix, rc, message) -> count
     acq_fail_at = []  # (t, host, wid, message), unexpected ones only
     for path in sorted(glob.glob(os.path.join(run, "w.*.log"))):
-        xs = {}
+        xs, ks = {}, {}
         for f in read_tsv(path):
             try:
                 if f[0] == "B":
@@ -165,6 +170,8 @@ def main():
                     s.t_we, s.how, s.end_src = int(f[2]), f[3], "E"
                 elif f[0] == "X":
                     xs[f[1]] = (int(f[2]), f[3], f[4] if len(f) > 4 else "")
+                elif f[0] == "K":
+                    ks[f[1]] = int(f[2])
                 elif f[0] == "A":
                     aborted.append((f[1], int(f[2]), f[3]))
                 elif f[0] == "F":
@@ -182,6 +189,13 @@ def main():
             s.t_x, s.rc = t, rc
             if s.t_we is None:
                 s.end_src = "X (no E record: the command was killed?)"
+        for i, t in ks.items():
+            # hold sent SIGKILL before this (its stderr line was read then):
+            # a section with no E record ended by then at the latest.
+            s = sections.get(i)
+            if s is not None and s.t_we is None and (s.t_x is None or t < s.t_x):
+                s.t_k = t
+                s.end_src = "K (hold's SIGKILL, seen on its stderr; no E record)"
     nemeses = {}
     for f in read_tsv(os.path.join(run, "nemesis.log")):
         if f[0] == "N+":

@@ -539,6 +539,16 @@ legacy_worker() { # WID HOST TOOL
 # A lockfsctl hold worker: the section is tests/faults/section, run by hold
 # (it writes B and E; E how=term when hold stopped it); this writes X when
 # hold returned.  An attempt that did not get the lock writes X only.
+# hold --verbose's stderr: kept in ERR; its SIGKILL line makes a K record in LOG.
+_hold_stderr() { # ID LOG ERR
+    local l
+    while IFS= read -r l; do
+        [[ $l == *"stopped the command with SIGKILL"* ]] &&
+            printf 'K\t%s\t%s000\n' "$1" "${EPOCHREALTIME/./}" >>"$2"
+        [[ $l == *": holding "* || $l == *": released "* ]] || printf '%s\n' "$l" >>"$3"
+    done
+}
+
 hold_worker() { # WID HOST TOOL (hold: --ttl the mount's ttl; holdd: hold's default --ttl)
     local wid=$1 h=$2 tool=${3:-hold} m=$TESTDIR/$2 log=$RUN/w.$1.log err=$RUN/w.$1.err
     local lk=$m/R.lock seq=0 id rc t_try
@@ -555,9 +565,11 @@ hold_worker() { # WID HOST TOOL (hold: --ttl the mount's ttl; holdd: hold's defa
         seq=$((seq + 1))
         id=$wid.$seq
         t_try=${EPOCHREALTIME/./}
+        # --verbose: hold says when it sends SIGKILL; a section killed so writes no
+        # E, and its K record (when that line was read) bounds its end.
         FAULTS_ID=$id FAULTS_HOSTNAME=$h FAULTS_T_TRY=${t_try}000 FAULTS_LOG=$log FAULTS_TOOL=$tool \
-            "$CTL" hold --wait 2s "${ttl[@]}" "$lk" -- \
-            "$FAULTS_DIR/section" 2>>"$err"
+            "$CTL" hold --verbose --wait 2s "${ttl[@]}" "$lk" -- \
+            "$FAULTS_DIR/section" 2> >(_hold_stderr "$id" "$log" "$err")
         rc=$?
         printf 'X\t%s\t%s000\t%s\t\n' "$id" "${EPOCHREALTIME/./}" "$rc" >>"$log"
         nap $((RANDOM % 20 + 5))
