@@ -189,6 +189,8 @@ void locks_unclaim(lfs *fs, const char *key);
 bool locks_wait_idle(lfs *fs, const char *key);
 /* The same for every key under PREFIX ("dir/"). */
 bool locks_wait_idle_under(lfs *fs, const char *prefix);
+/* Whether a key of KEYS (a set of lock keys) lies under PREFIX. */
+bool locks_key_under(GHashTable *keys, const char *prefix);
 int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
                   const struct lfs_caller *who, lfs_dentry **out);
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who);

@@ -16,7 +16,8 @@ static gpointer renew_main(gpointer data)
 		/* ... and wakes at the next deadline itself when that comes
 		 * sooner: a loss is then declared as it falls due, not up to a
 		 * tick later (which a loaded machine only lengthens). */
-		int64_t until = MIN(lockfs_mono_us() + tick, MAX(due, lockfs_mono_us() + 1000));
+		int64_t now = lockfs_mono_us();
+		int64_t until = MIN(now + tick, MAX(due, now + 1000));
 		while (!fs->renew_stop &&
 		       lockfs_cond_wait_until(&fs->renew_cond, &fs->renew_mu, until))
 			;

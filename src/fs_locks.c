@@ -49,43 +49,43 @@ static bool wait_until(lfs *fs, int64_t deadline_mono_us)
 	return true;
 }
 
-bool locks_wait_idle(lfs *fs, const char *key)
-{
-	int64_t deadline = lockfs_mono_us() + claim_wait_us(fs);
-	while (g_hash_table_contains(fs->busy, key))
-		if (!wait_until(fs, deadline)) {
-			lockfs_log(G_LOG_LEVEL_WARNING, key,
-			           "%s: another call on it still runs after %" G_GINT64_FORMAT
-			           " ms; this one answers EIO",
-			           key, claim_wait_us(fs) / 1000);
-			return false;
-		}
-	return true;
-}
-
-static bool busy_under(lfs *fs, const char *prefix)
+bool locks_key_under(GHashTable *keys, const char *prefix)
 {
 	GHashTableIter it;
 	gpointer k;
-	g_hash_table_iter_init(&it, fs->busy);
+	g_hash_table_iter_init(&it, keys);
 	while (g_hash_table_iter_next(&it, &k, NULL))
 		if (g_str_has_prefix(k, prefix))
 			return true;
 	return false;
 }
 
-bool locks_wait_idle_under(lfs *fs, const char *prefix)
+/* Wait while KEY (or, UNDER, a key under it) is claimed, until the bound;
+ * false, logged, when it passed. */
+static bool wait_idle(lfs *fs, const char *key, bool under)
 {
 	int64_t deadline = lockfs_mono_us() + claim_wait_us(fs);
-	while (busy_under(fs, prefix))
+	while (under ? locks_key_under(fs->busy, key) : g_hash_table_contains(fs->busy, key))
 		if (!wait_until(fs, deadline)) {
-			lockfs_log(G_LOG_LEVEL_WARNING, NULL,
-			           "%s: a call on a lock in it still runs after %" G_GINT64_FORMAT
-			           " ms; the directory is treated as holding locks",
-			           prefix, claim_wait_us(fs) / 1000);
+			lockfs_log(G_LOG_LEVEL_WARNING, under ? NULL : key,
+			           "%s: %s still runs after %" G_GINT64_FORMAT " ms; %s", key,
+			           under ? "a call on a lock in it" : "another call on it",
+			           claim_wait_us(fs) / 1000,
+			           under ? "the directory is treated as holding locks"
+			                 : "this one answers EIO");
 			return false;
 		}
 	return true;
+}
+
+bool locks_wait_idle(lfs *fs, const char *key)
+{
+	return wait_idle(fs, key, false);
+}
+
+bool locks_wait_idle_under(lfs *fs, const char *prefix)
+{
+	return wait_idle(fs, prefix, true);
 }
 
 bool locks_claim_bounded(lfs *fs, const char *key)
@@ -616,17 +616,14 @@ static void lost_remember(lfs *fs, lfs_dentry *d, bool released)
 	l->info.state = LOCKFS_STATE_LOST;
 	l->info.mine = true;
 	l->released = released;
-	if (released) {
-		g_hash_table_replace(fs->lost_recent, g_strdup(d->lease->key), l);
-		return;
+	if (!released) { /* for xattrs read through descriptors still open on it */
+		lfs_node *n = d->node;
+		if (!n->lost_info)
+			n->lost_info = g_new0(lockfs_lock_info, 1);
+		else
+			lockfs_lock_info_clear(n->lost_info);
+		remote_info_copy(n->lost_info, &l->info);
 	}
-	/* For xattrs read through descriptors still open on the node. */
-	lfs_node *n = d->node;
-	if (!n->lost_info)
-		n->lost_info = g_new0(lockfs_lock_info, 1);
-	else
-		lockfs_lock_info_clear(n->lost_info);
-	remote_info_copy(n->lost_info, &l->info);
 	g_hash_table_replace(fs->lost_recent, g_strdup(d->lease->key), l);
 }
 
@@ -642,22 +639,27 @@ static void lost_before(lfs *fs, lfs_dentry *d)
 	d->prev_lost_uid = l->info.holder.uid;
 }
 
-const lockfs_lock_info *locks_late_info(lfs *fs, const char *key)
+/* KEY's entry in lost_recent while it is shown (10 minutes), else NULL. */
+static lfs_lost *lost_entry(lfs *fs, const char *key)
 {
 	lfs_lost *l = fs->lost_recent ? g_hash_table_lookup(fs->lost_recent, key) : NULL;
-	if (!l)
-		return NULL;
-	if (lockfs_mono_us() - l->at_mono > LOST_SHOWN_US) {
+	if (l && lockfs_mono_us() - l->at_mono > LOST_SHOWN_US) {
 		g_hash_table_remove(fs->lost_recent, key);
 		return NULL;
 	}
-	return &l->info;
+	return l;
+}
+
+const lockfs_lock_info *locks_late_info(lfs *fs, const char *key)
+{
+	lfs_lost *l = lost_entry(fs, key);
+	return l ? &l->info : NULL;
 }
 
 const lockfs_lock_info *locks_lost_info(lfs *fs, const char *key)
 {
-	const lockfs_lock_info *info = locks_late_info(fs, key);
-	return info && !((const lfs_lost *)info)->released ? info : NULL;
+	lfs_lost *l = lost_entry(fs, key);
+	return l && !l->released ? &l->info : NULL;
 }
 
 void locks_lost_list(lfs *fs, const char *prefix, GHashTable *seen, GPtrArray *out)

@@ -820,17 +820,6 @@ static int rename_to_lock(lfs *fs, lfs_node *dir, const char *name, lfs_node *ne
 	return r;
 }
 
-static bool any_key_under(GHashTable *keys, const char *prefix)
-{
-	GHashTableIter it;
-	gpointer k;
-	g_hash_table_iter_init(&it, keys);
-	while (g_hash_table_iter_next(&it, &k, NULL))
-		if (g_str_has_prefix(k, prefix))
-			return true;
-	return false;
-}
-
 /* Whether the directory NAME in DIR holds locks: a lock's key is its path,
  * so such a directory cannot move without moving the locks.  A lock being
  * taken or let go inside it is waited for first, so that its name and key
@@ -841,7 +830,7 @@ static bool holds_locks(lfs *fs, lfs_node *dir, const char *name)
 	g_autofree char *prefix = g_strconcat(key, "/", NULL);
 	if (!locks_wait_idle_under(fs, prefix))
 		return true; /* bounded: a move or rmdir is refused, not a lock split */
-	return any_key_under(fs->held, prefix);
+	return locks_key_under(fs->held, prefix);
 }
 
 /* Whether the directory NAME in DIR has locks in it, here or held through
