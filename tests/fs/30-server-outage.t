@@ -81,18 +81,9 @@ server_restart_or_bail() {
 
 # ---------------------------------------------------------------- helpers
 
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
-# timed SYSCALL ARGS...: fsop with the time it took: sets R and MS.
-timed() {
-    local t0
-    t0=$(date +%s%N)
-    R=$(fsop1 "$@")
-    MS=$(ms_since "$t0")
-}
 
-# The mount's own view, no backend call (a descriptor's /proc path followed).
-state_of() { timeout 10 getfattr --absolute-names --only-values -n user.lockfs.state -- "$1" 2>/dev/null; }
+# state_of (mount.sh): the mount's own view, no backend call (a descriptor's /proc path followed).
 # A descriptor kept open on a lock: once lost, its name is gone, but what
 # the descriptor reaches still says lost.  Sets FD_PATH.
 open_fd() {

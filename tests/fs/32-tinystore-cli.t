@@ -24,7 +24,6 @@ L=$MNT
 lockfs_start_or_bail -o host=hostO -o tinystore_lock_name=other
 O=$MNT
 
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
 fence_of() { xattr "$1" user.lockfs.fence; }
 # excl_soon FILE [MODE CONTENT]: an O_EXCL create succeeds soon: a refusal

@@ -83,13 +83,6 @@ fake_stop() {
     wait "$FAKE_PID" 2>/dev/null
 }
 
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
-timed() {
-    local t0
-    t0=$(date +%s%N)
-    R=$(fsop1 "$@")
-    MS=$(ms_since "$t0")
-}
 
 # ---------------------------------------------------------------- tinystore
 

@@ -21,8 +21,6 @@ TEST_TIMEOUT=120
 TTL_MS=3000
 opts=(-o ttl=3s -o network_timeout=1s)
 
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
-state_of() { timeout 10 getfattr --absolute-names --only-values -n user.lockfs.state -- "$1" 2>/dev/null; }
 is_lost() { [[ $(state_of "$1") == lost ]]; }
 
 lockfs_start_or_bail -o host=hostA "${opts[@]}"

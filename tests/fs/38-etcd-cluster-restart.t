@@ -30,14 +30,6 @@ TEST_TIMEOUT=300
 # and a loaded machine.
 EIO_BOUND_MS=2500
 
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
-timed() {
-    local t0
-    t0=$(date +%s%N)
-    R=$(fsop1 "$@")
-    MS=$(ms_since "$t0")
-}
-state_of() { timeout 10 getfattr --absolute-names --only-values -n user.lockfs.state -- "$1" 2>/dev/null; }
 is_lost() { [[ $(state_of "$1") == lost ]]; }
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
 takes() { [[ $(fsop1 excl "$1" 0644 "${2:-}") == OK ]]; }

@@ -59,13 +59,6 @@ at_exit partition_cleanup
 mkdir "$CG_DIR" 2>"$TESTDIR/.cg.err" || skip_all "cannot make a cgroup in $CG2: $(head -n 1 "$TESTDIR/.cg.err")"
 
 EIO_BOUND_MS=4500 # network_timeout (3 s), plus python's start and a loaded machine
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
-timed() {
-    local t0
-    t0=$(date +%s%N)
-    R=$(fsop1 "$@")
-    MS=$(ms_since "$t0")
-}
 takes() { [[ $(fsop1 excl "$1" 0644 "${2:-}") == OK ]]; }
 held_by() { # MNT KEY HOST [FENCE]
     local line

@@ -11,7 +11,6 @@ TEST_TIMEOUT=300
 
 take() { timeout 10 bash -c 'set -C; echo $$ > "$1"' _ "$1"; }
 # ms since $1 (date +%s%N)
-ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
 
 # ---- systemd's notification socket, mounted as this pass mounts (-f, or
 # detached through mount(8) in scripts/test's detached pass).

@@ -629,6 +629,19 @@ fence_gt() {
 # log_has ERE [LOG]: the daemon log has a line matching ERE.
 log_has() { grep -Eq -- "$1" "${2:-$LOCKFS_LOG}"; }
 
+# ms_since T0: milliseconds since T0 (date +%s%N).
+ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+# timed SYSCALL ARGS...: fsop1 with the time it took: sets R and MS.
+timed() {
+    local t0
+    t0=$(date +%s%N)
+    R=$(fsop1 "$@")
+    MS=$(ms_since "$t0")
+}
+# state_of PATH: its user.lockfs.state (through a descriptor's /proc path:
+# the mount's own view, no backend call).
+state_of() { timeout 10 getfattr --absolute-names --only-values -n user.lockfs.state -- "$1" 2>/dev/null; }
+
 # ---------------------------------------------------------------- backends
 
 # skip_all REASON: this file does not apply (to this backend, or here).
