@@ -138,6 +138,12 @@ static int classify(int e, bool heartbeat, char **why)
 
 /* Is the lock still ours?  With BEAT, heartbeat it too.  0 yes, 1 lost (WHY
  * set), -E unknown. */
+/* check_once's answer for a name that is still our inode and fence, which
+ * the mount has declared lost: ours to unlink (that only drops the name). */
+#define CHECK_OURS_LOST 2
+
+/* 0 when H is still held (heart-beaten if BEAT), > 0 when it is lost (*WHY
+ * says how), -errno when the mount could not tell. */
 static int check_once(held *h, bool beat, char **why)
 {
 	int64_t sent = boot_us(); /* the lease left counts from before asking */
@@ -168,7 +174,7 @@ static int check_once(held *h, bool beat, char **why)
 		buf[n] = '\0';
 		if (!strcmp(buf, "lost")) {
 			*why = g_strdup("lockfs reports it lost: its lease could not be kept");
-			return 1;
+			return CHECK_OURS_LOST;
 		}
 		n = lgetxattr(h->path, LEASE_XATTR, buf, sizeof(buf) - 1);
 		if (n > 0) {
@@ -369,7 +375,9 @@ static int sleep_for_signal(const sigset_t *set, int64_t us, siginfo_t *si)
 
 /* ---------------------------------------------------------------- releasing */
 
-/* Unlink PATH only if it is still ours: same inode, same fence. */
+/* Unlink PATH only if it is still ours: same inode, same fence.  Ours but
+ * lost, it is unlinked too: the mount keeps a lost name until its holder
+ * unlinks it, and until then nobody on this host could take the lock. */
 static int release(held *h)
 {
 	int64_t until = boot_us() + RELEASE_RETRY_US;
@@ -377,7 +385,7 @@ static int release(held *h)
 		char *why = NULL;
 		int r = check_once(h, false, &why);
 		g_free(why);
-		if (r > 0)
+		if (r > 0 && r != CHECK_OURS_LOST)
 			return ENOENT;
 		if (unlink(h->path) == 0)
 			return 0;
@@ -763,6 +771,8 @@ int ctl_hold(int argc, char **argv)
 			        "not run",
 			        t.path, w);
 			g_free(w);
+			if (!release_within(&h, RELEASE_WAIT_US))
+				leave_h = true;
 			rc = CTL_EXIT_LOST;
 			goto out;
 		}
@@ -918,7 +928,10 @@ int ctl_hold(int argc, char **argv)
 		        t.path, h.why ? h.why : "?");
 		rc = CTL_EXIT_LOST;
 	} else if (h.lost || check_once(&h, false, &h.why) > 0) {
-		/* Lost in the instant before CMD ended: its end was unprotected. */
+		/* Lost in the instant before CMD ended: its end was unprotected.
+		 * Its lost name is dropped all the same. */
+		if (!release_within(&h, stuck ? RELEASE_STUCK_WAIT_US : RELEASE_WAIT_US))
+			leave_h = true;
 		ctl_err("the lock %s was lost (%s) before the command ended: another may hold it "
 		        "now",
 		        t.path, h.why ? h.why : "?");

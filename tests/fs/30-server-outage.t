@@ -35,6 +35,8 @@
 # 6. A late release of a lost lock leaves the next holder's lock alone.
 # 7. A holder's rm while the server hangs answers EIO and lets the lock go:
 #    it is released once the server answers, long before it would run out.
+# 8. A lockfsctl hold whose lock is lost stops its command and unlinks the
+#    lost name: left, nobody on its host could take the lock again.
 set -u
 TEST_TIMEOUT=300
 . "$(dirname "$0")/../lib/mount.sh"
@@ -445,5 +447,31 @@ ok "release while hung: hostU logged the release" \
 is "$(fsop1 unlink "$U/u.lock")" ENOENT "release while hung: hostU's rm again answers ENOENT: it is hostV's now"
 ok "release while hung: hostV still holds u.lock" held_by "$V" u.lock hostV
 rm -f "$V/u.lock"
+
+# ---------------------------------------------------------------- 8. a hold's loss
+
+# A lockfsctl hold on hostP; the server is stopped until hostP declares the
+# lock lost.  The hold stops its command (exit 75) and unlinks its lost
+# name (only a name that is still its inode and fence), so that once the
+# server is back a process on hostP takes the lock again.
+lockfsctl_or_bail
+rm -f "$TESTDIR/h8.pid"
+timeout -k 3 40 "$CTL" hold "$P/h.lock" -- sh -c 'echo $$ >"$1"; exec sleep 60' _ "$TESTDIR/h8.pid" \
+    2>"$TESTDIR/h8.err" &
+h8=$!
+ok "a hold's loss: lockfsctl hold on hostP takes h.lock" wait_until 10 test -s "$TESTDIR/h8.pid"
+open_fd "$P/h.lock"
+hfd=$FD_PATH hfd_num=$FD_NUM
+server_pause
+ok "a hold's loss: hostP declares h.lock lost while the server is stopped" wait_until 10 is_lost "$hfd"
+wait_until 10 bash -c '! kill -0 "$1" 2>/dev/null' _ "$h8"
+wait "$h8"
+is "$?" 75 "a hold's loss: the hold exits 75 (lost)"
+like "$(cat "$TESTDIR/h8.err")" "the lock $P/h\\.lock was lost" "a hold's loss: ... saying so"
+server_resume
+ok "a hold's loss: back, a process on hostP takes h.lock (the lost name went with the hold)" \
+    wait_until 10 takes "$P/h.lock"
+close_fd "$hfd_num"
+rm -f "$P/h.lock"
 
 done_testing
