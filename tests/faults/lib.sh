@@ -582,16 +582,20 @@ export FAULTS_SHORT_MIN_MS FAULTS_SHORT_MAX_MS FAULTS_LONG_MS
 # unlink it: a lockfsctl hold whose process is gone, or (after 5 s) no worker
 # of HOST that is taking it or holds FENCE (cur.WID: "HOST acq" while taking,
 # "HOST FENCE" while held).
-_left_behind() {
-    local h=$1 f=$2 pid=$3 hold=$4 ms=$5 c
+_left_behind() { # HOST FENCE PID HOLD MS STATE
+    local h=$1 f=$2 pid=$3 hold=$4 ms=$5 state=${6:-lost} c
     local orphan_ms=$((FAULTS_TTL_S * 2000 + 2000)) killed=0
     if ((hold)); then
         [[ -n $pid ]] && ! kill -0 "$pid" 2>/dev/null || return 1
         # Taken through a lockfs killed since (kill-holder): the lease is the
         # dead process's, and the contract keeps it until it runs out, never
         # earlier than ttl after its last renewal (LDAP's dds: up to twice).
+        # Shown held by this host after the hold stopped for a loss (or let
+        # go of it on a release the backend did not answer): the mount's lost
+        # lease, which it releases once ttl has passed since its last renewal
+        # that succeeded and the backend answers (an orphan: design.md).
         [[ -s $RUN/killed.$h ]] && killed=$(<"$RUN/killed.$h")
-        if (((${EPOCHREALTIME/./} - killed) / 1000 < orphan_ms)); then
+        if (((${EPOCHREALTIME/./} - killed) / 1000 < orphan_ms)) || [[ $state == held ]]; then
             ((ms >= orphan_ms))
         else
             ((ms >= 1000))
@@ -661,7 +665,7 @@ keeper() { # HOST
         if _lockfs_attrs "$m/R.lock" && [[ $A_HOST == "$h" && ($A_STATE == lost || $A_STATE == held) ]]; then
             # Timed from when it was first seen so (held, or lost) with this fence.
             [[ $A_FENCE:$A_STATE == "$lost_fence" ]] || { lost_fence=$A_FENCE:$A_STATE lost_since=$t; }
-            if _left_behind "$h" "$A_FENCE" "$A_PID" "$A_HOLD" $(((t - lost_since) / 1000)); then
+            if _left_behind "$h" "$A_FENCE" "$A_PID" "$A_HOLD" $(((t - lost_since) / 1000)) "$A_STATE"; then
                 printf 'J\tR.lock\t%s000\t%s\t%s\t%s\t%s\t%s\n' "${EPOCHREALTIME/./}" "$A_FENCE" "$A_PID" \
                     "$((A_HOLD ? 1 : 0))" "$(((t - lost_since) / 1000))" "$A_STATE" >>"$log"
                 if [[ -d $m/R.lock ]]; then rmdir -- "$m/R.lock"; else rm -f -- "$m/R.lock"; fi 2>/dev/null
