@@ -15,6 +15,7 @@ None refreshes or breaks a lock by age.  Actions: see README.md here.
 """
 
 import sys
+import time
 
 from locklib_common import main
 
@@ -44,19 +45,36 @@ def run(argv):
         return 2
     lock = cls(argv[0][:-len('.lock')])
 
+    def released_between(e):
+        # SymlinkLockFile.i_am_locking() is islink() then readlink(): a lock
+        # its holder releases between the two raises FileNotFoundError out of
+        # acquire() -- the library's own race, on any filesystem (wider where
+        # a lookup of another host's lock takes a round trip).  The lock was
+        # held when looked at: an answer of "held", and the caller tries again.
+        return cls is SymlinkLockFile and e.filename == lock.lock_file
+
     def attempt():
         try:
             lock.acquire(timeout=0)
             return True
         except AlreadyLocked:
             return False
+        except FileNotFoundError as e:
+            if released_between(e):
+                return False
+            raise
 
     def wait(secs):
-        try:
-            lock.acquire(timeout=secs)
-            return True
-        except LockTimeout:
-            return False
+        end = time.monotonic() + secs
+        while True:
+            try:
+                lock.acquire(timeout=max(end - time.monotonic(), 0.01))
+                return True
+            except LockTimeout:
+                return False
+            except FileNotFoundError as e:
+                if not released_between(e) or time.monotonic() >= end:
+                    raise
 
     def release():
         try:
