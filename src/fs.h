@@ -58,6 +58,8 @@ struct lfs_node {
 	GHashTable *children; /* name → lfs_dentry */
 	lfs_node *parent;     /* directories: where ".." leads */
 	lfs_dentry *self;     /* directories: the dentry naming this directory */
+	lfs_dentry *named;    /* files: a name of this node (its latest), or NULL */
+	char *old_path;       /* files: the path of the last name it lost */
 
 	/* Locks held through another mount (shared backends): a read-only
 	 * snapshot made at lookup, freed when the kernel forgets it. */
@@ -148,6 +150,16 @@ typedef struct {
 	/* lfs_orphan: leases this mount lost whose entry the backend may still
 	 * keep (a renewal that arrived after its deadline): fs_locks.c. */
 	GPtrArray *orphans;
+	/* fs_flock.c: flock(2) locks.  Their leases are lock dentries of this
+	 * directory, which no name leads to, named by their backend keys. */
+	lfs_node *flock_dir;
+	GHashTable *flocks; /* "owner:node" → lfs_flock */
+	GMutex flock_mu;    /* the waiters' queue (never taken before fs->mu) */
+	GCond flock_cond;
+	GQueue flock_waiters;
+	GThread *flock_thread;
+	bool flock_stop;
+	uint64_t flock_ids; /* shared holders' keys */
 } lfs;
 
 /* ---- fs_nodes.c: the model ---- */
@@ -158,6 +170,8 @@ void dentry_remove(lfs *fs, lfs_dentry *d);
 lfs_dentry *dentry_find(lfs_node *dir, const char *name);
 bool name_is_lock(const lfs *fs, const char *name);
 char *node_key(lfs *fs, const lfs_node *dir, const char *name); /* lock key: path from the root */
+/* N's path from the root ("" for the root), NULL when it has no name. */
+char *node_path(lfs *fs, lfs_node *n);
 int node_getattr(lfs *fs, lfs_node *n, struct stat *st);
 void node_touch(lfs_node *n, bool m, bool c);
 lfs_dentry *node_lock_dentry(lfs *fs, lfs_node *n); /* one lock name of N, or NULL */
@@ -194,6 +208,14 @@ bool locks_key_under(GHashTable *keys, const char *prefix);
 int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
                   const struct lfs_caller *who, lfs_dentry **out);
 int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who);
+/* locks_release's BY for a lock let go at the last close of its file. */
+#define LOCKS_BY_CLOSE (-1)
+/* Release D, its holder's own doing (BY: the pid that asked, 0 at unmount):
+ * what locks_unlink does once it has judged who asks. */
+int locks_release(lfs *fs, lfs_dentry *d, pid_t by);
+/* A heartbeat of D now, sent at once: for a lock whose holder is alive
+ * without touching it (a flock, alive while its file is open). */
+int locks_auto_beat(lfs *fs, lfs_dentry *d);
 /* Break D for WHO whoever holds it (logged and notified); with FENCE, only
  * if it is still the holder's (-ESTALE otherwise). */
 int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who, const char *fence);
@@ -282,6 +304,21 @@ uint64_t remote_ino(const char *key);
 /* ---- fs_leases.c: renewing the leases of shared backends ---- */
 void leases_start(lfs *fs);
 void leases_stop(lfs *fs);
+
+/* ---- fs_flock.c: flock(2) locks held in the backend ---- */
+void flock_init(lfs *fs);
+void flock_start(lfs *fs);
+/* Stop the waiters' thread; waiters are answered EINTR. */
+void flock_stop(lfs *fs);
+/* A FUSE flock request: OP is LOCK_SH, LOCK_EX or LOCK_UN, with LOCK_NB.
+ * Answers REQ, now or (a blocking one) from the waiters' thread. */
+void flock_request(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, int op,
+                   const struct lfs_caller *who);
+/* The last close of OWNER's open file description of N (fs->mu held). */
+void flock_release_owner(lfs *fs, lfs_node *n, uint64_t owner);
+/* Whether KEY is a flock's backend key, and what it locks: "flock" or
+ * "flock-shared", and the file's path (a pointer into KEY). */
+bool flock_key_parse(const char *key, const char **kind, const char **path);
 
 /* ---- fs_inval.c: telling the kernel what lockfs changed by itself ---- */
 void inval_start(lfs *fs);

@@ -168,8 +168,12 @@ static void log_audit(lfs *fs, lfs_dentry *d, bool grant, pid_t by)
 		return;
 	g_autoptr(GString) h = g_string_new(NULL);
 	describe(&d->holder, h);
-	if (!grant)
-		g_string_append_printf(h, by ? "; unlinked by pid %d" : "; at unmount", (int)by);
+	const char *kind, *path;
+	bool flock = flock_key_parse(d->lease->key, &kind, &path);
+	if (!grant && by > 0)
+		g_string_append_printf(h, flock ? "; let go by pid %d" : "; unlinked by pid %d", (int)by);
+	else if (!grant)
+		g_string_append(h, by == LOCKS_BY_CLOSE ? "; at the last close of its file" : "; at unmount");
 	const char *key = d->lease->key, *fence = d->lease->fence;
 	/* Without fs->mu (D's key is claimed, so D stays): a log that is slow
 	 * to take a line must not hold up the rest of the filesystem. */
@@ -436,6 +440,11 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 	}
 	if (policy_unlink_effect(who, d->holder.uid) == TOUCH_BREAK)
 		return locks_break(fs, d, who, NULL);
+	return locks_release(fs, d, who->pid);
+}
+
+int locks_release(lfs *fs, lfs_dentry *d, pid_t by)
+{
 	g_autofree char *key = g_strdup(d->lease->key);
 	int err;
 	if (!(d = claim_dentry(fs, d, key, &err)))
@@ -475,7 +484,7 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		           "%s was no longer held by this mount when released; nothing deleted",
 		           key);
 	else
-		log_release(fs, d, who->pid);
+		log_release(fs, d, by);
 	dentry_remove(fs, d);
 	/* Just let go: free for as long as a lookup may believe the backend
 	 * (the next create's lookup then costs no round trip). */
@@ -778,6 +787,23 @@ static int send_beat(lfs *fs, lfs_dentry *d, bool with_content)
 		d->hb_unsent = d->hb_unsent || had_hb;
 		d->beat_pending = true;
 	}
+	return r;
+}
+
+int locks_auto_beat(lfs *fs, lfs_dentry *d)
+{
+	g_autofree char *key = g_strdup(d->lease->key);
+	int err;
+	if (!(d = claim_dentry(fs, d, key, &err)))
+		return err;
+	int r = -ESTALE;
+	if (!d->lost) {
+		d->heartbeat_us = lockfs_now_us();
+		d->heartbeat_boot = lockfs_mono_us();
+		d->hb_unsent = true;
+		r = send_beat(fs, d, false);
+	}
+	locks_unclaim(fs, key);
 	return r;
 }
 

@@ -39,6 +39,7 @@ static void node_free(lfs *fs, lfs_node *n)
 		g_hash_table_destroy(n->children);
 	g_free(n->data);
 	g_free(n->ctl_path);
+	g_free(n->old_path);
 	if (n->remote) {
 		lockfs_lock_info_clear(n->remote);
 		g_free(n->remote);
@@ -95,8 +96,9 @@ lfs_dentry *dentry_add(lfs *fs, lfs_node *dir, const char *name, lfs_node *node)
 			dir->nlink++;
 	} else {
 		node->nlink++;
+		node->named = d;
 	}
-	if (name_is_lock(fs, name)) {
+	if (dir == fs->flock_dir || name_is_lock(fs, name)) {
 		node->lock_names++;
 		d->next_lock = node->locks;
 		node->locks = d;
@@ -117,7 +119,14 @@ void dentry_remove(lfs *fs, lfs_dentry *d)
 	} else if (node->nlink) {
 		node->nlink--;
 	}
-	if (name_is_lock(fs, d->name)) {
+	if (node->named == d) { /* what a flock of it, still open, locks */
+		node->named = NULL;
+		if (dir != fs->flock_dir) {
+			g_free(node->old_path);
+			node->old_path = node_key(fs, dir, d->name);
+		}
+	}
+	if (dir == fs->flock_dir || name_is_lock(fs, d->name)) {
 		for (lfs_dentry **pp = &node->locks; *pp; pp = &(*pp)->next_lock)
 			if (*pp == d) {
 				*pp = d->next_lock;
@@ -181,6 +190,28 @@ char *node_key(lfs *fs, const lfs_node *dir, const char *name)
 		g_string_append_c(s, '/');
 	g_string_append(s, name);
 	return g_string_free(s, FALSE);
+}
+
+char *node_path(lfs *fs, lfs_node *n)
+{
+	if (n == fs->root)
+		return g_strdup("");
+	if (S_ISDIR(n->mode) || n->kind == NODE_DISK) {
+		if (n->kind != NODE_DISK && !n->self)
+			return NULL;
+		GString *s = g_string_new(NULL);
+		dir_path(fs, n, s);
+		if (!s->len) { /* a disk node the kernel could not place under the root */
+			g_string_free(s, TRUE);
+			return NULL;
+		}
+		return g_string_free(s, FALSE);
+	}
+	if (n->named)
+		return node_key(fs, n->named->dir, n->named->name);
+	if (n->remote) /* held elsewhere */
+		return g_strdup(n->remote->key);
+	return g_strdup(n->old_path);
 }
 
 void node_touch(lfs_node *n, bool m, bool c)

@@ -31,6 +31,9 @@ typedef struct {
 	int fd;       /* disk nodes */
 	char *snap;   /* control files: content rendered at open */
 	size_t snap_len;
+	/* Made by this open, without O_EXCL, a lock name (flock(1)'s open):
+	 * the grant's serial.  It goes with the flock taken through it. */
+	uint64_t made_serial;
 } lfs_handle;
 
 /* A directory listing, made at opendir so that offsets stay meaningful
@@ -596,6 +599,21 @@ static lfs_handle *handle_new(lfs_node *n, int fd)
 	return h;
 }
 
+/* An open(O_CREAT) without O_EXCL, for reading, of a lock name that was
+ * free at the kernel's lookup and taken when lockfs came to create it (by
+ * another process or host): it opens the lock now there, as on any
+ * filesystem, not EEXIST (flock(1) opens its file so). */
+static int open_taken(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c,
+                      lfs_node **out)
+{
+	lfs_dentry *d = find_live(fs, dir, name);
+	if (d) {
+		*out = d->node;
+		return 0;
+	}
+	return lookup_remote(fs, dir, name, c->uid, out);
+}
+
 static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                        struct fuse_file_info *fi)
 {
@@ -605,12 +623,20 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	lfs_node *n = NULL;
 	int fd = -1;
 	LOCK(fs);
-	int r = make_node(fs, node_of(fs, parent), name, S_IFREG | (mode & 07777), NULL, &c,
-	                  fi->flags, &n, &fd);
+	lfs_node *dir = node_of(fs, parent);
+	int r = make_node(fs, dir, name, S_IFREG | (mode & 07777), NULL, &c, fi->flags, &n, &fd);
+	if (r == -EEXIST && !(fi->flags & O_EXCL) && (fi->flags & O_ACCMODE) == O_RDONLY &&
+	    name_is_lock(fs, name))
+		r = open_taken(fs, dir, name, &c, &n);
 	if (!r)
 		r = make_entry(fs, n, &e);
-	if (!r)
-		fi->fh = (uintptr_t)handle_new(n, fd);
+	if (!r) {
+		lfs_handle *h = handle_new(n, fd);
+		lfs_dentry *d = node_lock_dentry(fs, n);
+		if (d && d->lease && !(fi->flags & O_EXCL))
+			h->made_serial = d->serial;
+		fi->fh = (uintptr_t)h;
+	}
 	UNLOCK(fs);
 	if (r) {
 		fuse_reply_err(req, -r);
@@ -1051,12 +1077,31 @@ static void lfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	if (h->fd >= 0)
 		close(h->fd);
 	LOCK(fs);
+	/* The last close of an open file description lets its flock go, and
+	 * the lock name its open made, if it still holds it: flock(1) creates
+	 * the file it locks (O_CREAT), and on a lock name that takes a lock
+	 * it would never let go. */
+	if (fi->flock_release) {
+		flock_release_owner(fs, h->n, fi->lock_owner);
+		lfs_dentry *d = h->made_serial ? node_lock_dentry(fs, h->n) : NULL;
+		if (d && d->lease && d->serial == h->made_serial) {
+			inval_entry(fs, d->dir, d->name); /* the kernel did not remove it */
+			locks_release(fs, d, LOCKS_BY_CLOSE);
+		}
+	}
 	h->n->opens--;
 	node_maybe_free(fs, h->n);
 	UNLOCK(fs);
 	g_free(h->snap);
 	g_free(h);
 	fuse_reply_err(req, 0);
+}
+
+static void lfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	flock_request(fs, req, node_of(fs, ino), fi->lock_owner, op, &c);
 }
 
 static void lfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -1376,6 +1421,9 @@ static void lfs_init(void *userdata, struct fuse_conn_info *conn)
 	/* Content and attributes change behind the kernel's back (other
 	 * holders, expiry): never cache writes. */
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/* flock(2) comes here (.flock), to be held in the backend. */
+	if (conn->capable & FUSE_CAP_FLOCK_LOCKS)
+		conn->want |= FUSE_CAP_FLOCK_LOCKS;
 
 }
 
@@ -1401,6 +1449,7 @@ const struct fuse_lowlevel_ops lfs_ops = {
 	.flush = lfs_flush,
 	.release = lfs_release,
 	.fsync = lfs_fsync,
+	.flock = lfs_flock,
 	.opendir = lfs_opendir,
 	.readdir = lfs_readdir,
 	.readdirplus = lfs_readdirplus,
@@ -1464,5 +1513,6 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	fs->control = node_new(fs, NODE_CONTROL, S_IFDIR | 0555, 0, 0);
 	fs->control->ctl_path = g_strdup("");
 	fs->control->parent = fs->root;
+	flock_init(fs);
 	return fs;
 }

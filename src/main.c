@@ -114,6 +114,7 @@ int main(int argc, char **argv)
 	           passthrough ? ", passthrough" : "");
 	inval_start(fs);
 	leases_start(fs);
+	flock_start(fs);
 	g_autofree char *status = service_status_text(fs);
 	daemon_ready(status, log_fd);
 	service_status_start(fs);
@@ -127,6 +128,7 @@ int main(int argc, char **argv)
 
 	/* SIGTERM/SIGINT end the loop: let go of this mount's locks, unmount. */
 	service_stopping(fs);
+	flock_stop(fs);
 	leases_stop(fs);
 	pthread_mutex_lock(&fs->mu);
 	locks_release_all(fs);

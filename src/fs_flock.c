@@ -1,0 +1,495 @@
+/* flock(2) locks held in the backend, across every mount of it.
+ *
+ * A flock of the file at path P is a lock of the backend in a key space no
+ * lock name reaches (".lockfs" is the read-only control directory):
+ *   exclusive  .lockfs/flock/P            one holder at a time
+ *   shared     .lockfs/flock-sh/P//ID     one key per shared holder
+ * ("//" never occurs in a path, so P's shared keys are exactly those under
+ * ".lockfs/flock-sh/P//").  A shared holder takes its own key, then looks
+ * for P's exclusive key, and lets its own go if there is one; an exclusive
+ * holder takes P's key, then lists P's shared keys, and lets its key go if
+ * there are any.  The backend's calls are linearizable, so of a shared and
+ * an exclusive holder the one that took its key second sees the other's:
+ * both cannot pass (docs/design.md).  Either may fail when both come at
+ * once; a blocking request then tries again.  That needs looks that see
+ * every key held: a backend that may hold a key it cannot describe yet
+ * (LOCKFS_BACKEND_UNDESCRIBED: tinystore) has shared flocks taken as
+ * exclusive ones.
+ *
+ * Each key is a lease of this mount like a lock name's, a lock dentry of
+ * fs->flock_dir: renewed, declared lost before another host could be
+ * granted it, released at LOCK_UN or at the last close of its open file
+ * description.  Its holder never touches it, so the mount heart-beats it
+ * while it is held: a flock is never stale.  A lost flock answers EIO to its
+ * owner's next flock call.
+ *
+ * A blocking request does not keep a FUSE worker: it waits in
+ * fs->flock_waiters, tried again by the waiters' thread, at once when a
+ * flock of this mount is let go and with a backoff otherwise; a signal
+ * (FUSE_INTERRUPT) answers it EINTR.
+ */
+#include "fs.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+#include <sys/file.h>
+
+#include "holder.h"
+#include "log.h"
+
+#define FLOCK_EX_PREFIX ".lockfs/flock/"
+#define FLOCK_SH_PREFIX ".lockfs/flock-sh/"
+
+/* A blocked request is tried again after this, doubling up to the most. */
+#define WAIT_FIRST_US (10 * 1000)
+#define WAIT_MOST_US (200 * 1000)
+/* How often held flocks are looked at for a heartbeat. */
+#define BEAT_CHECK_US (G_USEC_PER_SEC)
+
+typedef struct {
+	uint64_t owner; /* the kernel's lock owner: the open file description */
+	lfs_node *node; /* kept (opens) while the flock is */
+	int mode;       /* LOCK_SH or LOCK_EX */
+	char *key;      /* the backend key held */
+	uint64_t serial; /* of its dentry's grant */
+} lfs_flock;
+
+typedef struct {
+	fuse_req_t req;
+	lfs_node *node; /* kept (opens) while it waits */
+	uint64_t owner;
+	int mode;
+	char *path; /* as it was asked: N may lose its name while it waits */
+	struct lfs_caller who;
+	bool interrupted; /* under fs->flock_mu */
+	int64_t next_try, backoff; /* g_get_monotonic_time */
+} flock_waiter;
+
+#define UNLOCKED(fs, expr)                       \
+	({                                       \
+		pthread_mutex_unlock(&(fs)->mu); \
+		int r_ = (expr);                 \
+		pthread_mutex_lock(&(fs)->mu);   \
+		r_;                              \
+	})
+
+bool flock_key_parse(const char *key, const char **kind, const char **path)
+{
+	if (g_str_has_prefix(key, FLOCK_SH_PREFIX)) {
+		*kind = "flock-shared";
+		*path = key + strlen(FLOCK_SH_PREFIX);
+		return true;
+	}
+	if (g_str_has_prefix(key, FLOCK_EX_PREFIX)) {
+		*kind = "flock";
+		*path = key + strlen(FLOCK_EX_PREFIX);
+		return true;
+	}
+	return false;
+}
+
+static char *owner_key(uint64_t owner, const lfs_node *n)
+{
+	return g_strdup_printf("%" PRIx64 ":%p", owner, (const void *)n);
+}
+
+/* The root is "."; other paths as they are. */
+static const char *key_path(const char *path)
+{
+	return *path ? path : ".";
+}
+
+static lfs_dentry *flock_dentry(lfs *fs, const lfs_flock *f)
+{
+	lfs_dentry *d = g_hash_table_lookup(fs->held, f->key);
+	return d && d->serial == f->serial && d->dir == fs->flock_dir ? d : NULL;
+}
+
+static void flock_free(lfs *fs, lfs_flock *f)
+{
+	f->node->opens--;
+	node_maybe_free(fs, f->node);
+	g_free(f->key);
+	g_free(f);
+}
+
+/* Take KEY for WHO: 0 (*OUT its dentry), -EEXIST, -EIO. */
+static int take_key(lfs *fs, const char *key, const struct lfs_caller *who, lfs_dentry **out)
+{
+	lfs_node *n = node_new(fs, NODE_MEM, S_IFREG | 0644, who->uid, who->gid);
+	n->opens++; /* nothing else refers to it until it has a name */
+	int r = locks_acquire(fs, fs->flock_dir, key, n, who, out);
+	n->opens--;
+	if (r) {
+		node_maybe_free(fs, n);
+		return r == -EEXIST ? r : -EIO;
+	}
+	return 0;
+}
+
+/* Let go of D, the lease of KEY taken for a flock (fs->mu held). */
+static void let_go(lfs *fs, lfs_dentry *d, pid_t by)
+{
+	lfs_node *n = d->node;
+	n->opens++;
+	if (d->lost)
+		locks_drop_lost(fs, d);
+	else
+		locks_release(fs, d, by);
+	n->opens--;
+	node_maybe_free(fs, n);
+}
+
+typedef struct {
+	const char *except;
+	unsigned n;
+} count_ctx;
+
+static void count_other(const lockfs_lock_info *info, void *user)
+{
+	count_ctx *c = user;
+	if (info->state != LOCKFS_STATE_STALE && (!c->except || strcmp(info->key, c->except)))
+		c->n++;
+}
+
+/* How many shared holders PATH has other than EXCEPT's key: >= 0, or -EIO. */
+static int shared_holders(lfs *fs, const char *path, const char *except)
+{
+	g_autofree char *prefix = g_strconcat(FLOCK_SH_PREFIX, key_path(path), "//", NULL);
+	count_ctx c = { except, 0 };
+	int r = UNLOCKED(fs, fs->be->list(fs->be, prefix, count_other, &c));
+	return r ? -EIO : (int)c.n;
+}
+
+/* Whether PATH has an exclusive holder: 1, 0, or -EIO. */
+static int exclusive_held(lfs *fs, const char *path)
+{
+	g_autofree char *key = g_strconcat(FLOCK_EX_PREFIX, key_path(path), NULL);
+	lockfs_lock_info info;
+	int r = UNLOCKED(fs, fs->be->inspect(fs->be, key, &info));
+	if (r == 0) {
+		lockfs_lock_info_clear(&info);
+		return 1;
+	}
+	return r == -ENOENT ? 0 : -EIO;
+}
+
+static void record(lfs *fs, lfs_node *n, uint64_t owner, int mode, lfs_dentry *d)
+{
+	lfs_flock *f = g_new0(lfs_flock, 1);
+	f->owner = owner;
+	f->node = n;
+	n->opens++;
+	f->mode = mode;
+	f->key = g_strdup(d->lease->key);
+	f->serial = d->serial;
+	g_hash_table_replace(fs->flocks, owner_key(owner, n), f);
+}
+
+static void wake_waiters(lfs *fs)
+{
+	g_mutex_lock(&fs->flock_mu);
+	for (GList *l = fs->flock_waiters.head; l; l = l->next) {
+		flock_waiter *w = l->data;
+		w->next_try = 0;
+		w->backoff = WAIT_FIRST_US;
+	}
+	g_cond_signal(&fs->flock_cond);
+	g_mutex_unlock(&fs->flock_mu);
+}
+
+/* Let go of OWNER's flock of N, if any: 0, or -EIO when it had been lost
+ * (its owner is told at its next flock call). */
+static int unlock_owner(lfs *fs, lfs_node *n, uint64_t owner, pid_t by)
+{
+	g_autofree char *k = owner_key(owner, n);
+	lfs_flock *f = g_hash_table_lookup(fs->flocks, k);
+	if (!f)
+		return 0;
+	g_hash_table_steal(fs->flocks, k);
+	lfs_dentry *d = flock_dentry(fs, f);
+	int r = d && !d->lost ? 0 : -EIO;
+	if (d)
+		let_go(fs, d, by);
+	flock_free(fs, f);
+	wake_waiters(fs);
+	return r;
+}
+
+/* One try at MODE (LOCK_SH or LOCK_EX) on N, at PATH, for OWNER, without
+ * waiting: 0, -EWOULDBLOCK (held in a way that conflicts), -EIO.  fs->mu
+ * held, let go during backend calls. */
+static int flock_try(lfs *fs, lfs_node *n, const char *path, uint64_t owner, int mode,
+                     const struct lfs_caller *who)
+{
+	/* Where the backend may hold a key it cannot yet describe (tinystore
+	 * writes holder records after the grant), neither look can be trusted:
+	 * a shared flock is taken exclusive there, stronger than asked. */
+	if (fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED)
+		mode = LOCK_EX;
+	g_autofree char *k = owner_key(owner, n);
+	lfs_flock *f = g_hash_table_lookup(fs->flocks, k);
+	lfs_dentry *had = NULL; /* an exclusive flock being made shared */
+	if (f) {
+		lfs_dentry *d = flock_dentry(fs, f);
+		if (!d || d->lost) {
+			lockfs_log(G_LOG_LEVEL_WARNING, f->key,
+			           "flock of %s by pid %d: its lock was lost, EIO", key_path(path),
+			           (int)who->pid);
+			unlock_owner(fs, n, owner, who->pid);
+			return -EIO;
+		}
+		if (f->mode == mode)
+			return 0;
+		if (mode == LOCK_SH) {
+			had = d;
+		} else {
+			/* Shared to exclusive is not atomic (flock(2) says so). */
+			unlock_owner(fs, n, owner, who->pid);
+		}
+	}
+	lfs_dentry *d = NULL;
+	int r;
+	/* A look first: a request that must wait costs one read, no write
+	 * and no grant in the log.  Only the look after taking a key counts. */
+	int pre = mode == LOCK_EX ? shared_holders(fs, path, NULL) : had ? 0 : exclusive_held(fs, path);
+	if (pre)
+		return pre < 0 ? -EIO : -EWOULDBLOCK;
+	if (mode == LOCK_EX) {
+		g_autofree char *key = g_strconcat(FLOCK_EX_PREFIX, key_path(path), NULL);
+		r = take_key(fs, key, who, &d);
+		if (r)
+			return r == -EEXIST ? -EWOULDBLOCK : r;
+		uint64_t serial = d->serial;
+		int others = shared_holders(fs, path, NULL);
+		d = g_hash_table_lookup(fs->held, key);
+		if (!d || d->serial != serial || d->lost)
+			return -EIO; /* lost while we looked */
+		if (others) {
+			let_go(fs, d, who->pid);
+			return others < 0 ? -EIO : -EWOULDBLOCK;
+		}
+	} else {
+		g_autofree char *key = g_strdup_printf("%s%s//%016" PRIx64 "%08x", FLOCK_SH_PREFIX,
+		                                       key_path(path), ++fs->flock_ids,
+		                                       g_random_int());
+		r = take_key(fs, key, who, &d);
+		if (r)
+			return -EIO; /* a key of our own: never held */
+		uint64_t serial = d->serial;
+		/* Made shared from exclusive: the exclusive key is ours. */
+		int excl = had ? 0 : exclusive_held(fs, path);
+		d = g_hash_table_lookup(fs->held, key);
+		if (!d || d->serial != serial || d->lost)
+			return -EIO;
+		if (excl) {
+			let_go(fs, d, who->pid);
+			return excl < 0 ? -EIO : -EWOULDBLOCK;
+		}
+		if (had) {
+			/* Now shared: let the exclusive key go. */
+			g_autofree char *hk = owner_key(owner, n);
+			lfs_flock *old = g_hash_table_lookup(fs->flocks, hk);
+			if (old) {
+				lfs_dentry *od = flock_dentry(fs, old);
+				g_hash_table_steal(fs->flocks, hk);
+				if (od)
+					let_go(fs, od, who->pid);
+				flock_free(fs, old);
+			}
+			d = g_hash_table_lookup(fs->held, key);
+			if (!d || d->serial != serial)
+				return -EIO;
+		}
+	}
+	record(fs, n, owner, mode, d);
+	if (had)
+		wake_waiters(fs);
+	return 0;
+}
+
+/* ---------------------------------------------------------------- waiters */
+
+static void interrupted(fuse_req_t req, void *data)
+{
+	lfs *fs = fuse_req_userdata(req);
+	flock_waiter *w = data;
+	g_mutex_lock(&fs->flock_mu);
+	w->interrupted = true;
+	g_cond_signal(&fs->flock_cond);
+	g_mutex_unlock(&fs->flock_mu);
+}
+
+/* Answer W (taken out of the queue) with R and free it. */
+static void finish(lfs *fs, flock_waiter *w, int r)
+{
+	fuse_req_interrupt_func(w->req, NULL, NULL); /* waits for a running one */
+	fuse_reply_err(w->req, -r);
+	pthread_mutex_lock(&fs->mu);
+	w->node->opens--;
+	node_maybe_free(fs, w->node);
+	pthread_mutex_unlock(&fs->mu);
+	g_free(w->path);
+	g_free(w);
+}
+
+static void try_waiter(lfs *fs, flock_waiter *w)
+{
+	pthread_mutex_lock(&fs->mu);
+	int r = flock_try(fs, w->node, w->path, w->owner, w->mode, &w->who);
+	pthread_mutex_unlock(&fs->mu);
+	g_mutex_lock(&fs->flock_mu);
+	bool stop = w->interrupted || fs->flock_stop;
+	if (r == -EWOULDBLOCK && !stop) {
+		w->next_try = g_get_monotonic_time() + w->backoff;
+		w->backoff = MIN(w->backoff * 2, WAIT_MOST_US);
+		g_queue_push_tail(&fs->flock_waiters, w);
+		g_mutex_unlock(&fs->flock_mu);
+		return;
+	}
+	g_mutex_unlock(&fs->flock_mu);
+	/* Granted as the signal came: the lock is held, and the call says so. */
+	finish(fs, w, r == -EWOULDBLOCK ? -EINTR : r);
+}
+
+/* Heart-beat every flock held long enough: its holder never does. */
+static void beat_flocks(lfs *fs)
+{
+	int64_t every = fs->stale_after_us / 3;
+	if (!every)
+		return;
+	pthread_mutex_lock(&fs->mu);
+	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+	GHashTableIter it;
+	gpointer v;
+	g_hash_table_iter_init(&it, fs->flocks);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		g_ptr_array_add(keys, g_strdup(((lfs_flock *)v)->key));
+	int64_t mono = lockfs_mono_us();
+	for (guint i = 0; i < keys->len; i++) {
+		lfs_dentry *d = g_hash_table_lookup(fs->held, keys->pdata[i]);
+		if (d && d->dir == fs->flock_dir && !d->lost && mono - d->heartbeat_boot >= every)
+			locks_auto_beat(fs, d);
+	}
+	pthread_mutex_unlock(&fs->mu);
+}
+
+static gpointer waiters_main(gpointer data)
+{
+	lfs *fs = data;
+	int64_t next_beat = g_get_monotonic_time() + BEAT_CHECK_US;
+	g_mutex_lock(&fs->flock_mu);
+	while (!fs->flock_stop) {
+		int64_t now = g_get_monotonic_time(), wake = next_beat;
+		flock_waiter *due = NULL;
+		for (GList *l = fs->flock_waiters.head; l; l = l->next) {
+			flock_waiter *w = l->data;
+			if (w->interrupted || w->next_try <= now) {
+				due = w;
+				g_queue_delete_link(&fs->flock_waiters, l);
+				break;
+			}
+			wake = MIN(wake, w->next_try);
+		}
+		if (due) {
+			g_mutex_unlock(&fs->flock_mu);
+			if (due->interrupted)
+				finish(fs, due, -EINTR);
+			else
+				try_waiter(fs, due);
+			g_mutex_lock(&fs->flock_mu);
+			continue;
+		}
+		if (now >= next_beat) {
+			g_mutex_unlock(&fs->flock_mu);
+			beat_flocks(fs);
+			g_mutex_lock(&fs->flock_mu);
+			next_beat = g_get_monotonic_time() + BEAT_CHECK_US;
+			continue;
+		}
+		g_cond_wait_until(&fs->flock_cond, &fs->flock_mu, wake);
+	}
+	flock_waiter *w;
+	while ((w = g_queue_pop_head(&fs->flock_waiters))) {
+		g_mutex_unlock(&fs->flock_mu);
+		finish(fs, w, -EINTR);
+		g_mutex_lock(&fs->flock_mu);
+	}
+	g_mutex_unlock(&fs->flock_mu);
+	return NULL;
+}
+
+/* ---------------------------------------------------------------- requests */
+
+void flock_init(lfs *fs)
+{
+	fs->flock_dir = node_new(fs, NODE_MEM, S_IFDIR | 0700, 0, 0);
+	fs->flock_dir->nlink = 2; /* never freed, never "removed" */
+	fs->flocks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_mutex_init(&fs->flock_mu);
+	g_cond_init(&fs->flock_cond);
+	g_queue_init(&fs->flock_waiters);
+}
+
+void flock_start(lfs *fs)
+{
+	fs->flock_thread = g_thread_new("lockfs-flock", waiters_main, fs);
+}
+
+void flock_stop(lfs *fs)
+{
+	if (!fs->flock_thread)
+		return;
+	g_mutex_lock(&fs->flock_mu);
+	fs->flock_stop = true;
+	g_cond_signal(&fs->flock_cond);
+	g_mutex_unlock(&fs->flock_mu);
+	g_thread_join(fs->flock_thread);
+	fs->flock_thread = NULL;
+}
+
+void flock_request(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, int op,
+                   const struct lfs_caller *who)
+{
+	int mode = op & (LOCK_SH | LOCK_EX | LOCK_UN);
+	pthread_mutex_lock(&fs->mu);
+	int r;
+	if (mode == LOCK_UN) {
+		r = unlock_owner(fs, n, owner, who->pid);
+	} else if (mode != LOCK_SH && mode != LOCK_EX) {
+		r = -EINVAL;
+	} else {
+		/* The path when asked: what it locks, also if N loses the name. */
+		char *path = n->kind == NODE_CONTROL ? NULL : node_path(fs, n);
+		r = path ? flock_try(fs, n, path, owner, mode, who) : -ENOLCK;
+		if (r == -EWOULDBLOCK && !(op & LOCK_NB)) {
+			flock_waiter *w = g_new0(flock_waiter, 1);
+			w->req = req;
+			w->path = path;
+			w->node = n;
+			n->opens++;
+			w->owner = owner;
+			w->mode = mode;
+			w->who = *who;
+			w->backoff = WAIT_FIRST_US;
+			w->next_try = g_get_monotonic_time() + w->backoff;
+			pthread_mutex_unlock(&fs->mu);
+			/* Before it is queued: once queued, another thread may answer it. */
+			fuse_req_interrupt_func(req, interrupted, w);
+			g_mutex_lock(&fs->flock_mu);
+			g_queue_push_tail(&fs->flock_waiters, w);
+			g_cond_signal(&fs->flock_cond);
+			g_mutex_unlock(&fs->flock_mu);
+			return;
+		}
+		g_free(path);
+	}
+	pthread_mutex_unlock(&fs->mu);
+	fuse_reply_err(req, -r);
+}
+
+void flock_release_owner(lfs *fs, lfs_node *n, uint64_t owner)
+{
+	unlock_owner(fs, n, owner, LOCKS_BY_CLOSE);
+}

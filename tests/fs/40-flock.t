@@ -1,0 +1,255 @@
+#!/bin/bash
+# 40-flock.t — flock(2) on a lockfs mount is a backend lock: exclusive and
+# shared, across every mount of the backend, released at LOCK_UN or the last
+# close of its open file description; a blocking flock waits without tying
+# up the mount and a signal ends the wait; flock(1) on a lock name leaves
+# nothing behind.  With a shared backend, two mounts (hostA, hostB) are two
+# hosts, and a killed holder's flock is granted elsewhere only once its lease
+# could have run out.  Clients: flock(1) (util-linux), python's fcntl.flock
+# from several threads, and 20 waiting flock(1) processes.
+set -u
+TEST_TIMEOUT=300
+. "$(dirname "$0")/../lib/mount.sh"
+
+lockfs_start_or_bail -o host=hostA -o ttl=3s -o network_timeout=1s
+A=$MNT A_PID=$LOCKFS_PID
+SHARED=0
+[[ $LOCKFS_BACKEND != local ]] && SHARED=1
+# tinystore may hold a key it cannot describe yet (its holder records follow
+# the grant): lockfs takes shared flocks exclusive there (docs/design.md).
+SH=1 SH_WHAT="both taken"
+[[ $LOCKFS_BACKEND == tinystore ]] && SH=0 SH_WHAT="the second refused: shared is taken exclusive on tinystore"
+
+# flk ARGS...: flock(1), bounded.  rc in RC.
+flk() { timeout -k 2 30 flock "$@"; RC=$?; }
+alive() { kill -0 "$1" 2>/dev/null; }
+status_has() { grep -q -- "$2" <(timeout 10 cat -- "$1/.lockfs/status"); }
+# The kernel sends an open file description's release (which lets its flock
+# go) after the last close has returned: what follows a close waits for it.
+status_empty() { [[ -z $(timeout 10 cat -- "$1/.lockfs/status") ]]; }
+gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
+# started FILE: the background holder wrote FILE (it holds the lock).
+started() { [[ -s $1 ]]; }
+
+# ---------------------------------------------------------------- one mount
+
+timeout 10 touch "$A/job"
+flk -n "$A/job" true
+is "$RC" 0 "flock -n on a free file: taken (exit 0)"
+flock -n "$A/job" -c "flock -n \"$A/job\" true; echo \$? >\"$TESTDIR/inner\"; timeout 10 cat \"$A/.lockfs/status\" >\"$TESTDIR/st1\""
+is "$(cat "$TESTDIR/inner")" 1 "a second flock -n while it is held: refused (exit 1)"
+like "$(cat "$TESTDIR/st1")" '^\.lockfs/flock/job state=held fence=[0-9]+ host=hostA ' \
+    ".lockfs/status lists the flock, held by hostA"
+ok "let go when flock(1) ended: nothing held" wait_until 5 status_empty "$A"
+
+# Shared holders admit each other and exclude an exclusive one.
+flock -s -n "$A/job" -c "flock -s -n \"$A/job\" true; echo \$? >\"$TESTDIR/sh2\"; flock -x -n \"$A/job\" true; echo \$? >\"$TESTDIR/ex2\""
+is "$(cat "$TESTDIR/sh2")" $((1 - SH)) "two shared flocks at once: $SH_WHAT"
+is "$(cat "$TESTDIR/ex2")" 1 "an exclusive one while shared is held: refused"
+flock -x -n "$A/job" -c "flock -s -n \"$A/job\" true; echo \$? >\"$TESTDIR/sh3\""
+is "$(cat "$TESTDIR/sh3")" 1 "a shared one while exclusive is held: refused"
+
+# Blocking: the waiter gets the lock once the holder lets go, not before.
+rm -f "$TESTDIR/h1"
+flock "$A/job" -c "echo x >\"$TESTDIR/h1\"; sleep 1.5; date +%s%N >\"$TESTDIR/h1.end\"" &
+hp=$!
+wait_until 10 started "$TESTDIR/h1"
+flk "$A/job" -c "date +%s%N >\"$TESTDIR/w1.got\""
+wait "$hp"
+is "$RC" 0 "a blocking flock waits and gets the lock"
+cmp_ok "$(cat "$TESTDIR/w1.got")" -ge "$(cat "$TESTDIR/h1.end")" "... after the holder's command ended"
+
+# -w (SIGALRM) and SIGINT end a wait at once, and the mount keeps answering.
+rm -f "$TESTDIR/h2"
+flock "$A/job" -c "echo x >\"$TESTDIR/h2\"; sleep 4" &
+hp=$!
+wait_until 10 started "$TESTDIR/h2"
+t0=$(date +%s%N)
+flk -w 0.5 "$A/job" true
+ms=$(ms_since "$t0")
+is "$RC" 1 "flock -w 0.5 on a held file: timed out (exit 1)"
+cmp_ok "$ms" -lt 2500 "... after about half a second (${ms} ms)"
+t0=$(date +%s%N)
+timeout -s INT 0.5 flock "$A/job" true
+RC=$? ms=$(ms_since "$t0")
+is "$RC" 124 "SIGINT ends a blocking flock"
+cmp_ok "$ms" -lt 2500 "... at once (${ms} ms)"
+is "$(fsop1 lstat "$A/job")" OK "the mount answers meanwhile"
+wait "$hp"
+ok "free again once the holder ended" wait_until 5 flock -n "$A/job" true
+
+# flock(1) on a lock name: its open (O_CREAT) takes the dot-lock, which goes
+# with the flock; nothing is held once the command ends.
+flk "$A/run.lock" -c "echo \$\$ >/dev/null"
+is "$RC" 0 "flock(1) on run.lock runs its command"
+ok "... and leaves no run.lock behind" wait_until 5 gone "$A/run.lock"
+ok "... nor any lock" wait_until 5 status_empty "$A"
+# A lock name that exists already (a dot-lock someone holds) stays as it is.
+timeout 10 bash -c 'set -C; echo $$ >"$1"' _ "$A/held.lock"
+fh=$(xattr "$A/held.lock" user.lockfs.fence)
+flk -n "$A/held.lock" true
+is "$RC" 0 "flock(1) on a held dot-lock's name: the flock is its own lock"
+is "$(xattr "$A/held.lock" user.lockfs.fence)" "$fh" "... and the dot-lock is left as it was"
+rm -f "$A/held.lock"
+
+# python: fcntl.flock from threads of one process (each its own open file
+# description), conversions, and the last close letting go.
+cat >"$TESTDIR/pyflock.py" <<'EOF'
+import fcntl, os, sys, threading, time
+path, log = sys.argv[1], sys.argv[2]
+out = []
+def worker(i):
+    for n in range(10):
+        fd = os.open(path, os.O_RDWR)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        with open(log, 'a') as f:
+            f.write('S %d %d\n' % (i, n)); f.flush()
+            time.sleep(0.002)
+            f.write('E %d %d\n' % (i, n))
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+ts = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
+for t in ts: t.start()
+for t in ts: t.join()
+if sys.argv[3] != 'shared':
+    print('threads done')
+    sys.exit(0)
+# Conversions: shared -> exclusive -> shared, then a close lets go.
+def conversions():
+  fd = os.open(path, os.O_RDWR)
+  fcntl.flock(fd, fcntl.LOCK_SH)
+  fd2 = os.open(path, os.O_RDWR)
+  fcntl.flock(fd2, fcntl.LOCK_SH | fcntl.LOCK_NB)
+  out.append('sh+sh ok')
+  try:
+      fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+      out.append('ex over sh: taken')
+  except BlockingIOError:
+      out.append('ex over sh: refused')
+  fcntl.flock(fd2, fcntl.LOCK_UN)
+  fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+  out.append('ex ok')
+  try:
+      fcntl.flock(fd2, fcntl.LOCK_SH | fcntl.LOCK_NB)
+      out.append('sh over ex: taken')
+  except BlockingIOError:
+      out.append('sh over ex: refused')
+  fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+  fcntl.flock(fd2, fcntl.LOCK_SH | fcntl.LOCK_NB)
+  out.append('down to sh ok')
+  os.close(fd); os.close(fd2)
+  # The kernel sends the last close's release to lockfs after close()
+  # returns: free a moment later, not at once.
+  fd = os.open(path, os.O_RDWR)
+  end = time.monotonic() + 3
+  while True:
+      try:
+          fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+          break
+      except BlockingIOError:
+          if time.monotonic() > end:
+              raise
+          time.sleep(0.01)
+  out.append('after close: ex ok')
+  os.close(fd)
+try:
+    conversions()
+except Exception as e:
+    out.append('%s: %s' % (type(e).__name__, e))
+print('; '.join(out))
+EOF
+: >"$TESTDIR/py.log"
+r=$(timeout -k 2 60 "$PYTHON" "$TESTDIR/pyflock.py" "$A/job" "$TESTDIR/py.log" "$( ((SH)) && echo shared)" 2>&1)
+if ((SH)); then
+    is "$r" "sh+sh ok; ex over sh: refused; ex ok; sh over ex: refused; down to sh ok; after close: ex ok" \
+        "python fcntl.flock: shared, exclusive, conversions, the last close"
+else
+    is "$r" "threads done" "python fcntl.flock from 4 threads (conversions: shared is exclusive on tinystore)"
+fi
+sections() { # LOG: "sections interleaved"
+    awk '$1 == "S" { s++; if (open != "") bad++; open = $2 " " $3 }
+         $1 == "E" { if (open != $2 " " $3) bad++; open = "" }
+         END { print s + 0, bad + 0 }' "$1"
+}
+is "$(sections "$TESTDIR/py.log")" "40 0" "4 threads x 10 exclusive flocks: 40 sections, none interleaved"
+
+# 20 waiting processes on one file: every one gets it in turn, the mount
+# still answers meanwhile.
+: >"$TESTDIR/many.log"
+pids=()
+for i in $(seq 1 20); do
+    timeout -k 2 60 flock "$A/job" -c "echo S $i 1 >>\"$TESTDIR/many.log\"; sleep 0.05; echo E $i 1 >>\"$TESTDIR/many.log\"" &
+    pids+=($!)
+done
+t0=$(date +%s%N)
+is "$(fsop1 lstat "$A/job")" OK "with 20 flock(1) waiting, the mount answers"
+cmp_ok "$(ms_since "$t0")" -lt 2000 "... at once"
+fails=0
+for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
+is "$fails" 0 "20 waiters: every one got the lock"
+is "$(sections "$TESTDIR/many.log")" "20 0" "... one at a time"
+ok "nothing held at the end" wait_until 5 status_empty "$A"
+
+if ((!SHARED)); then
+    done_testing
+    exit 0
+fi
+
+# ---------------------------------------------------------------- two hosts
+
+lockfs_start_or_bail -o host=hostB -o ttl=3s -o network_timeout=1s
+B=$MNT
+timeout 10 touch "$B/job"
+rm -f "$TESTDIR/a1"
+flock "$A/job" -c "echo x >\"$TESTDIR/a1\"; sleep 2; date +%s%N >\"$TESTDIR/a1.end\"" &
+ap=$!
+wait_until 10 started "$TESTDIR/a1"
+flk -n "$B/job" true
+is "$RC" 1 "hostB: flock -n on the file hostA holds: refused"
+flk "$B/job" -c "date +%s%N >\"$TESTDIR/b1.got\""
+wait "$ap"
+is "$RC" 0 "hostB: a blocking flock gets it once hostA let go"
+handoff=$((($(cat "$TESTDIR/b1.got") - $(cat "$TESTDIR/a1.end")) / 1000000))
+cmp_ok "$handoff" -ge 0 "... after hostA's command ended"
+cmp_ok "$handoff" -lt 1500 "... within a polling round and a round trip (${handoff} ms)"
+
+flock -s "$A/job" -c "flock -s -n \"$B/job\" true; echo \$? >\"$TESTDIR/xsh\"; flock -x -n \"$B/job\" true; echo \$? >\"$TESTDIR/xex\""
+is "$(cat "$TESTDIR/xsh")" $((1 - SH)) "shared on hostA, then on hostB: $SH_WHAT"
+is "$(cat "$TESTDIR/xex")" 1 "hostB exclusive while hostA holds shared: refused"
+
+# flock(1) on a lock name, both hosts: they exclude each other, and nothing
+# is left on either once both ended.
+: >"$TESTDIR/ln.log"
+pids=()
+for h in A B; do
+    m=$A
+    [[ $h == B ]] && m=$B
+    (for i in 1 2 3 4 5; do
+        timeout -k 2 30 flock "$m/cron.lock" -c "echo S $h $i >>\"$TESTDIR/ln.log\"; sleep 0.1; echo E $h $i >>\"$TESTDIR/ln.log\"" \
+            2>>"$TESTDIR/ln.err"
+    done) &
+    pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+is "$(sections "$TESTDIR/ln.log")" "10 0" "flock(1) on cron.lock from both hosts: 10 sections, none interleaved"
+is "$(cat "$TESTDIR/ln.err")" "" "... and flock(1) said nothing"
+ok "no cron.lock left on either host" wait_until 5 bash -c '[[ $("$1" "$2" lstat "$3"):$("$1" "$2" lstat "$4") == ENOENT:ENOENT ]]' _ \
+    "$PYTHON" "$TESTLIB/fsop.py" "$A/cron.lock" "$B/cron.lock"
+
+# The holder's lockfs killed (-9) while hostB waits: hostB is granted the
+# flock once hostA's lease could have run out (ttl 3 s), not before.
+rm -f "$TESTDIR/a2"
+flock "$A/job" -c "echo \$\$ >\"$TESTDIR/a2\"; exec sleep 60" &
+ap=$!
+wait_until 10 started "$TESTDIR/a2"
+flock "$B/job" -c "date +%s%N >\"$TESTDIR/b2.got\"" &
+bp=$!
+t_kill=$(date +%s%N)
+kill -9 "$A_PID"
+wait "$bp"
+is "$?" 0 "hostA's lockfs killed: hostB's waiting flock is granted"
+after=$((($(cat "$TESTDIR/b2.got") - t_kill) / 1000000))
+cmp_ok "$after" -ge 1900 "... no sooner than its lease could run out: ttl less a renew interval (${after} ms after the kill, ttl 3 s)"
+cmp_ok "$after" -lt 15000 "... and not much later"
+kill "$(cat "$TESTDIR/a2")" "$ap" 2>/dev/null
+done_testing
