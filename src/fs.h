@@ -310,7 +310,8 @@ void flock_init(lfs *fs);
 void flock_start(lfs *fs);
 /* Stop the waiters' thread; waiters are answered EINTR. */
 void flock_stop(lfs *fs);
-/* A FUSE flock request: OP is LOCK_SH, LOCK_EX or LOCK_UN, with LOCK_NB.
+/* A FUSE flock request of OWNER (the open file description's handle): OP is
+ * LOCK_SH, LOCK_EX or LOCK_UN, with LOCK_NB.
  * Answers REQ, now or (a blocking one) from the waiters' thread. */
 void flock_request(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, int op,
                    const struct lfs_caller *who);

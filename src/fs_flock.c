@@ -48,7 +48,7 @@
 #define BEAT_CHECK_US (G_USEC_PER_SEC)
 
 typedef struct {
-	uint64_t owner; /* the kernel's lock owner: the open file description */
+	uint64_t owner; /* the open file description: its FUSE handle */
 	lfs_node *node; /* kept (opens) while the flock is */
 	int mode;       /* LOCK_SH or LOCK_EX */
 	char *key;      /* the backend key held */

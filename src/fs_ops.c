@@ -1082,7 +1082,7 @@ static void lfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	 * the file it locks (O_CREAT), and on a lock name that takes a lock
 	 * it would never let go. */
 	if (fi->flock_release) {
-		flock_release_owner(fs, h->n, fi->lock_owner);
+		flock_release_owner(fs, h->n, fi->fh);
 		lfs_dentry *d = h->made_serial ? node_lock_dentry(fs, h->n) : NULL;
 		if (d && d->lease && d->serial == h->made_serial) {
 			inval_entry(fs, d->dir, d->name); /* the kernel did not remove it */
@@ -1101,7 +1101,10 @@ static void lfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	lfs *fs = F(req);
 	struct lfs_caller c = caller_of(req);
-	flock_request(fs, req, node_of(fs, ino), fi->lock_owner, op, &c);
+	/* The open file description a flock belongs to is its FUSE handle,
+	 * not the kernel's lock owner: that is the struct file's address,
+	 * which a new open may reuse before the old one's release arrives. */
+	flock_request(fs, req, node_of(fs, ino), fi->fh, op, &c);
 }
 
 static void lfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)

@@ -12,7 +12,7 @@ TEST_TIMEOUT=300
 . "$(dirname "$0")/../lib/mount.sh"
 
 lockfs_start_or_bail -o host=hostA -o ttl=3s -o network_timeout=1s
-A=$MNT A_PID=$LOCKFS_PID
+A=$MNT A_PID=$LOCKFS_PID LOG_A=$LOCKFS_LOG
 SHARED=0
 [[ $LOCKFS_BACKEND != local ]] && SHARED=1
 # tinystore may hold a key it cannot describe yet (its holder records follow
@@ -235,6 +235,61 @@ is "$(sections "$TESTDIR/ln.log")" "10 0" "flock(1) on cron.lock from both hosts
 is "$(cat "$TESTDIR/ln.err")" "" "... and flock(1) said nothing"
 ok "no cron.lock left on either host" wait_until 5 bash -c '[[ $("$1" "$2" lstat "$3"):$("$1" "$2" lstat "$4") == ENOENT:ENOENT ]]' _ \
     "$PYTHON" "$TESTLIB/fsop.py" "$A/cron.lock" "$B/cron.lock"
+
+# Two python workers per host, each open anew for every section (a new open
+# file description each time: the kernel may give it the address of one
+# whose release lockfs has not seen yet), 25 sections each.
+: >"$TESTDIR/x.log"
+pids=()
+for m in "$A" "$B" "$A" "$B"; do
+    timeout -k 2 120 "$PYTHON" - "$m/job" "$TESTDIR/x.log" <<'EOF' &
+import fcntl, os, sys, time
+path, log = sys.argv[1], sys.argv[2]
+for n in range(25):
+    fd = os.open(path, os.O_RDWR)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+    with open(log, 'a') as f:
+        f.write('S %d %d\n' % (os.getpid(), n)); f.flush()
+        time.sleep(0.003)
+        f.write('E %d %d\n' % (os.getpid(), n))
+    os.close(fd)
+EOF
+    pids+=($!)
+done
+for p in "${pids[@]}"; do wait "$p"; done
+is "$(sections "$TESTDIR/x.log")" "100 0" "python on both hosts, a new open for each flock: 100 sections, none interleaved"
+
+# A flock whose lease is lost (the server stopped until hostA declares it
+# lost): its holder's next flock call answers EIO, and the loss is logged.
+cat >"$TESTDIR/lostflock.py" <<'EOF'
+import errno, fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.flock(fd, fcntl.LOCK_EX)
+print('held', flush=True)
+sys.stdin.readline()
+try:
+    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print('OK', flush=True)
+except OSError as e:
+    print(errno.errorcode[e.errno], flush=True)
+EOF
+mkfifo "$TESTDIR/go"
+exec {gofd}<>"$TESTDIR/go"
+timeout -k 2 60 "$PYTHON" "$TESTDIR/lostflock.py" "$A/job" <"$TESTDIR/go" >"$TESTDIR/lost.out" 2>&1 &
+lp=$!
+wait_until 10 grep -q held "$TESTDIR/lost.out"
+flock_state() { status_field "$(status_line .lockfs/flock/job "$A")" state; }
+is "$(flock_state)" held "a lost flock: hostA holds it"
+backend_server_pause
+flock_lost() { [[ $(flock_state) == lost ]]; }
+ok "a lost flock: hostA declares it lost while the server is stopped" wait_until 10 flock_lost
+backend_server_resume
+echo go >&"$gofd"
+wait "$lp"
+is "$(tail -n 1 "$TESTDIR/lost.out")" EIO "... and its holder's next flock call answers EIO"
+ok "... logged as lost" log_has "lost \\.lockfs/flock/job" "$LOG_A"
+exec {gofd}>&-
+ok "... and hostB takes it" wait_until 10 flock -n "$B/job" true
 
 # The holder's lockfs killed (-9) while hostB waits: hostB is granted the
 # flock once hostA's lease could have run out (ttl 3 s), not before.
