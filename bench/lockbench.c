@@ -29,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/utsname.h>
@@ -60,13 +61,14 @@ extern char **environ;
 
 /* The two mounts, and the raw backend cycle as a third participant. */
 enum { FLOOR, LOCKFS, NFS, RAW = NFS, NPART };
-enum { CYC_EXCL, CYC_LOCKFILE, NCYC };
+enum { CYC_EXCL, CYC_LOCKFILE, CYC_FLOCK, NCYC };
 
 static const char *const cycle_name[NCYC] = {
 	"O_EXCL create+close+unlink",
 	"liblockfile link cycle",
+	"flock -n open+flock+unlock",
 };
-static const char *const cycle_key[NCYC] = { "o_excl", "liblockfile" };
+static const char *const cycle_key[NCYC] = { "o_excl", "liblockfile", "flock" };
 
 struct daemon {
 	const char *label;
@@ -167,6 +169,7 @@ static int join_path(char *out, const char *dir, const char *name)
 struct cycle_paths {
 	char lock[PATH_MAX];
 	char tmp[PATH_MAX];
+	char file[PATH_MAX]; /* an ordinary file, for flock */
 	char content[32];
 	size_t content_len;
 };
@@ -178,7 +181,8 @@ static int cycle_paths_init(struct cycle_paths *p, const char *dir)
 	/* liblockfile's temporary name: ".lk", the pid in five digits, the host. */
 	snprintf(tmpname, sizeof(tmpname), ".lk%05d%s", (int)getpid(), g_host);
 	p->content_len = snprintf(p->content, sizeof(p->content), "%d\n", (int)getpid());
-	if (join_path(p->lock, dir, "bench.lock") || join_path(p->tmp, dir, tmpname))
+	if (join_path(p->lock, dir, "bench.lock") || join_path(p->tmp, dir, tmpname) ||
+	    join_path(p->file, dir, "bench.flock"))
 		return -1;
 	return 0;
 }
@@ -254,6 +258,32 @@ static int cycle_lockfile(const struct cycle_paths *p, long n)
 	return 0;
 }
 
+/* What flock(1) -n does: open (creating) the file, flock it without
+ * waiting, let go, close.  On the floor the kernel keeps flocks itself. */
+static int cycle_flock(const struct cycle_paths *p, long n)
+{
+	for (long i = 0; i < n; i++) {
+		int fd = open(p->file, O_RDWR | O_CREAT, 0644);
+
+		if (fd < 0) {
+			set_err("open(%s, O_CREAT): %s", p->file, strerror(errno));
+			return -1;
+		}
+		if (flock(fd, LOCK_EX | LOCK_NB) != 0 || flock(fd, LOCK_UN) != 0) {
+			set_err("flock(%s): %s", p->file, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (close(fd) != 0) {
+			set_err("close(%s): %s", p->file, strerror(errno));
+			return -1;
+		}
+		if (g_stop)
+			return -1;
+	}
+	return 0;
+}
+
 /* Time N cycles in DIR; *us is µs per cycle.  On failure the names the cycle
  * uses are removed so later runs start clean. */
 static int time_cycle(int cyc, const char *dir, long n, double *us)
@@ -265,7 +295,9 @@ static int time_cycle(int cyc, const char *dir, long n, double *us)
 	if (cycle_paths_init(&p, dir))
 		return -1;
 	t0 = mono();
-	rc = cyc == CYC_EXCL ? cycle_excl(&p, n) : cycle_lockfile(&p, n);
+	rc = cyc == CYC_EXCL     ? cycle_excl(&p, n)
+	     : cyc == CYC_LOCKFILE ? cycle_lockfile(&p, n)
+	                           : cycle_flock(&p, n);
 	*us = (mono() - t0) * 1e6 / n;
 	if (rc) {
 		if (g_stop)

@@ -11,7 +11,7 @@
  * there are any.  The backend's calls are linearizable, so of a shared and
  * an exclusive holder the one that took its key second sees the other's:
  * both cannot pass (docs/design.md).  Either may fail when both come at
- * once; a blocking request then tries again.  That needs looks that see
+ * once; a blocking request then tries again, looking before it takes.  That needs looks that see
  * every key held: a backend that may hold a key it cannot describe yet
  * (LOCKFS_BACKEND_UNDESCRIBED: tinystore) has shared flocks taken as
  * exclusive ones.
@@ -156,6 +156,8 @@ static void count_other(const lockfs_lock_info *info, void *user)
 /* How many shared holders PATH has other than EXCEPT's key: >= 0, or -EIO. */
 static int shared_holders(lfs *fs, const char *path, const char *except)
 {
+	if (fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED)
+		return 0; /* every flock is exclusive there: none to look for */
 	g_autofree char *prefix = g_strconcat(FLOCK_SH_PREFIX, key_path(path), "//", NULL);
 	count_ctx c = { except, 0 };
 	int r = UNLOCKED(fs, fs->be->list(fs->be, prefix, count_other, &c));
@@ -218,10 +220,10 @@ static int unlock_owner(lfs *fs, lfs_node *n, uint64_t owner, pid_t by)
 }
 
 /* One try at MODE (LOCK_SH or LOCK_EX) on N, at PATH, for OWNER, without
- * waiting: 0, -EWOULDBLOCK (held in a way that conflicts), -EIO.  fs->mu
- * held, let go during backend calls. */
+ * waiting (LOOK_FIRST: a waiter's retry): 0, -EWOULDBLOCK (held in a way
+ * that conflicts), -EIO.  fs->mu held, let go during backend calls. */
 static int flock_try(lfs *fs, lfs_node *n, const char *path, uint64_t owner, int mode,
-                     const struct lfs_caller *who)
+                     bool look_first, const struct lfs_caller *who)
 {
 	/* Where the backend may hold a key it cannot yet describe (tinystore
 	 * writes holder records after the grant), neither look can be trusted:
@@ -251,9 +253,12 @@ static int flock_try(lfs *fs, lfs_node *n, const char *path, uint64_t owner, int
 	}
 	lfs_dentry *d = NULL;
 	int r;
-	/* A look first: a request that must wait costs one read, no write
-	 * and no grant in the log.  Only the look after taking a key counts. */
-	int pre = mode == LOCK_EX ? shared_holders(fs, path, NULL) : had ? 0 : exclusive_held(fs, path);
+	/* A waiting request looks first: each try then costs one read, no
+	 * write and no grant in the log.  Only the look after taking a key
+	 * decides. */
+	int pre = !look_first ? 0
+	          : mode == LOCK_EX ? shared_holders(fs, path, NULL)
+	          : had ? 0 : exclusive_held(fs, path);
 	if (pre)
 		return pre < 0 ? -EIO : -EWOULDBLOCK;
 	if (mode == LOCK_EX) {
@@ -337,7 +342,7 @@ static void finish(lfs *fs, flock_waiter *w, int r)
 static void try_waiter(lfs *fs, flock_waiter *w)
 {
 	pthread_mutex_lock(&fs->mu);
-	int r = flock_try(fs, w->node, w->path, w->owner, w->mode, &w->who);
+	int r = flock_try(fs, w->node, w->path, w->owner, w->mode, true, &w->who);
 	pthread_mutex_unlock(&fs->mu);
 	g_mutex_lock(&fs->flock_mu);
 	bool stop = w->interrupted || fs->flock_stop;
@@ -462,7 +467,7 @@ void flock_request(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, int op,
 	} else {
 		/* The path when asked: what it locks, also if N loses the name. */
 		char *path = n->kind == NODE_CONTROL ? NULL : node_path(fs, n);
-		r = path ? flock_try(fs, n, path, owner, mode, who) : -ENOLCK;
+		r = path ? flock_try(fs, n, path, owner, mode, false, who) : -ENOLCK;
 		if (r == -EWOULDBLOCK && !(op & LOCK_NB)) {
 			flock_waiter *w = g_new0(flock_waiter, 1);
 			w->req = req;
