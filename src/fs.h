@@ -162,6 +162,16 @@ typedef struct {
 	uint64_t flock_ids; /* shared holders' keys */
 } lfs;
 
+/* Run EXPR, a backend call (of a claimed key), without fs->mu: it may wait
+ * on the network. */
+#define UNLOCKED(fs, expr)                       \
+	({                                       \
+		pthread_mutex_unlock(&(fs)->mu); \
+		int r_ = (expr);                 \
+		pthread_mutex_lock(&(fs)->mu);   \
+		r_;                              \
+	})
+
 /* ---- fs_nodes.c: the model ---- */
 lfs_node *node_new(lfs *fs, lfs_node_kind kind, mode_t mode, uid_t uid, gid_t gid);
 void node_maybe_free(lfs *fs, lfs_node *n);

@@ -66,14 +66,6 @@ typedef struct {
 	int64_t next_try, backoff; /* g_get_monotonic_time */
 } flock_waiter;
 
-#define UNLOCKED(fs, expr)                       \
-	({                                       \
-		pthread_mutex_unlock(&(fs)->mu); \
-		int r_ = (expr);                 \
-		pthread_mutex_lock(&(fs)->mu);   \
-		r_;                              \
-	})
-
 bool flock_key_parse(const char *key, const char **kind, const char **path)
 {
 	if (g_str_has_prefix(key, FLOCK_SH_PREFIX)) {

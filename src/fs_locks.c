@@ -123,15 +123,6 @@ static lfs_dentry *claim_dentry(lfs *fs, lfs_dentry *d, const char *key, int *er
 	return now;
 }
 
-/* Run a backend call of a claimed key without fs->mu. */
-#define UNLOCKED(fs, expr)                       \
-	({                                       \
-		pthread_mutex_unlock(&(fs)->mu); \
-		int r_ = (expr);                 \
-		pthread_mutex_lock(&(fs)->mu);   \
-		r_;                              \
-	})
-
 static void describe(const lockfs_holder *h, GString *out)
 {
 	g_string_append_printf(out, "%s:%" G_GINT64_FORMAT " (user %s, uid %u)",
