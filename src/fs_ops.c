@@ -625,6 +625,7 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	LOCK(fs);
 	lfs_node *dir = node_of(fs, parent);
 	int r = make_node(fs, dir, name, S_IFREG | (mode & 07777), NULL, &c, fi->flags, &n, &fd);
+	bool made = r == 0;
 	if (r == -EEXIST && !(fi->flags & O_EXCL) && (fi->flags & O_ACCMODE) == O_RDONLY &&
 	    name_is_lock(fs, name))
 		r = open_taken(fs, dir, name, &c, &n);
@@ -633,7 +634,8 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	if (!r) {
 		lfs_handle *h = handle_new(n, fd);
 		lfs_dentry *d = node_lock_dentry(fs, n);
-		if (d && d->lease && !(fi->flags & O_EXCL))
+		/* Only a lock this open made: one it found taken is another's. */
+		if (made && d && d->lease && !(fi->flags & O_EXCL))
 			h->made_serial = d->serial;
 		fi->fh = (uintptr_t)h;
 	}
