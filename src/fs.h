@@ -141,6 +141,7 @@ typedef struct {
 	/* fs_remote.c: what the backend said of locks held elsewhere. */
 	GMutex remote_mu;
 	GHashTable *remote;
+	int64_t remote_cleared_mono; /* when the table was last emptied (its cap) */
 	/* fs_leases.c */
 	GThread *renew_thread;
 	GThreadPool *renew_pool; /* workers of the renewal round */
@@ -327,9 +328,22 @@ void flock_request(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, int op,
                    const struct lfs_caller *who);
 /* The last close of OWNER's open file description of N (fs->mu held). */
 void flock_release_owner(lfs *fs, lfs_node *n, uint64_t owner);
-/* Whether KEY is a flock's backend key, and what it locks: "flock" or
- * "flock-shared", and the file's path (a pointer into KEY). */
+/* Whether KEY is a flock's or a POSIX lock's backend key, and what it
+ * locks: "flock", "flock-shared", "posix" or "posix-shared", and the file's
+ * path (a pointer into KEY). */
 bool flock_key_parse(const char *key, const char **kind, const char **path);
+/* FUSE setlk/getlk of OWNER (FUSE's lock_owner) on N, through handle FH:
+ * POSIX record locks, widened to the whole file.  posix_setlk answers REQ,
+ * now or (SLEEP, F_SETLKW) from the waiters' thread; posix_getlk fills LK
+ * and returns 0 or a negative errno. */
+struct flock;
+void posix_setlk(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, uint64_t fh,
+                 const struct flock *lk, bool sleep, const struct lfs_caller *who);
+int posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk);
+/* A close of N by OWNER (FUSE_FLUSH) lets its POSIX locks go; the last close
+ * of handle FH, those taken through it (F_OFD_SETLK's).  fs->mu held. */
+void posix_flush(lfs *fs, lfs_node *n, uint64_t owner);
+void posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh);
 
 /* ---- fs_inval.c: telling the kernel what lockfs changed by itself ---- */
 void inval_start(lfs *fs);

@@ -1,7 +1,16 @@
 /* Locks held through other mounts of a shared backend.  What the backend
  * said of a key is kept for at most list_cache (200 ms by default) so that
  * `ls -l` and `stat` do not ask it once per system call; acquisition never
- * looks here, it always asks the backend. */
+ * looks here, it always asks the backend.
+ *
+ * An answer is kept only if it was asked for after this mount last changed
+ * the key (took, released or broke it): an inspect sent while this mount
+ * held a lock and answered after its release would otherwise be believed
+ * for list_cache, showing the lock still held by its old holder here.  A
+ * library that decides "mine" by what it reads back (python lockfile's
+ * SymlinkLockFile: its own unique name in readlink) would then take that
+ * ghost for a grant after its next create's EEXIST, and its release would
+ * break whoever really held the name. */
 #include "fs.h"
 #include "holder.h"
 
@@ -13,9 +22,13 @@
 
 typedef struct {
 	lockfs_lock_info info; /* valid when r == 0 */
-	int r;                 /* 0 held, -ENOENT free */
+	int r;                 /* 0 held, -ENOENT free, NOTHING: believe nothing */
 	int64_t until_mono;    /* believed until then */
+	int64_t changed_mono;  /* when this mount last changed the key, or 0 */
 } remote_entry;
+
+#define NOTHING 1
+#define CACHE_MAX 100000
 
 static void entry_free(gpointer p)
 {
@@ -44,29 +57,49 @@ void remote_init(lfs *fs)
 {
 	g_mutex_init(&fs->remote_mu);
 	fs->remote = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, entry_free);
+	fs->remote_cleared_mono = 0;
+}
+
+/* Keep what the backend answered to a question asked at ASKED (mono µs):
+ * R and INFO, believed for FOR_US.  CHANGED (not 0): this mount changed
+ * the key now, which any answer asked before it may not know of. */
+static void store_locked(lfs *fs, const char *key, int r, const lockfs_lock_info *info,
+                         int64_t for_us, int64_t asked, bool changed)
+{
+	int64_t now = lockfs_mono_us();
+	remote_entry *old = g_hash_table_lookup(fs->remote, key);
+	int64_t last_change = old ? old->changed_mono : fs->remote_cleared_mono;
+	if (!changed && asked <= last_change)
+		return; /* asked before our own change of the key: it may predate it */
+	remote_entry *e = g_new0(remote_entry, 1);
+	e->r = r;
+	e->until_mono = now + for_us;
+	e->changed_mono = changed ? now : last_change;
+	if (r == 0)
+		remote_info_copy(&e->info, info);
+	if (!old && g_hash_table_size(fs->remote) >= CACHE_MAX) {
+		/* Bounded: start afresh, and from now on believe no answer asked
+		 * before this (the changes it remembered are gone with it). */
+		g_hash_table_remove_all(fs->remote);
+		fs->remote_cleared_mono = now;
+		e->changed_mono = MAX(e->changed_mono, now);
+	}
+	g_hash_table_replace(fs->remote, g_strdup(key), e);
+}
+
+static void store(lfs *fs, const char *key, int r, const lockfs_lock_info *info, int64_t for_us,
+                  int64_t asked, bool changed)
+{
+	g_mutex_lock(&fs->remote_mu);
+	store_locked(fs, key, r, info, for_us, asked, changed);
+	g_mutex_unlock(&fs->remote_mu);
 }
 
 void remote_forget(lfs *fs, const char *key)
 {
 	if (!fs->shared)
 		return;
-	g_mutex_lock(&fs->remote_mu);
-	g_hash_table_remove(fs->remote, key);
-	g_mutex_unlock(&fs->remote_mu);
-}
-
-static void store(lfs *fs, const char *key, int r, const lockfs_lock_info *info, int64_t for_us)
-{
-	remote_entry *e = g_new0(remote_entry, 1);
-	e->r = r;
-	e->until_mono = lockfs_mono_us() + for_us;
-	if (r == 0)
-		remote_info_copy(&e->info, info);
-	g_mutex_lock(&fs->remote_mu);
-	if (g_hash_table_size(fs->remote) > 100000)
-		g_hash_table_remove_all(fs->remote);
-	g_hash_table_replace(fs->remote, g_strdup(key), e);
-	g_mutex_unlock(&fs->remote_mu);
+	store(fs, key, NOTHING, NULL, 0, 0, true);
 }
 
 int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
@@ -77,7 +110,7 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
 		int r = 1;
 		g_mutex_lock(&fs->remote_mu);
 		remote_entry *e = g_hash_table_lookup(fs->remote, key);
-		if (e && lockfs_mono_us() < e->until_mono) {
+		if (e && e->r != NOTHING && lockfs_mono_us() < e->until_mono) {
 			r = e->r;
 			if (r == 0)
 				remote_info_copy(out, &e->info);
@@ -88,10 +121,11 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
 	}
 	lockfs_lock_info info;
 	memset(&info, 0, sizeof(info));
+	int64_t asked = lockfs_mono_us();
 	int r = fs->be->inspect(fs->be, key, &info);
 	if (r != 0 && r != -ENOENT)
 		return -EIO;
-	store(fs, key, r, &info, fs->set->list_cache_ms * 1000);
+	store(fs, key, r, &info, fs->set->list_cache_ms * 1000, asked, false);
 	if (r == 0)
 		*out = info;
 	return r;
@@ -100,7 +134,7 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
 void remote_note_free(lfs *fs, const char *key)
 {
 	if (fs->shared)
-		store(fs, key, -ENOENT, NULL, fs->set->list_cache_ms * 1000);
+		store(fs, key, -ENOENT, NULL, fs->set->list_cache_ms * 1000, 0, true);
 }
 
 void remote_note_refused(lfs *fs, const char *key)
@@ -109,6 +143,7 @@ void remote_note_refused(lfs *fs, const char *key)
 		return;
 	lockfs_lock_info info;
 	memset(&info, 0, sizeof(info));
+	int64_t asked = lockfs_mono_us();
 	int r = remote_get(fs, key, true, &info);
 	if (r == 0) {
 		lockfs_lock_info_clear(&info);
@@ -128,7 +163,7 @@ void remote_note_refused(lfs *fs, const char *key)
 	info.lease_left_ms = -1;
 	info.holder.mode = S_IFREG | 0644;
 	info.holder.acquired_us = info.holder.heartbeat_us = now;
-	store(fs, key, 0, &info, MIN(fs->set->list_cache_ms * 1000, REFUSED_FOR_US));
+	store(fs, key, 0, &info, MIN(fs->set->list_cache_ms * 1000, REFUSED_FOR_US), asked, false);
 	lockfs_lock_info_clear(&info);
 }
 
@@ -144,12 +179,15 @@ GPtrArray *remote_list(lfs *fs, const char *prefix)
 	GPtrArray *out = g_ptr_array_new_with_free_func(remote_info_free);
 	if (!fs->shared)
 		return out;
+	int64_t asked = lockfs_mono_us();
 	if (fs->be->list(fs->be, prefix, collect, out) != 0)
 		return out;
+	g_mutex_lock(&fs->remote_mu);
 	for (guint i = 0; i < out->len; i++) {
 		lockfs_lock_info *info = out->pdata[i];
-		store(fs, info->key, 0, info, fs->set->list_cache_ms * 1000);
+		store_locked(fs, info->key, 0, info, fs->set->list_cache_ms * 1000, asked, false);
 	}
+	g_mutex_unlock(&fs->remote_mu);
 	return out;
 }
 
