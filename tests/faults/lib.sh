@@ -616,7 +616,9 @@ _left_behind() { # HOST FENCE PID HOLD MS STATE
 # The keeper of HOST's side locks side-HOST-N.lock: takes them, checks every
 # 300 ms that they are still its own (fence and state, timed: inspection must
 # not wait on a hung renewal), heart-beats them every 20 s (stale_after), and
-# when one is lost unlinks it once and takes it again.  Records:
+# when one is lost unlinks it once and takes it again.  A lock it took whose
+# fence it could not read at once it reads again each round (it is its own:
+# a create of it would be refused).  Records:
 #   T key fence t          taken
 #   L key t state fence    found not held (lost, gone, or another's)
 #   Q key t getfattr_us    a check that took longer than 300 ms
@@ -645,10 +647,30 @@ keeper() { # HOST
                     fence[$k]=$A_FENCE
                     printf 'T\t%s\t%s\t%s000\n' "$k" "$A_FENCE" "${EPOCHREALTIME/./}" >>"$log"
                     n=$((n + 1))
+                else
+                    # Taken, but its fence could not be read yet (a fresh LDAP
+                    # fence is confirmed at the first look, and the server may
+                    # not answer just after a fault): ours all the same, and
+                    # every create of it would now be refused.  Read it again
+                    # next round.
+                    fence[$k]='?'
                 fi
                 continue
             fi
             _lockfs_attrs "$m/$k"
+            if [[ ${fence[$k]} == '?' ]]; then
+                if [[ $A_STATE == held && $A_HOST == "$h" ]]; then
+                    fence[$k]=$A_FENCE
+                    printf 'T\t%s\t%s\t%s000\n' "$k" "$A_FENCE" "${EPOCHREALTIME/./}" >>"$log"
+                    n=$((n + 1))
+                elif [[ $A_STATE == lost && $A_HOST == "$h" ]]; then
+                    rm -f -- "$m/$k" 2>/dev/null # ours, lost before we knew its fence
+                    fence[$k]=''
+                elif [[ -n $A_STATE || ! -e $m/$k ]]; then
+                    fence[$k]='' # not ours (any more): take it again
+                fi
+                continue
+            fi
             # Timed only when it answered of our own lock: once lost, the
             # name is the backend's, and looking it up waits on the server.
             ((A_US > 300000)) && [[ $A_FENCE == "${fence[$k]}" ]] &&
@@ -689,7 +711,7 @@ keeper() { # HOST
     # Let them go: another run on this backend must not find them.
     for k in "${!fence[@]}"; do
         [[ -n ${fence[$k]} ]] || continue
-        printf 'R\t%s\t%s000\n' "$k" "${EPOCHREALTIME/./}" >>"$log"
+        [[ ${fence[$k]} == '?' ]] || printf 'R\t%s\t%s000\n' "$k" "${EPOCHREALTIME/./}" >>"$log"
         rm -f -- "$m/$k" 2>/dev/null
     done
 }
