@@ -1,11 +1,15 @@
-/* flock(2) locks held in the backend, across every mount of it.
+/* flock(2) locks and POSIX record locks (fcntl(2), lockf(3)) held in the
+ * backend, across every mount of it.
  *
  * A flock of the file at path P is a lock of the backend in a key space no
  * lock name reaches (".lockfs" is the read-only control directory):
  *   exclusive  .lockfs/flock/P            one holder at a time
  *   shared     .lockfs/flock-sh/P//ID     one key per shared holder
  * ("//" never occurs in a path, so P's shared keys are exactly those under
- * ".lockfs/flock-sh/P//").  A shared holder takes its own key, then looks
+ * ".lockfs/flock-sh/P//").  A POSIX lock is the same under .lockfs/posix/
+ * and .lockfs/posix-sh/: the two kinds are independent, as the kernel's are
+ * on a local filesystem (a program may take both on one file, and must not
+ * wait for itself).  A shared holder takes its own key, then looks
  * for P's exclusive key, and lets its own go if there is one; an exclusive
  * holder takes P's key, then lists P's shared keys, and lets its key go if
  * there are any.  The backend's calls are linearizable, so of a shared and
@@ -27,19 +31,35 @@
  * fs->flock_waiters, tried again by the waiters' thread, at once when a
  * flock of this mount is let go and with a backoff otherwise; a signal
  * (FUSE_INTERRUPT) answers it EINTR.
+ *
+ * POSIX locks differ in whose they are and what they cover.  The owner is
+ * the process (FUSE's lock_owner: the kernel's files_struct, shared by its
+ * threads), and any close of the file by it lets them go (FUSE_FLUSH); an
+ * open file description's lock (F_OFD_SETLK) goes at its last close.  A
+ * range is widened to the whole file, never weakened: the owner's ranges are
+ * kept here, and the backend key is held, shared while they are all read
+ * locks and exclusive once one is a write lock, until none is left.  A
+ * conversion keeps what was held when it cannot be granted, as fcntl(2)
+ * says, so shared to exclusive takes the exclusive key before the shared one
+ * goes.
  */
 #include "fs.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/file.h>
 
 #include "holder.h"
 #include "log.h"
 
-#define FLOCK_EX_PREFIX ".lockfs/flock/"
-#define FLOCK_SH_PREFIX ".lockfs/flock-sh/"
+/* The two kinds of lock, each with its own keys. */
+typedef enum { FL_FLOCK = 0, FL_POSIX = 1 } fl_class;
+static const char *const EX_PREFIX[] = { ".lockfs/flock/", ".lockfs/posix/" };
+static const char *const SH_PREFIX[] = { ".lockfs/flock-sh/", ".lockfs/posix-sh/" };
+static const char *const EX_KIND[] = { "flock", "posix" };
+static const char *const SH_KIND[] = { "flock-shared", "posix-shared" };
 
 /* A blocked request is tried again after this, doubling up to the most. */
 #define WAIT_FIRST_US (10 * 1000)
@@ -47,19 +67,33 @@
 /* How often held flocks are looked at for a heartbeat. */
 #define BEAT_CHECK_US (G_USEC_PER_SEC)
 
+/* A POSIX owner's locked range: [start, end), end INT64_MAX for "to the
+ * end of the file, however long". */
 typedef struct {
-	uint64_t owner; /* the open file description: its FUSE handle */
+	int64_t start, end;
+	bool write;
+} fl_range;
+
+typedef struct {
+	fl_class cls;
+	uint64_t owner; /* flock: the open file description's FUSE handle;
+	                 * POSIX: FUSE's lock_owner */
 	lfs_node *node; /* kept (opens) while the flock is */
 	int mode;       /* LOCK_SH or LOCK_EX */
 	char *key;      /* the backend key held */
 	uint64_t serial; /* of its dentry's grant */
+	GArray *ranges;  /* POSIX: fl_range, what the owner asked for */
+	uint64_t via_fh; /* POSIX: the handle of the last request (F_OFD_SETLK) */
 } lfs_flock;
 
 typedef struct {
 	fuse_req_t req;
 	lfs_node *node; /* kept (opens) while it waits */
+	fl_class cls;
 	uint64_t owner;
 	int mode;
+	GArray *ranges; /* POSIX: the owner's ranges once granted */
+	uint64_t via_fh;
 	char *path; /* as it was asked: N may lose its name while it waits */
 	struct lfs_caller who;
 	bool interrupted; /* under fs->flock_mu */
@@ -68,22 +102,25 @@ typedef struct {
 
 bool flock_key_parse(const char *key, const char **kind, const char **path)
 {
-	if (g_str_has_prefix(key, FLOCK_SH_PREFIX)) {
-		*kind = "flock-shared";
-		*path = key + strlen(FLOCK_SH_PREFIX);
-		return true;
-	}
-	if (g_str_has_prefix(key, FLOCK_EX_PREFIX)) {
-		*kind = "flock";
-		*path = key + strlen(FLOCK_EX_PREFIX);
-		return true;
+	for (int c = FL_FLOCK; c <= FL_POSIX; c++) {
+		if (g_str_has_prefix(key, SH_PREFIX[c])) {
+			*kind = SH_KIND[c];
+			*path = key + strlen(SH_PREFIX[c]);
+			return true;
+		}
+		if (g_str_has_prefix(key, EX_PREFIX[c])) {
+			*kind = EX_KIND[c];
+			*path = key + strlen(EX_PREFIX[c]);
+			return true;
+		}
 	}
 	return false;
 }
 
-static char *owner_key(uint64_t owner, const lfs_node *n)
+static char *owner_key(fl_class cls, uint64_t owner, const lfs_node *n)
 {
-	return g_strdup_printf("%" PRIx64 ":%p", owner, (const void *)n);
+	return g_strdup_printf("%c%" PRIx64 ":%p", cls == FL_POSIX ? 'p' : 'f', owner,
+	                       (const void *)n);
 }
 
 /* The root is "."; other paths as they are. */
@@ -103,6 +140,8 @@ static void flock_free(lfs *fs, lfs_flock *f)
 	f->node->opens--;
 	node_maybe_free(fs, f->node);
 	g_free(f->key);
+	if (f->ranges)
+		g_array_unref(f->ranges);
 	g_free(f);
 }
 
@@ -146,20 +185,20 @@ static void count_other(const lockfs_lock_info *info, void *user)
 }
 
 /* How many shared holders PATH has other than EXCEPT's key: >= 0, or -EIO. */
-static int shared_holders(lfs *fs, const char *path, const char *except)
+static int shared_holders(lfs *fs, fl_class cls, const char *path, const char *except)
 {
 	if (fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED)
 		return 0; /* every flock is exclusive there: none to look for */
-	g_autofree char *prefix = g_strconcat(FLOCK_SH_PREFIX, key_path(path), "//", NULL);
+	g_autofree char *prefix = g_strconcat(SH_PREFIX[cls], key_path(path), "//", NULL);
 	count_ctx c = { except, 0 };
 	int r = UNLOCKED(fs, fs->be->list(fs->be, prefix, count_other, &c));
 	return r ? -EIO : (int)c.n;
 }
 
 /* Whether PATH has an exclusive holder: 1, 0, or -EIO. */
-static int exclusive_held(lfs *fs, const char *path)
+static int exclusive_held(lfs *fs, fl_class cls, const char *path)
 {
-	g_autofree char *key = g_strconcat(FLOCK_EX_PREFIX, key_path(path), NULL);
+	g_autofree char *key = g_strconcat(EX_PREFIX[cls], key_path(path), NULL);
 	lockfs_lock_info info;
 	int r = UNLOCKED(fs, fs->be->inspect(fs->be, key, &info));
 	if (r == 0) {
@@ -169,16 +208,17 @@ static int exclusive_held(lfs *fs, const char *path)
 	return r == -ENOENT ? 0 : -EIO;
 }
 
-static void record(lfs *fs, lfs_node *n, uint64_t owner, int mode, lfs_dentry *d)
+static void record(lfs *fs, fl_class cls, lfs_node *n, uint64_t owner, int mode, lfs_dentry *d)
 {
 	lfs_flock *f = g_new0(lfs_flock, 1);
+	f->cls = cls;
 	f->owner = owner;
 	f->node = n;
 	n->opens++;
 	f->mode = mode;
 	f->key = g_strdup(d->lease->key);
 	f->serial = d->serial;
-	g_hash_table_replace(fs->flocks, owner_key(owner, n), f);
+	g_hash_table_replace(fs->flocks, owner_key(cls, owner, n), f);
 }
 
 static void wake_waiters(lfs *fs)
@@ -195,9 +235,9 @@ static void wake_waiters(lfs *fs)
 
 /* Let go of OWNER's flock of N, if any: 0, or -EIO when it had been lost
  * (its owner is told at its next flock call). */
-static int unlock_owner(lfs *fs, lfs_node *n, uint64_t owner, pid_t by)
+static int unlock_owner(lfs *fs, fl_class cls, lfs_node *n, uint64_t owner, pid_t by)
 {
-	g_autofree char *k = owner_key(owner, n);
+	g_autofree char *k = owner_key(cls, owner, n);
 	lfs_flock *f = g_hash_table_lookup(fs->flocks, k);
 	if (!f)
 		return 0;
@@ -211,37 +251,54 @@ static int unlock_owner(lfs *fs, lfs_node *n, uint64_t owner, pid_t by)
 	return r;
 }
 
+/* Let go of the record at owner key HK, whose key was replaced (a
+ * conversion), keeping what the new record holds. */
+static void drop_converted(lfs *fs, const char *hk, const char *keep_key, pid_t by)
+{
+	lfs_flock *old = g_hash_table_lookup(fs->flocks, hk);
+	if (!old || strcmp(old->key, keep_key) == 0)
+		return;
+	lfs_dentry *od = flock_dentry(fs, old);
+	g_hash_table_steal(fs->flocks, hk);
+	if (od)
+		let_go(fs, od, by);
+	flock_free(fs, old);
+}
+
 /* One try at MODE (LOCK_SH or LOCK_EX) on N, at PATH, for OWNER, without
  * waiting (LOOK_FIRST: a waiter's retry): 0, -EWOULDBLOCK (held in a way
  * that conflicts), -EIO.  fs->mu held, let go during backend calls. */
-static int flock_try(lfs *fs, lfs_node *n, const char *path, uint64_t owner, int mode,
-                     bool look_first, const struct lfs_caller *who)
+static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint64_t owner,
+                     int mode, bool look_first, const struct lfs_caller *who)
 {
 	/* Where the backend may hold a key it cannot yet describe (tinystore
 	 * writes holder records after the grant), neither look can be trusted:
 	 * a shared flock is taken exclusive there, stronger than asked. */
 	if (fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED)
 		mode = LOCK_EX;
-	g_autofree char *k = owner_key(owner, n);
+	g_autofree char *k = owner_key(cls, owner, n);
 	lfs_flock *f = g_hash_table_lookup(fs->flocks, k);
-	lfs_dentry *had = NULL; /* an exclusive flock being made shared */
+	bool had = false;              /* an exclusive lock being made shared */
+	g_autofree char *own_sh = NULL; /* POSIX: the shared key kept while made exclusive */
 	if (f) {
 		lfs_dentry *d = flock_dentry(fs, f);
 		if (!d || d->lost) {
 			lockfs_log(G_LOG_LEVEL_WARNING, f->key,
-			           "flock of %s by pid %d: its lock was lost, EIO", key_path(path),
+			           "%s of %s by pid %d: its lock was lost, EIO",
+			           cls == FL_POSIX ? "fcntl lock" : "flock", key_path(path),
 			           (int)who->pid);
-			unlock_owner(fs, n, owner, who->pid);
+			unlock_owner(fs, cls, n, owner, who->pid);
 			return -EIO;
 		}
 		if (f->mode == mode)
 			return 0;
-		if (mode == LOCK_SH) {
-			had = d;
-		} else {
+		if (mode == LOCK_SH)
+			had = true;
+		else if (cls == FL_POSIX)
+			own_sh = g_strdup(f->key); /* fcntl(2): kept if not granted */
+		else
 			/* Shared to exclusive is not atomic (flock(2) says so). */
-			unlock_owner(fs, n, owner, who->pid);
-		}
+			unlock_owner(fs, cls, n, owner, who->pid);
 	}
 	lfs_dentry *d = NULL;
 	int r;
@@ -249,17 +306,17 @@ static int flock_try(lfs *fs, lfs_node *n, const char *path, uint64_t owner, int
 	 * write and no grant in the log.  Only the look after taking a key
 	 * decides. */
 	int pre = !look_first ? 0
-	          : mode == LOCK_EX ? shared_holders(fs, path, NULL)
-	          : had ? 0 : exclusive_held(fs, path);
+	          : mode == LOCK_EX ? shared_holders(fs, cls, path, own_sh)
+	          : had ? 0 : exclusive_held(fs, cls, path);
 	if (pre)
 		return pre < 0 ? -EIO : -EWOULDBLOCK;
 	if (mode == LOCK_EX) {
-		g_autofree char *key = g_strconcat(FLOCK_EX_PREFIX, key_path(path), NULL);
+		g_autofree char *key = g_strconcat(EX_PREFIX[cls], key_path(path), NULL);
 		r = take_key(fs, key, who, &d);
 		if (r)
 			return r == -EEXIST ? -EWOULDBLOCK : r;
 		uint64_t serial = d->serial;
-		int others = shared_holders(fs, path, NULL);
+		int others = shared_holders(fs, cls, path, own_sh);
 		d = g_hash_table_lookup(fs->held, key);
 		if (!d || d->serial != serial || d->lost)
 			return -EIO; /* lost while we looked */
@@ -268,7 +325,7 @@ static int flock_try(lfs *fs, lfs_node *n, const char *path, uint64_t owner, int
 			return others < 0 ? -EIO : -EWOULDBLOCK;
 		}
 	} else {
-		g_autofree char *key = g_strdup_printf("%s%s//%016" PRIx64 "%08x", FLOCK_SH_PREFIX,
+		g_autofree char *key = g_strdup_printf("%s%s//%016" PRIx64 "%08x", SH_PREFIX[cls],
 		                                       key_path(path), ++fs->flock_ids,
 		                                       g_random_int());
 		r = take_key(fs, key, who, &d);
@@ -276,7 +333,7 @@ static int flock_try(lfs *fs, lfs_node *n, const char *path, uint64_t owner, int
 			return -EIO; /* a key of our own: never held */
 		uint64_t serial = d->serial;
 		/* Made shared from exclusive: the exclusive key is ours. */
-		int excl = had ? 0 : exclusive_held(fs, path);
+		int excl = had ? 0 : exclusive_held(fs, cls, path);
 		d = g_hash_table_lookup(fs->held, key);
 		if (!d || d->serial != serial || d->lost)
 			return -EIO;
@@ -284,23 +341,17 @@ static int flock_try(lfs *fs, lfs_node *n, const char *path, uint64_t owner, int
 			let_go(fs, d, who->pid);
 			return excl < 0 ? -EIO : -EWOULDBLOCK;
 		}
-		if (had) {
-			/* Now shared: let the exclusive key go. */
-			g_autofree char *hk = owner_key(owner, n);
-			lfs_flock *old = g_hash_table_lookup(fs->flocks, hk);
-			if (old) {
-				lfs_dentry *od = flock_dentry(fs, old);
-				g_hash_table_steal(fs->flocks, hk);
-				if (od)
-					let_go(fs, od, who->pid);
-				flock_free(fs, old);
-			}
-			d = g_hash_table_lookup(fs->held, key);
-			if (!d || d->serial != serial)
-				return -EIO;
-		}
 	}
-	record(fs, n, owner, mode, d);
+	/* Converted: the new key is held, now the old one goes. */
+	if (had || own_sh) {
+		uint64_t serial = d->serial;
+		g_autofree char *key = g_strdup(d->lease->key);
+		drop_converted(fs, k, key, who->pid);
+		d = g_hash_table_lookup(fs->held, key);
+		if (!d || d->serial != serial)
+			return -EIO;
+	}
+	record(fs, cls, n, owner, mode, d);
 	if (had)
 		wake_waiters(fs);
 	return 0;
@@ -327,14 +378,20 @@ static void finish(lfs *fs, flock_waiter *w, int r)
 	w->node->opens--;
 	node_maybe_free(fs, w->node);
 	pthread_mutex_unlock(&fs->mu);
+	if (w->ranges)
+		g_array_unref(w->ranges);
 	g_free(w->path);
 	g_free(w);
 }
 
+static void set_ranges(lfs *fs, lfs_node *n, uint64_t owner, GArray *ranges, uint64_t via_fh);
+
 static void try_waiter(lfs *fs, flock_waiter *w)
 {
 	pthread_mutex_lock(&fs->mu);
-	int r = flock_try(fs, w->node, w->path, w->owner, w->mode, true, &w->who);
+	int r = flock_try(fs, w->cls, w->node, w->path, w->owner, w->mode, true, &w->who);
+	if (r == 0 && w->cls == FL_POSIX)
+		set_ranges(fs, w->node, w->owner, w->ranges, w->via_fh);
 	pthread_mutex_unlock(&fs->mu);
 	g_mutex_lock(&fs->flock_mu);
 	bool stop = w->interrupted || fs->flock_stop;
@@ -446,6 +503,34 @@ void flock_stop(lfs *fs)
 	fs->flock_thread = NULL;
 }
 
+/* Queue REQ to wait for MODE (fs->mu held, and let go here); RANGES
+ * (POSIX, taken over) are the owner's once granted. */
+static void wait_for(lfs *fs, fuse_req_t req, fl_class cls, lfs_node *n, char *path,
+                     uint64_t owner, int mode, GArray *ranges, uint64_t via_fh,
+                     const struct lfs_caller *who)
+{
+	flock_waiter *w = g_new0(flock_waiter, 1);
+	w->req = req;
+	w->path = path;
+	w->node = n;
+	n->opens++;
+	w->cls = cls;
+	w->owner = owner;
+	w->mode = mode;
+	w->ranges = ranges;
+	w->via_fh = via_fh;
+	w->who = *who;
+	w->backoff = WAIT_FIRST_US;
+	w->next_try = g_get_monotonic_time() + w->backoff;
+	pthread_mutex_unlock(&fs->mu);
+	/* Before it is queued: once queued, another thread may answer it. */
+	fuse_req_interrupt_func(req, interrupted, w);
+	g_mutex_lock(&fs->flock_mu);
+	g_queue_push_tail(&fs->flock_waiters, w);
+	g_cond_signal(&fs->flock_cond);
+	g_mutex_unlock(&fs->flock_mu);
+}
+
 void flock_request(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, int op,
                    const struct lfs_caller *who)
 {
@@ -453,31 +538,15 @@ void flock_request(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, int op,
 	pthread_mutex_lock(&fs->mu);
 	int r;
 	if (mode == LOCK_UN) {
-		r = unlock_owner(fs, n, owner, who->pid);
+		r = unlock_owner(fs, FL_FLOCK, n, owner, who->pid);
 	} else if (mode != LOCK_SH && mode != LOCK_EX) {
 		r = -EINVAL;
 	} else {
 		/* The path when asked: what it locks, also if N loses the name. */
 		char *path = n->kind == NODE_CONTROL ? NULL : node_path(fs, n);
-		r = path ? flock_try(fs, n, path, owner, mode, false, who) : -ENOLCK;
+		r = path ? flock_try(fs, FL_FLOCK, n, path, owner, mode, false, who) : -ENOLCK;
 		if (r == -EWOULDBLOCK && !(op & LOCK_NB)) {
-			flock_waiter *w = g_new0(flock_waiter, 1);
-			w->req = req;
-			w->path = path;
-			w->node = n;
-			n->opens++;
-			w->owner = owner;
-			w->mode = mode;
-			w->who = *who;
-			w->backoff = WAIT_FIRST_US;
-			w->next_try = g_get_monotonic_time() + w->backoff;
-			pthread_mutex_unlock(&fs->mu);
-			/* Before it is queued: once queued, another thread may answer it. */
-			fuse_req_interrupt_func(req, interrupted, w);
-			g_mutex_lock(&fs->flock_mu);
-			g_queue_push_tail(&fs->flock_waiters, w);
-			g_cond_signal(&fs->flock_cond);
-			g_mutex_unlock(&fs->flock_mu);
+			wait_for(fs, req, FL_FLOCK, n, path, owner, mode, NULL, 0, who);
 			return;
 		}
 		g_free(path);
@@ -488,5 +557,189 @@ void flock_request(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, int op,
 
 void flock_release_owner(lfs *fs, lfs_node *n, uint64_t owner)
 {
-	unlock_owner(fs, n, owner, LOCKS_BY_CLOSE);
+	unlock_owner(fs, FL_FLOCK, n, owner, LOCKS_BY_CLOSE);
+}
+
+/* ---------------------------------------------------------------- POSIX locks */
+
+/* RANGES with [START, END) set to WRITE, or unlocked (UNLOCK): a new array. */
+static GArray *ranges_apply(const GArray *ranges, int64_t start, int64_t end, bool write,
+                            bool unlock)
+{
+	GArray *out = g_array_new(FALSE, FALSE, sizeof(fl_range));
+	for (guint i = 0; ranges && i < ranges->len; i++) {
+		fl_range r = g_array_index(ranges, fl_range, i);
+		if (r.end <= start || r.start >= end) {
+			g_array_append_val(out, r);
+			continue;
+		}
+		/* What of R lies outside [start, end) stays as it was. */
+		if (r.start < start) {
+			fl_range left = { r.start, start, r.write };
+			g_array_append_val(out, left);
+		}
+		if (r.end > end) {
+			fl_range right = { end, r.end, r.write };
+			g_array_append_val(out, right);
+		}
+	}
+	if (!unlock) {
+		fl_range nr = { start, end, write };
+		g_array_append_val(out, nr);
+	}
+	return out;
+}
+
+/* The backend lock RANGES need: LOCK_EX, LOCK_SH or 0 (none). */
+static int ranges_mode(const GArray *ranges)
+{
+	for (guint i = 0; i < ranges->len; i++)
+		if (g_array_index(ranges, fl_range, i).write)
+			return LOCK_EX;
+	return ranges->len ? LOCK_SH : 0;
+}
+
+static void set_ranges(lfs *fs, lfs_node *n, uint64_t owner, GArray *ranges, uint64_t via_fh)
+{
+	g_autofree char *k = owner_key(FL_POSIX, owner, n);
+	lfs_flock *f = g_hash_table_lookup(fs->flocks, k);
+	if (!f)
+		return;
+	if (f->ranges)
+		g_array_unref(f->ranges);
+	f->ranges = g_array_ref(ranges);
+	f->via_fh = via_fh;
+}
+
+/* [start, end) of LK (libfuse gives l_whence SEEK_SET; l_len 0: to the end). */
+static bool lock_range(const struct flock *lk, int64_t *start, int64_t *end)
+{
+	if (lk->l_start < 0 || lk->l_len < 0)
+		return false;
+	*start = lk->l_start;
+	*end = lk->l_len == 0 || lk->l_len > INT64_MAX - lk->l_start ? INT64_MAX
+	                                                              : lk->l_start + lk->l_len;
+	return true;
+}
+
+void posix_setlk(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, uint64_t fh,
+                 const struct flock *lk, bool sleep, const struct lfs_caller *who)
+{
+	int64_t start, end;
+	if (!lock_range(lk, &start, &end) ||
+	    (lk->l_type != F_RDLCK && lk->l_type != F_WRLCK && lk->l_type != F_UNLCK)) {
+		fuse_reply_err(req, EINVAL);
+		return;
+	}
+	pthread_mutex_lock(&fs->mu);
+	g_autofree char *k = owner_key(FL_POSIX, owner, n);
+	lfs_flock *f = g_hash_table_lookup(fs->flocks, k);
+	g_autoptr(GArray) ranges = ranges_apply(f ? f->ranges : NULL, start, end,
+	                                        lk->l_type == F_WRLCK, lk->l_type == F_UNLCK);
+	int mode = ranges_mode(ranges), r;
+	if (!mode) {
+		r = unlock_owner(fs, FL_POSIX, n, owner, who->pid);
+	} else {
+		char *path = n->kind == NODE_CONTROL ? NULL : node_path(fs, n);
+		r = path ? flock_try(fs, FL_POSIX, n, path, owner, mode, false, who) : -ENOLCK;
+		if (r == 0)
+			set_ranges(fs, n, owner, ranges, fh);
+		if (r == -EWOULDBLOCK && sleep) {
+			wait_for(fs, req, FL_POSIX, n, path, owner, mode, g_array_ref(ranges), fh, who);
+			return;
+		}
+		g_free(path);
+	}
+	pthread_mutex_unlock(&fs->mu);
+	fuse_reply_err(req, r == -EWOULDBLOCK ? EAGAIN : -r);
+}
+
+typedef struct {
+	const char *except;
+	lockfs_lock_info info;
+	bool found;
+} first_ctx;
+
+static void first_other(const lockfs_lock_info *info, void *user)
+{
+	first_ctx *c = user;
+	if (c->found || info->state == LOCKFS_STATE_STALE ||
+	    (c->except && strcmp(info->key, c->except) == 0))
+		return;
+	remote_info_copy(&c->info, info);
+	c->found = true;
+}
+
+/* F_GETLK: a lock of another owner that would keep LK out, in *LK
+ * (whole-file: l_start 0, l_len 0; l_pid 0 for another host's), or F_UNLCK. */
+int posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk)
+{
+	if (lk->l_type == F_UNLCK)
+		return 0;
+	if (lk->l_type != F_RDLCK && lk->l_type != F_WRLCK)
+		return -EINVAL;
+	pthread_mutex_lock(&fs->mu);
+	g_autofree char *k = owner_key(FL_POSIX, owner, n);
+	lfs_flock *f = g_hash_table_lookup(fs->flocks, k);
+	g_autofree char *own = f ? g_strdup(f->key) : NULL;
+	g_autofree char *path = n->kind == NODE_CONTROL ? NULL : node_path(fs, n);
+	pthread_mutex_unlock(&fs->mu);
+	if (!path)
+		return -ENOLCK;
+	g_autofree char *ex = g_strconcat(EX_PREFIX[FL_POSIX], key_path(path), NULL);
+	first_ctx c = { .except = own };
+	int r = 0;
+	if (!own || strcmp(own, ex) != 0) {
+		r = fs->be->inspect(fs->be, ex, &c.info);
+		if (r == 0)
+			c.found = c.info.state != LOCKFS_STATE_STALE;
+		if (r == 0 && !c.found)
+			lockfs_lock_info_clear(&c.info);
+		else if (r == -ENOENT)
+			r = 0;
+	}
+	bool write_conflict = c.found;
+	if (!r && !c.found && lk->l_type == F_WRLCK) {
+		g_autofree char *prefix = g_strconcat(SH_PREFIX[FL_POSIX], key_path(path), "//", NULL);
+		r = fs->be->list(fs->be, prefix, first_other, &c);
+	}
+	if (r)
+		return -EIO;
+	if (!c.found) {
+		lk->l_type = F_UNLCK;
+		return 0;
+	}
+	lk->l_type = write_conflict ? F_WRLCK : F_RDLCK;
+	lk->l_whence = SEEK_SET;
+	lk->l_start = 0;
+	lk->l_len = 0;
+	/* A pid is this host's to name; another host's means nothing here. */
+	const char *host = c.info.holder.host;
+	lk->l_pid = host && strcmp(host, lockfs_holder_host()) == 0 ? (pid_t)c.info.holder.pid : 0;
+	lockfs_lock_info_clear(&c.info);
+	return 0;
+}
+
+void posix_flush(lfs *fs, lfs_node *n, uint64_t owner)
+{
+	if (!g_hash_table_size(fs->flocks))
+		return; /* the common close: nothing to look up */
+	unlock_owner(fs, FL_POSIX, n, owner, LOCKS_BY_CLOSE);
+}
+
+void posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh)
+{
+	if (!g_hash_table_size(fs->flocks))
+		return;
+	g_autoptr(GPtrArray) owners = g_ptr_array_new();
+	GHashTableIter it;
+	gpointer v;
+	g_hash_table_iter_init(&it, fs->flocks);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		lfs_flock *f = v;
+		if (f->cls == FL_POSIX && f->node == n && f->via_fh == fh)
+			g_ptr_array_add(owners, (gpointer)(uintptr_t)f->owner);
+	}
+	for (guint i = 0; i < owners->len; i++)
+		unlock_owner(fs, FL_POSIX, n, (uint64_t)(uintptr_t)owners->pdata[i], LOCKS_BY_CLOSE);
 }

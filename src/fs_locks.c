@@ -163,6 +163,8 @@ static void log_audit(lfs *fs, lfs_dentry *d, bool grant, pid_t by)
 	bool flock = flock_key_parse(d->lease->key, &kind, &path);
 	if (!grant && by > 0)
 		g_string_append_printf(h, flock ? "; let go by pid %d" : "; unlinked by pid %d", (int)by);
+	else if (!grant && by == LOCKS_BY_CLOSE && flock && g_str_has_prefix(kind, "posix"))
+		g_string_append(h, "; at a close of its file");
 	else if (!grant)
 		g_string_append(h, by == LOCKS_BY_CLOSE ? "; at the last close of its file" : "; at unmount");
 	const char *key = d->lease->key, *fence = d->lease->fence;

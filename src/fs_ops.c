@@ -1067,7 +1067,12 @@ out:
 static void lfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 {
 	(void)ino;
-	(void)fi;
+	lfs *fs = F(req);
+	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
+	/* Any close of the file by a process lets its POSIX locks go. */
+	LOCK(fs);
+	posix_flush(fs, h->n, fi->lock_owner);
+	UNLOCK(fs);
 	fuse_reply_err(req, 0);
 }
 
@@ -1083,6 +1088,7 @@ static void lfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	 * the lock name its open made, if it still holds it: flock(1) creates
 	 * the file it locks (O_CREAT), and on a lock name that takes a lock
 	 * it would never let go. */
+	posix_release_fh(fs, h->n, fi->fh);
 	if (fi->flock_release) {
 		flock_release_owner(fs, h->n, fi->fh);
 		lfs_dentry *d = h->made_serial ? node_lock_dentry(fs, h->n) : NULL;
@@ -1107,6 +1113,35 @@ static void lfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	 * not the kernel's lock owner: that is the struct file's address,
 	 * which a new open may reuse before the old one's release arrives. */
 	flock_request(fs, req, node_of(fs, ino), fi->fh, op, &c);
+}
+
+/* POSIX record locks (fcntl(2), lockf(3)): the process's, by FUSE's
+ * lock_owner, held in the backend (fs_flock.c). */
+static void lfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                      struct flock *lock)
+{
+	lfs *fs = F(req);
+	LOCK(fs);
+	lfs_node *n = node_of(fs, ino);
+	n->opens++; /* kept while the backend answers unlocked */
+	UNLOCK(fs);
+	int r = posix_getlk(fs, n, fi->lock_owner, lock);
+	LOCK(fs);
+	n->opens--;
+	node_maybe_free(fs, n);
+	UNLOCK(fs);
+	if (r)
+		fuse_reply_err(req, -r);
+	else
+		fuse_reply_lock(req, lock);
+}
+
+static void lfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
+                      struct flock *lock, int sleep)
+{
+	lfs *fs = F(req);
+	struct lfs_caller c = caller_of(req);
+	posix_setlk(fs, req, node_of(fs, ino), fi->lock_owner, fi->fh, lock, sleep != 0, &c);
 }
 
 static void lfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -1429,6 +1464,9 @@ static void lfs_init(void *userdata, struct fuse_conn_info *conn)
 	/* flock(2) comes here (.flock), to be held in the backend. */
 	if (conn->capable & FUSE_CAP_FLOCK_LOCKS)
 		conn->want |= FUSE_CAP_FLOCK_LOCKS;
+	/* And fcntl(2)/lockf(3) record locks (.getlk, .setlk). */
+	if (conn->capable & FUSE_CAP_POSIX_LOCKS)
+		conn->want |= FUSE_CAP_POSIX_LOCKS;
 
 }
 
@@ -1455,6 +1493,8 @@ const struct fuse_lowlevel_ops lfs_ops = {
 	.release = lfs_release,
 	.fsync = lfs_fsync,
 	.flock = lfs_flock,
+	.getlk = lfs_getlk,
+	.setlk = lfs_setlk,
 	.opendir = lfs_opendir,
 	.readdir = lfs_readdir,
 	.readdirplus = lfs_readdirplus,
