@@ -61,14 +61,15 @@ extern char **environ;
 
 /* The two mounts, and the raw backend cycle as a third participant. */
 enum { FLOOR, LOCKFS, NFS, RAW = NFS, NPART };
-enum { CYC_EXCL, CYC_LOCKFILE, CYC_FLOCK, NCYC };
+enum { CYC_EXCL, CYC_LOCKFILE, CYC_FLOCK, CYC_FCNTL, NCYC };
 
 static const char *const cycle_name[NCYC] = {
 	"O_EXCL create+close+unlink",
 	"liblockfile link cycle",
 	"flock -n open+flock+unlock",
+	"fcntl open+F_SETLK+close",
 };
-static const char *const cycle_key[NCYC] = { "o_excl", "liblockfile", "flock" };
+static const char *const cycle_key[NCYC] = { "o_excl", "liblockfile", "flock", "fcntl" };
 
 struct daemon {
 	const char *label;
@@ -284,6 +285,34 @@ static int cycle_flock(const struct cycle_paths *p, long n)
 	return 0;
 }
 
+/* What a lockf(3) user does each time: open the file, take a write lock of
+ * it without waiting (F_SETLK), close (which lets it go).  On the floor the
+ * kernel keeps POSIX locks itself. */
+static int cycle_fcntl(const struct cycle_paths *p, long n)
+{
+	for (long i = 0; i < n; i++) {
+		int fd = open(p->file, O_RDWR | O_CREAT, 0644);
+		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
+
+		if (fd < 0) {
+			set_err("open(%s, O_CREAT): %s", p->file, strerror(errno));
+			return -1;
+		}
+		if (fcntl(fd, F_SETLK, &fl) != 0) {
+			set_err("fcntl(%s, F_SETLK): %s", p->file, strerror(errno));
+			close(fd);
+			return -1;
+		}
+		if (close(fd) != 0) {
+			set_err("close(%s): %s", p->file, strerror(errno));
+			return -1;
+		}
+		if (g_stop)
+			return -1;
+	}
+	return 0;
+}
+
 /* Time N cycles in DIR; *us is µs per cycle.  On failure the names the cycle
  * uses are removed so later runs start clean. */
 static int time_cycle(int cyc, const char *dir, long n, double *us)
@@ -295,9 +324,10 @@ static int time_cycle(int cyc, const char *dir, long n, double *us)
 	if (cycle_paths_init(&p, dir))
 		return -1;
 	t0 = mono();
-	rc = cyc == CYC_EXCL     ? cycle_excl(&p, n)
+	rc = cyc == CYC_EXCL       ? cycle_excl(&p, n)
 	     : cyc == CYC_LOCKFILE ? cycle_lockfile(&p, n)
-	                           : cycle_flock(&p, n);
+	     : cyc == CYC_FLOCK    ? cycle_flock(&p, n)
+	                           : cycle_fcntl(&p, n);
 	*us = (mono() - t0) * 1e6 / n;
 	if (rc) {
 		if (g_stop)
