@@ -259,47 +259,34 @@ static int cycle_lockfile(const struct cycle_paths *p, long n)
 	return 0;
 }
 
-/* What flock(1) -n does: open (creating) the file, flock it without
- * waiting, let go, close.  On the floor the kernel keeps flocks itself. */
-static int cycle_flock(const struct cycle_paths *p, long n)
+/* One lock of an open file and its release, as the two kinds of user do:
+ * flock(1) -n flocks it without waiting and lets go (LOCK_UN); a lockf(3)
+ * user takes a write lock without waiting (F_SETLK) and lets the close free
+ * it.  0, or -1 with the error set. */
+static int lock_open_file(const char *file, int fd, bool posix)
 {
-	for (long i = 0; i < n; i++) {
-		int fd = open(p->file, O_RDWR | O_CREAT, 0644);
+	struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 
-		if (fd < 0) {
-			set_err("open(%s, O_CREAT): %s", p->file, strerror(errno));
-			return -1;
-		}
-		if (flock(fd, LOCK_EX | LOCK_NB) != 0 || flock(fd, LOCK_UN) != 0) {
-			set_err("flock(%s): %s", p->file, strerror(errno));
-			close(fd);
-			return -1;
-		}
-		if (close(fd) != 0) {
-			set_err("close(%s): %s", p->file, strerror(errno));
-			return -1;
-		}
-		if (g_stop)
-			return -1;
+	if (posix ? fcntl(fd, F_SETLK, &fl) != 0
+	          : flock(fd, LOCK_EX | LOCK_NB) != 0 || flock(fd, LOCK_UN) != 0) {
+		set_err("%s(%s): %s", posix ? "fcntl F_SETLK" : "flock", file, strerror(errno));
+		return -1;
 	}
 	return 0;
 }
 
-/* What a lockf(3) user does each time: open the file, take a write lock of
- * it without waiting (F_SETLK), close (which lets it go).  On the floor the
- * kernel keeps POSIX locks itself. */
-static int cycle_fcntl(const struct cycle_paths *p, long n)
+/* N times: open (creating) the file, lock it (above), close.  On the floor
+ * the kernel keeps flocks and POSIX locks itself. */
+static int cycle_open_lock(const struct cycle_paths *p, long n, bool posix)
 {
 	for (long i = 0; i < n; i++) {
 		int fd = open(p->file, O_RDWR | O_CREAT, 0644);
-		struct flock fl = { .l_type = F_WRLCK, .l_whence = SEEK_SET };
 
 		if (fd < 0) {
 			set_err("open(%s, O_CREAT): %s", p->file, strerror(errno));
 			return -1;
 		}
-		if (fcntl(fd, F_SETLK, &fl) != 0) {
-			set_err("fcntl(%s, F_SETLK): %s", p->file, strerror(errno));
+		if (lock_open_file(p->file, fd, posix)) {
 			close(fd);
 			return -1;
 		}
@@ -326,8 +313,7 @@ static int time_cycle(int cyc, const char *dir, long n, double *us)
 	t0 = mono();
 	rc = cyc == CYC_EXCL       ? cycle_excl(&p, n)
 	     : cyc == CYC_LOCKFILE ? cycle_lockfile(&p, n)
-	     : cyc == CYC_FLOCK    ? cycle_flock(&p, n)
-	                           : cycle_fcntl(&p, n);
+	                           : cycle_open_lock(&p, n, cyc == CYC_FCNTL);
 	*us = (mono() - t0) * 1e6 / n;
 	if (rc) {
 		if (g_stop)

@@ -25,8 +25,8 @@ flk() { timeout -k 2 30 flock "$@"; RC=$?; }
 alive() { kill -0 "$1" 2>/dev/null; }
 status_has() { grep -q -- "$2" <(timeout 10 cat -- "$1/.lockfs/status"); }
 # The kernel sends an open file description's release (which lets its flock
-# go) after the last close has returned: what follows a close waits for it.
-status_empty() { [[ -z $(timeout 10 cat -- "$1/.lockfs/status") ]]; }
+# go) after the last close has returned: what follows a close waits for it
+# (wait_until ... status_empty).
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
 # started FILE: the background holder wrote FILE (it holds the lock).
 started() { [[ -s $1 ]]; }
@@ -166,12 +166,7 @@ if ((SH)); then
 else
     is "$r" "threads done" "python fcntl.flock from 4 threads (conversions: shared is exclusive on tinystore)"
 fi
-sections() { # LOG: "sections interleaved"
-    awk '$1 == "S" { s++; if (open != "") bad++; open = $2 " " $3 }
-         $1 == "E" { if (open != $2 " " $3) bad++; open = "" }
-         END { print s + 0, bad + 0 }' "$1"
-}
-is "$(sections "$TESTDIR/py.log")" "40 0" "4 threads x 10 exclusive flocks: 40 sections, none interleaved"
+is "$(count_sections "$TESTDIR/py.log")" "40 0" "4 threads x 10 exclusive flocks: 40 sections, none interleaved"
 
 # 20 waiting processes on one file: every one gets it in turn, the mount
 # still answers meanwhile.
@@ -187,7 +182,7 @@ cmp_ok "$(ms_since "$t0")" -lt 2000 "... at once"
 fails=0
 for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
 is "$fails" 0 "20 waiters: every one got the lock"
-is "$(sections "$TESTDIR/many.log")" "20 0" "... one at a time"
+is "$(count_sections "$TESTDIR/many.log")" "20 0" "... one at a time"
 ok "nothing held at the end" wait_until 5 status_empty "$A"
 
 if ((!SHARED)); then
@@ -231,7 +226,7 @@ for h in A B; do
     pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
-is "$(sections "$TESTDIR/ln.log")" "10 0" "flock(1) on cron.lock from both hosts: 10 sections, none interleaved"
+is "$(count_sections "$TESTDIR/ln.log")" "10 0" "flock(1) on cron.lock from both hosts: 10 sections, none interleaved"
 is "$(cat "$TESTDIR/ln.err")" "" "... and flock(1) said nothing"
 ok "no cron.lock left on either host" wait_until 5 bash -c '[[ $("$1" "$2" lstat "$3"):$("$1" "$2" lstat "$4") == ENOENT:ENOENT ]]' _ \
     "$PYTHON" "$TESTLIB/fsop.py" "$A/cron.lock" "$B/cron.lock"
@@ -257,7 +252,7 @@ EOF
     pids+=($!)
 done
 for p in "${pids[@]}"; do wait "$p"; done
-is "$(sections "$TESTDIR/x.log")" "100 0" "python on both hosts, a new open for each flock: 100 sections, none interleaved"
+is "$(count_sections "$TESTDIR/x.log")" "100 0" "python on both hosts, a new open for each flock: 100 sections, none interleaved"
 
 # A flock whose lease is lost (the server stopped until hostA declares it
 # lost): its holder's next flock call answers EIO, and the loss is logged.

@@ -27,12 +27,6 @@ SH=1
 [[ $LOCKFS_BACKEND == tinystore ]] && SH=0
 
 status_has() { grep -qE -- "$2" <(timeout 10 cat -- "$1/.lockfs/status"); }
-status_empty() { [[ -z $(timeout 10 cat -- "$1/.lockfs/status") ]]; }
-sections() { # LOG: "sections interleaved"
-    awk '$1 == "S" { s++; if (open != "") bad++; open = $2 " " $3 }
-         $1 == "E" { if (open != $2 " " $3) bad++; open = "" }
-         END { print s + 0, bad + 0 }' "$1"
-}
 
 # ---------------------------------------------------------------- drivers
 # pl_start NAME FILE: a posix-lock.py process on FILE, fed through a fifo.
@@ -204,7 +198,7 @@ if command -v cc >/dev/null && cc -O2 -pthread -o "$TESTDIR/setlkw" "$TESTLIB/se
         : >"$TESTDIR/c-$m.log"
         timeout -k 2 90 "$TESTDIR/setlkw" "$m" "$A/data" "$TESTDIR/c-$m.log" 3 3 5
         is "$?" 0 "C client, $m: 3 processes x 3 threads, every F_SETLKW and unlock worked"
-        is "$(sections "$TESTDIR/c-$m.log")" "45 0" "... 45 sections, none interleaved"
+        is "$(count_sections "$TESTDIR/c-$m.log")" "45 0" "... 45 sections, none interleaved"
     done
 else
     skip "no C compiler to build tests/lib/setlkw.c: $(head -c 200 "$TESTDIR/cc.err" 2>/dev/null)" 4
@@ -236,7 +230,7 @@ cmp_ok "$(ms_since "$t0")" -lt 2000 "... at once"
 fails=0
 for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
 is "$fails" 0 "20 waiting processes: every one got the lock, twice"
-is "$(sections "$TESTDIR/many.log")" "40 0" "... one at a time"
+is "$(count_sections "$TESTDIR/many.log")" "40 0" "... one at a time"
 ok "nothing held at the end" wait_until 5 status_empty "$A"
 pl_stop p1
 pl_stop p2
@@ -293,7 +287,7 @@ done
 fails=0
 for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
 is "$fails" 0 "python lockf on both hosts: every worker completed"
-is "$(sections "$TESTDIR/x.log")" "60 0" "... 60 sections, none interleaved"
+is "$(count_sections "$TESTDIR/x.log")" "60 0" "... 60 sections, none interleaved"
 
 # A lost lock: the server stopped until hostA declares it lost; the holder's
 # next lock call answers EIO.

@@ -631,6 +631,16 @@ log_has() { grep -Eq -- "$1" "${2:-$LOCKFS_LOG}"; }
 
 # ms_since T0: milliseconds since T0 (date +%s%N).
 ms_since() { echo $((($(date +%s%N) - $1) / 1000000)); }
+
+# status_empty MNT: .lockfs/status lists no lock (bounded read).
+status_empty() { [[ -z $(timeout 10 cat -- "$1/.lockfs/status") ]]; }
+# count_sections LOG: "SECTIONS INTERLEAVED" of a log of "S who n" / "E who n"
+# lines (one writer at a time would give "N 0").
+count_sections() {
+    awk '$1 == "S" { s++; if (open != "") bad++; open = $2 " " $3 }
+         $1 == "E" { if (open != $2 " " $3) bad++; open = "" }
+         END { print s + 0, bad + 0 }' "$1"
+}
 # timed SYSCALL ARGS...: fsop1 with the time it took: sets R and MS.
 timed() {
     local t0
