@@ -641,7 +641,26 @@ keeper() { # HOST
         n=0
         t=${EPOCHREALTIME/./}
         for k in "${!fence[@]}"; do
-            if [[ -z ${fence[$k]} ]]; then
+            if [[ ${fence[$k]} == '?' ]]; then
+                # Taken, its fence not read yet (below): read it now.
+                _lockfs_attrs "$m/$k"
+                if [[ $A_STATE == held && $A_HOST == "$h" ]]; then
+                    fence[$k]=$A_FENCE
+                    printf 'T\t%s\t%s\t%s000\n' "$k" "$A_FENCE" "${EPOCHREALTIME/./}" >>"$log"
+                    n=$((n + 1))
+                    continue
+                elif [[ $A_STATE == lost && $A_HOST == "$h" ]]; then
+                    rm -f -- "$m/$k" 2>/dev/null # ours, lost before we knew its fence
+                    fence[$k]=''
+                    continue
+                elif [[ -n $A_STATE ]]; then
+                    fence[$k]='' # another's now
+                    continue
+                fi
+                # Still unreadable: a create tells whether the name is there
+                # (refused: it still is, and stays '?').
+            fi
+            if [[ -z ${fence[$k]} || ${fence[$k]} == '?' ]]; then
                 { printf '%s\n' "$BASHPID" >"$m/$k"; } 2>/dev/null || continue
                 if _lockfs_attrs "$m/$k" && [[ $A_STATE == held ]]; then
                     fence[$k]=$A_FENCE
@@ -658,19 +677,6 @@ keeper() { # HOST
                 continue
             fi
             _lockfs_attrs "$m/$k"
-            if [[ ${fence[$k]} == '?' ]]; then
-                if [[ $A_STATE == held && $A_HOST == "$h" ]]; then
-                    fence[$k]=$A_FENCE
-                    printf 'T\t%s\t%s\t%s000\n' "$k" "$A_FENCE" "${EPOCHREALTIME/./}" >>"$log"
-                    n=$((n + 1))
-                elif [[ $A_STATE == lost && $A_HOST == "$h" ]]; then
-                    rm -f -- "$m/$k" 2>/dev/null # ours, lost before we knew its fence
-                    fence[$k]=''
-                elif [[ -n $A_STATE || ! -e $m/$k ]]; then
-                    fence[$k]='' # not ours (any more): take it again
-                fi
-                continue
-            fi
             # Timed only when it answered of our own lock: once lost, the
             # name is the backend's, and looking it up waits on the server.
             ((A_US > 300000)) && [[ $A_FENCE == "${fence[$k]}" ]] &&
