@@ -161,6 +161,9 @@ typedef struct {
 	GThread *flock_thread;
 	bool flock_stop;
 	uint64_t flock_ids; /* shared holders' keys */
+	/* POSIX locks held (records of fs->flocks), read without fs->mu so
+	 * that a close (FUSE_FLUSH) of a mount without any costs no lock. */
+	gint posix_records;
 } lfs;
 
 /* Run EXPR, a backend call (of a claimed key), without fs->mu: it may wait
@@ -343,6 +346,8 @@ int posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk);
 /* A close of N by OWNER (FUSE_FLUSH) lets its POSIX locks go; the last close
  * of handle FH, those taken through it (F_OFD_SETLK's).  fs->mu held. */
 void posix_flush(lfs *fs, lfs_node *n, uint64_t owner);
+/* Whether any POSIX lock is held through this mount (no lock needed). */
+bool posix_any(lfs *fs);
 void posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh);
 
 /* ---- fs_inval.c: telling the kernel what lockfs changed by itself ---- */

@@ -140,6 +140,8 @@ static void flock_free(lfs *fs, lfs_flock *f)
 	f->node->opens--;
 	node_maybe_free(fs, f->node);
 	g_free(f->key);
+	if (f->cls == FL_POSIX)
+		g_atomic_int_dec_and_test(&fs->posix_records);
 	if (f->ranges)
 		g_array_unref(f->ranges);
 	g_free(f);
@@ -218,6 +220,8 @@ static void record(lfs *fs, fl_class cls, lfs_node *n, uint64_t owner, int mode,
 	f->mode = mode;
 	f->key = g_strdup(d->lease->key);
 	f->serial = d->serial;
+	if (cls == FL_POSIX)
+		g_atomic_int_inc(&fs->posix_records);
 	g_hash_table_replace(fs->flocks, owner_key(cls, owner, n), f);
 }
 
@@ -720,17 +724,20 @@ int posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk)
 	return 0;
 }
 
+bool posix_any(lfs *fs)
+{
+	return g_atomic_int_get(&fs->posix_records) > 0;
+}
+
 void posix_flush(lfs *fs, lfs_node *n, uint64_t owner)
 {
-	if (!g_hash_table_size(fs->flocks))
-		return; /* the common close: nothing to look up */
 	unlock_owner(fs, FL_POSIX, n, owner, LOCKS_BY_CLOSE);
 }
 
 void posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh)
 {
-	if (!g_hash_table_size(fs->flocks))
-		return;
+	if (!posix_any(fs))
+		return; /* the common last close: nothing to look for */
 	g_autoptr(GPtrArray) owners = g_ptr_array_new();
 	GHashTableIter it;
 	gpointer v;
