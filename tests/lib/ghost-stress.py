@@ -9,8 +9,14 @@
     stater LOCK SECS             lstat(LOCK) in a loop (lookups of the name on the
                                  symlinker's mount, whose answers race its
                                  takes and releases).
-    mkdirer LOCK SECS            mkdir(LOCK), a moment, rmdir(LOCK): the holder on
-                                 the other mount.
+    mkdirer LOCK SECS            mkdir(LOCK), a moment, rmdir(LOCK), then up to 30 ms
+                                 with the name free: the holder on the other
+                                 mount.  The pause is what lets the symlinker
+                                 in: after a refusal its mount believes the
+                                 lock held for list_cache (200 ms), and a
+                                 mkdirer that took the name again at once
+                                 would be holding it at nearly every one of
+                                 those retries (a CI run saw 0 grants in 8 s).
 
 Each prints one line at the end: "done GRANTS REFUSALS GHOSTS ERRORS" (the
 stater and mkdirer: GHOSTS is 0).  Every loop ends after SECS.
@@ -18,6 +24,7 @@ stater and mkdirer: GHOSTS is 0).  Every loop ends after SECS.
 
 import errno
 import os
+import random
 import sys
 import time
 
@@ -58,6 +65,7 @@ def main(role, lock, secs, *rest):
                 grants += 1
                 time.sleep(0.002)
                 os.rmdir(lock)
+                time.sleep(random.uniform(0, 0.03))
             else:
                 print('error: unknown role %s' % role, flush=True)
                 return 2
