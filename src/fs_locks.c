@@ -349,12 +349,15 @@ void locks_saw_free(lfs *fs, pid_t pid, const char *key, int64_t at)
 		gpointer v;
 		g_hash_table_iter_init(&it, fs->saw_free);
 		while (g_hash_table_iter_next(&it, NULL, &v))
-			if (now - *(int64_t *)v > SAW_FREE_US)
+			if (now - ((int64_t *)v)[1] > SAW_FREE_US)
 				g_hash_table_iter_remove(&it);
 		if (g_hash_table_size(fs->saw_free) > 4096)
 			g_hash_table_remove_all(fs->saw_free);
 	}
-	g_hash_table_replace(fs->saw_free, saw_key(pid, key), g_memdup2(&at, sizeof(at)));
+	/* When it found the name free, and when that was noted: the finding
+	 * counts for SAW_FREE_US from the noting. */
+	int64_t v[2] = { at, now };
+	g_hash_table_replace(fs->saw_free, saw_key(pid, key), g_memdup2(v, sizeof(v)));
 }
 
 /* When PID last found KEY free, if that still counts: else NULL. */
@@ -363,8 +366,8 @@ static const int64_t *saw_free_at(lfs *fs, pid_t pid, const char *key)
 	if (!fs->saw_free)
 		return NULL;
 	g_autofree char *k = saw_key(pid, key);
-	const int64_t *at = g_hash_table_lookup(fs->saw_free, k);
-	return at && lockfs_mono_us() - *at < SAW_FREE_US ? at : NULL;
+	const int64_t *v = g_hash_table_lookup(fs->saw_free, k);
+	return v && lockfs_mono_us() - v[1] < SAW_FREE_US ? v : NULL;
 }
 
 bool locks_saw_free_lately(lfs *fs, pid_t pid, const char *key)
