@@ -368,6 +368,8 @@ bool policy_may_touch(const struct lfs_caller *c, uid_t holder_uid);
 lfs_touch policy_unlink_effect(const struct lfs_caller *c, uid_t holder_uid);
 /* Whether C may change lock file N (write, truncate, set times). */
 bool may_change(lfs_node *n, const struct lfs_caller *c);
+/* Whether the caller of REQ could open N for writing, by its mode (fs->mu held). */
+bool may_write(lfs *fs, fuse_req_t req, lfs_node *n);
 /* Whether this mount lost KEY's lock lately, held by UID (fs->mu held). */
 bool lost_by(lfs *fs, const char *key, uid_t uid);
 /* Unlink of lock NAME of DIR not held here (fs->mu held; lets go of it). */

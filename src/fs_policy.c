@@ -101,6 +101,20 @@ int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_cal
 	return r;
 }
 
+/* The rwx bits of ST that apply to the caller of REQ (not root). */
+static mode_t access_bits(fuse_req_t req, const struct stat *st)
+{
+	const struct fuse_ctx *ctx = fuse_req_ctx(req);
+	if (ctx->uid == st->st_uid)
+		return (st->st_mode >> 6) & 07;
+	gid_t groups[64];
+	int n = fuse_req_getgroups(req, G_N_ELEMENTS(groups), groups);
+	bool member = ctx->gid == st->st_gid;
+	for (int i = 0; i < n && i < (int)G_N_ELEMENTS(groups) && !member; i++)
+		member = groups[i] == st->st_gid;
+	return member ? (st->st_mode >> 3) & 07 : st->st_mode & 07;
+}
+
 /* Whether the caller could unlink a name of DIR owned by OWNER: what the
  * kernel checks for unlink(2), done here for the break request below. */
 bool may_delete(lfs *fs, fuse_req_t req, lfs_node *dir, uid_t owner)
@@ -111,21 +125,19 @@ bool may_delete(lfs *fs, fuse_req_t req, lfs_node *dir, uid_t owner)
 	struct stat st;
 	if (!dir || node_getattr(fs, dir, &st) != 0)
 		return false;
-	mode_t bits = st.st_mode & 07;
-	if (ctx->uid == st.st_uid) {
-		bits = (st.st_mode >> 6) & 07;
-	} else {
-		gid_t groups[64];
-		int n = fuse_req_getgroups(req, G_N_ELEMENTS(groups), groups);
-		bool member = ctx->gid == st.st_gid;
-		for (int i = 0; i < n && i < (int)G_N_ELEMENTS(groups) && !member; i++)
-			member = groups[i] == st.st_gid;
-		if (member)
-			bits = (st.st_mode >> 3) & 07;
-	}
-	if ((bits & 03) != 03)
+	if ((access_bits(req, &st) & 03) != 03)
 		return false;
 	return !(st.st_mode & S_ISVTX) || ctx->uid == owner || ctx->uid == st.st_uid;
+}
+
+/* Whether the caller could open N for writing: what the kernel checks at
+ * open(2), done here when a create finds the name taken (lfs_create). */
+bool may_write(lfs *fs, fuse_req_t req, lfs_node *n)
+{
+	struct stat st;
+	if (node_getattr(fs, n, &st) != 0)
+		return false;
+	return fuse_req_ctx(req)->uid == 0 || (access_bits(req, &st) & 02);
 }
 
 /* Break D for the caller, as an unlink by it would be allowed, and always as

@@ -214,7 +214,12 @@ static struct timespec ts_of(int64_t us)
 lfs_node *remote_node_new(lfs *fs, const lockfs_lock_info *info)
 {
 	mode_t mode = info->holder.mode ? info->holder.mode : (S_IFREG | 0644);
-	lfs_node *n = node_new(fs, NODE_MEM, mode, info->holder.uid, info->holder.gid);
+	/* A holder nobody names (remote_note_refused) is shown as the mount's
+	 * own user's, not root's: an unprivileged mount's users may open it, as
+	 * they could once its record names them. */
+	bool named = info->holder.host != NULL;
+	lfs_node *n = node_new(fs, NODE_MEM, mode, named ? info->holder.uid : getuid(),
+	                       named ? info->holder.gid : getgid());
 	n->st_ino = remote_ino(info->key);
 	n->remote = g_new0(lockfs_lock_info, 1);
 	remote_info_copy(n->remote, info);
