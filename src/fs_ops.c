@@ -32,8 +32,14 @@ typedef struct {
 	char *snap;   /* control files: content rendered at open */
 	size_t snap_len;
 	/* Made by this open, without O_EXCL, a lock name (flock(1)'s open):
-	 * the grant's serial.  It goes with the flock taken through it. */
+	 * the grant's serial.  It goes with the flock or POSIX lock taken
+	 * through it. */
 	uint64_t made_serial;
+	/* A POSIX lock was asked for through this handle (under fs->mu). */
+	bool posix_asked;
+	/* Opened for writing by a create that found the lock name taken: the
+	 * content is the holder's, not this opener's (lfs_create). */
+	bool found_taken;
 } lfs_handle;
 
 /* A directory listing, made at opendir so that offsets stay meaningful
@@ -351,8 +357,8 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 			r = -EROFS;
 		goto out;
 	}
-	if (n->remote) { /* heartbeats come through the holder's mount */
-		r = -EPERM;
+	if (n->remote || (fi && ((lfs_handle *)(uintptr_t)fi->fh)->found_taken)) {
+		r = -EPERM; /* heartbeats come from the holder (lfs_create) */
 		goto out;
 	}
 	bool times = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME);
@@ -599,10 +605,53 @@ static lfs_handle *handle_new(lfs_node *n, int fd)
 	return h;
 }
 
-/* An open(O_CREAT) without O_EXCL, for reading, of a lock name that was
- * free at the kernel's lookup and taken when lockfs came to create it (by
- * another process or host): it opens the lock now there, as on any
- * filesystem, not EEXIST (flock(1) opens its file so). */
+/* Open N, which exists, with FLAGS (not a directory nor a control file):
+ * the checks and O_TRUNC of open(2); *FD is a disk node's descriptor.
+ *
+ * Another host's lock opens for writing too, as any file its uid may write:
+ * lock libraries open the file they flock or lockf with O_RDWR or 'a'
+ * (filelock, fasteners, portalocker), and on a lock name their open made a
+ * dot-lock that another host sees.  Its content stays the holder's: O_TRUNC
+ * is not applied and a write answers EPERM (lfs_write), as heartbeats come
+ * through the holder's mount. */
+static int open_existing(lfs *fs, lfs_node *n, int flags, const struct lfs_caller *c, int *fd)
+{
+	bool writing = (flags & O_ACCMODE) != O_RDONLY;
+	int r = 0;
+	if (n->remote || !writing)
+		r = 0;
+	else if ((n->locks || n->lost) && (r = locks_check_writable(fs, n)))
+		; /* lost */
+	else if (!may_change(n, c))
+		r = -EPERM; /* before O_TRUNC could empty it */
+	if (r || n->remote)
+		return r;
+	if (n->kind == NODE_DISK) {
+		*fd = disk_open(n, flags);
+		if (*fd < 0)
+			return *fd;
+		if ((flags & O_TRUNC) && n->locks)
+			r = locks_heartbeat(fs, n, c, BEAT_HEARTBEAT | BEAT_ATTRS);
+	} else if ((flags & O_TRUNC) && writing && n->size) {
+		n->size = 0;
+		node_touch(n, true, true);
+		if (n->locks)
+			r = locks_heartbeat(fs, n, c, BEAT_HEARTBEAT | BEAT_CONTENT | BEAT_ATTRS);
+	}
+	return r;
+}
+
+/* An open(O_CREAT) without O_EXCL of a lock name that was free at the
+ * kernel's lookup and taken when lockfs came to create it (by another
+ * process or host): it opens the lock now there, as on any filesystem, not
+ * EEXIST (flock(1), python's filelock, fasteners and portalocker open the
+ * file they lock so).  Opened for writing, the lock stays its holder's:
+ * O_TRUNC is not applied and writes answer EPERM, so that a client that
+ * creates with O_TRUNC and no O_EXCL to take a lock (LockFile::Simple) does
+ * not write its pid into another's lock and think it its own; and to this
+ * process the name stays one it found free, so the unlink such a client
+ * makes of "its" file answers ENOENT and leaves the lock alone
+ * (locks_unseen_by, unlink_remote). */
 static int open_taken(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c,
                       lfs_node **out)
 {
@@ -624,11 +673,34 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	int fd = -1;
 	LOCK(fs);
 	lfs_node *dir = node_of(fs, parent);
-	int r = make_node(fs, dir, name, S_IFREG | (mode & 07777), NULL, &c, fi->flags, &n, &fd);
-	bool made = r == 0;
-	if (r == -EEXIST && !(fi->flags & O_EXCL) && (fi->flags & O_ACCMODE) == O_RDONLY &&
-	    name_is_lock(fs, name))
+	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY, made = false, found = false;
+	int r;
+	/* A name taken and let go again between the create and the look at
+	 * who holds it: create again, a few times, then call it held. */
+	for (int tries = 0;; tries++) {
+		r = make_node(fs, dir, name, S_IFREG | (mode & 07777), NULL, &c, fi->flags, &n, &fd);
+		made = r == 0;
+		if (r != -EEXIST || (fi->flags & O_EXCL) || !name_is_lock(fs, name))
+			break;
 		r = open_taken(fs, dir, name, &c, &n);
+		if (r != -ENOENT)
+			break;
+		if (tries == 3) {
+			r = -EEXIST;
+			break;
+		}
+	}
+	if (!made && !r) { /* found taken */
+		if (S_ISDIR(n->mode))
+			r = -EISDIR;
+		else if (writing && !may_write(fs, req, n))
+			r = -EACCES; /* the kernel checked the directory, not the file */
+		else if (writing && n->kind == NODE_DISK && !n->remote)
+			r = (fd = disk_open(n, fi->flags & ~O_TRUNC)) < 0 ? fd : 0;
+		found = !r && writing;
+		if (found)
+			locks_saw_free_name(fs, req, dir, name, 0); /* before any grant */
+	}
 	if (!r)
 		r = make_entry(fs, n, &e);
 	if (!r) {
@@ -637,6 +709,7 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		/* Only a lock this open made: one it found taken is another's. */
 		if (made && d && d->lease && !(fi->flags & O_EXCL))
 			h->made_serial = d->serial;
+		h->found_taken = found;
 		fi->fh = (uintptr_t)h;
 	}
 	UNLOCK(fs);
@@ -952,23 +1025,8 @@ static void lfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		else
 			fuse_reply_open(req, fi);
 		return;
-	} else if (writing && n->remote) {
-		r = -EPERM;
-	} else if (writing && (n->locks || n->lost) && (r = locks_check_writable(fs, n))) {
-		/* lost */
-	} else if (writing && !may_change(n, &c)) {
-		r = -EPERM; /* before O_TRUNC could empty it */
-	} else if (n->kind == NODE_DISK) {
-		fd = disk_open(n, fi->flags);
-		if (fd < 0)
-			r = fd;
-		else if ((fi->flags & O_TRUNC) && n->locks)
-			r = locks_heartbeat(fs, n, &c, BEAT_HEARTBEAT | BEAT_ATTRS);
-	} else if ((fi->flags & O_TRUNC) && writing && n->size) {
-		n->size = 0;
-		node_touch(n, true, true);
-		if (n->locks)
-			r = locks_heartbeat(fs, n, &c, BEAT_HEARTBEAT | BEAT_CONTENT | BEAT_ATTRS);
+	} else {
+		r = open_existing(fs, n, fi->flags, &c, &fd);
 	}
 	if (!r)
 		fi->fh = (uintptr_t)handle_new(n, fd);
@@ -1022,6 +1080,10 @@ static void lfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 	lfs_node *n = h->n;
 	if (n->kind == NODE_CONTROL) {
 		r = n->ctl_break ? break_request(fs, req, buf, size) : -EBADF;
+		goto out;
+	}
+	if (n->remote || h->found_taken) { /* another's: heartbeats come from its holder */
+		r = -EPERM;
 		goto out;
 	}
 	if (n->locks || n->lost) {
@@ -1088,12 +1150,14 @@ static void lfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 		close(h->fd);
 	LOCK(fs);
 	/* The last close of an open file description lets its flock go, and
-	 * the lock name its open made, if it still holds it: flock(1) creates
-	 * the file it locks (O_CREAT), and on a lock name that takes a lock
-	 * it would never let go. */
+	 * the lock name its open made, if it still holds it, when a flock or a
+	 * POSIX lock was taken through it: flock(1), python's filelock and
+	 * fasteners create the file they lock (O_CREAT), and on a lock name
+	 * that takes a lock they would never let go. */
 	posix_release_fh(fs, h->n, fi->fh);
-	if (fi->flock_release) {
+	if (fi->flock_release)
 		flock_release_owner(fs, h->n, fi->fh);
+	if (fi->flock_release || h->posix_asked) {
 		lfs_dentry *d = h->made_serial ? node_lock_dentry(fs, h->n) : NULL;
 		if (d && d->lease && d->serial == h->made_serial) {
 			inval_entry(fs, d->dir, d->name); /* the kernel did not remove it */
@@ -1144,6 +1208,12 @@ static void lfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 {
 	lfs *fs = F(req);
 	struct lfs_caller c = caller_of(req);
+	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
+	if (h->made_serial && lock->l_type != F_UNLCK) {
+		LOCK(fs);
+		h->posix_asked = true;
+		UNLOCK(fs);
+	}
 	posix_setlk(fs, req, node_of(fs, ino), fi->lock_owner, fi->fh, lock, sleep != 0, &c);
 }
 
