@@ -271,10 +271,11 @@ live_check() {
             continue
         fi
         # File::NFSLock also drops the lock of a dead pid of its own host name at
-        # once, when it can rewrite the lock: on one mount it can (the same uid
-        # holds it); through another host's mount it cannot (lockfs refuses a
-        # non-holder's write), and the mtime rule remains.
-        [[ $lib == nfslock ]] && ((!SHARED)) && lo=0
+        # once: it opens the lock for writing (which another host's lock allows,
+        # as lock libraries that flock open so), and when no live pid is left it
+        # unlinks it, a break.  The two "hosts" here share one host name and one
+        # pid space, so it may do so on either mount, as on one host it would.
+        [[ $lib == nfslock ]] && lo=0
         finish "$tag.B" $((hi + 10))
         r=$(out_last "$tag.B")
         like "$r" '^got after' "$tag: ${LIBNAME[$lib]} on $WHERE takes over from a killed holder ($r)"
