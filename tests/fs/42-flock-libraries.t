@@ -28,6 +28,7 @@
 set -u
 TEST_TIMEOUT=300
 . "$(dirname "$0")/../lib/mount.sh"
+. "$TESTLIB/locklibs/shell-worker.sh"
 
 LL=$TESTLIB/locklibs
 DRV="$LL/flock-libs.py"
@@ -72,39 +73,7 @@ flock_worker() {
     echo "done $done $n $errs"
 }
 
-# dot_worker ID HOST LOCK N LOG KIND: a dot-lock tool (dotlockfile or
-# noclobber) around a logged section.
-dot_worker() {
-    local id=$1 host=$2 lk=$3 n=$4 log=$5 kind=$6 done=0 errs=0 rc t
-    while ((done < n && $(date +%s) < DEADLINE)); do
-        case $kind in
-        dotlockfile) timeout 20 dotlockfile -l -r 0 "$lk" 2>>"$OUT/$id.held" ;;
-        noclobber) (set -C; echo $$ >"$lk") 2>>"$OUT/$id.held" ;;
-        esac
-        rc=$?
-        if ((rc != 0)); then
-            [[ $kind == dotlockfile && $rc != 4 ]] && { errs=$((errs + 1)); echo "dotlockfile exit $rc" >&2; }
-            sleep "0.0$((RANDOM % 5 + 1))"
-            continue
-        fi
-        done=$((done + 1))
-        t=$EPOCHREALTIME
-        echo "S $host $id $done ${t/./}000" >>"$log"
-        sleep 0.00$((RANDOM % 4 + 1))
-        t=$EPOCHREALTIME
-        echo "E $host $id $done ${t/./}000" >>"$log"
-        case $kind in
-        dotlockfile) timeout 20 dotlockfile -u "$lk" || errs=$((errs + 1)) ;;
-        *) rm -f -- "$lk" || errs=$((errs + 1)) ;;
-        esac
-        sleep 0.00$((RANDOM % 8 + 1))
-    done
-    # The tools' refusals: only "File exists" / "cannot overwrite existing file".
-    local odd
-    odd=$(grep -v -e 'File exists' -e 'cannot overwrite existing file' "$OUT/$id.held" 2>/dev/null | sort | uniq -c)
-    [[ -n $odd ]] && { errs=$((errs + 1)); printf 'refusals other than held: %s\n' "$odd" >&2; }
-    echo "done $done $n $errs"
-}
+# dot-lock tools: shell_worker (tests/lib/locklibs/shell-worker.sh).
 
 # start ID HOST(A|B) KIND LOCKNAME LOG [THREADS]: one worker in the background.
 declare -a WORKERS=()
@@ -113,7 +82,7 @@ start() {
     if [[ $h == A ]]; then m=$A host=hostA; else m=$B host=hostB; fi
     case $kind in
     flock1) flock_worker "$id" "$host" "$m/$name" "$N" "$log" ;;
-    dotlockfile | noclobber) dot_worker "$id" "$host" "$m/$name" "$N" "$log" "$kind" ;;
+    dotlockfile | noclobber) shell_worker "$id" "$host" "$m" "$kind" "$name" "$N" "$log" "$DEADLINE" "$OUT/$id.held" ;;
     *) timeout -k 3 120 "$PYTHON" "$DRV" "$kind" "$m/$name" contend "$N" "$log" "$id" "$host" "$DEADLINE" "$threads" ;;
     esac >"$OUT/$id.out" 2>"$OUT/$id.err" </dev/null &
     WORKERS+=("$id:$kind:$threads:$!")
