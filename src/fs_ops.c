@@ -357,7 +357,8 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 			r = -EROFS;
 		goto out;
 	}
-	if (n->remote || (fi && ((lfs_handle *)(uintptr_t)fi->fh)->found_taken)) {
+	/* fi comes with ftruncate(2), on a regular file's handle. */
+	if (n->remote || (fi && S_ISREG(n->mode) && ((lfs_handle *)(uintptr_t)fi->fh)->found_taken)) {
 		r = -EPERM; /* heartbeats come from the holder (lfs_create) */
 		goto out;
 	}
@@ -618,14 +619,12 @@ static int open_existing(lfs *fs, lfs_node *n, int flags, const struct lfs_calle
 {
 	bool writing = (flags & O_ACCMODE) != O_RDONLY;
 	int r = 0;
-	if (n->remote || !writing)
-		r = 0;
-	else if ((n->locks || n->lost) && (r = locks_check_writable(fs, n)))
-		; /* lost */
-	else if (!may_change(n, c))
-		r = -EPERM; /* before O_TRUNC could empty it */
-	if (r || n->remote)
-		return r;
+	if (n->remote)
+		return 0;
+	if (writing && (n->locks || n->lost) && (r = locks_check_writable(fs, n)))
+		return r; /* lost */
+	if (writing && !may_change(n, c))
+		return -EPERM; /* before O_TRUNC could empty it */
 	if (n->kind == NODE_DISK) {
 		*fd = disk_open(n, flags);
 		if (*fd < 0)
