@@ -28,14 +28,11 @@ threads: an exception other than the library's "held" answer is an error.
 
 import fcntl
 import os
-import random
 import sys
 import threading
-import time
 
-
-def say(*words):
-    print(*words, flush=True)
+import locklib_common
+from locklib_common import say
 
 
 def make(lib, path):
@@ -105,37 +102,16 @@ def contend(lib, path, n, logpath, wid, host, deadline, threads):
     totals = {'done': 0, 'errs': 0}
     mu = threading.Lock()
 
-    def line(*fields):
-        os.write(fd, (' '.join(str(f) for f in fields) + '\n').encode())
-
     def worker(t):
         attempt, release = make(lib, path)
-        me = '%s.%d' % (wid, t)
-        done = errs = 0
-        backoff = 0.004
-        while done < n and time.time() < deadline:
-            try:
-                got = attempt()
-            except Exception as e:  # an answer other than "held"
-                errs += 1
-                sys.stderr.write('attempt: %s: %s\n' % (type(e).__name__, e))
-                got = False
-                time.sleep(0.05)
-            if not got:
-                time.sleep(random.uniform(backoff / 2, backoff))
-                backoff = min(backoff * 2, 0.128)
-                continue
-            backoff = 0.004
-            done += 1
-            line('S', host, me, done, time.time_ns())
-            time.sleep(random.uniform(0.001, 0.004))
-            line('E', host, me, done, time.time_ns())
+
+        def release_why():
             try:
                 release()
             except Exception as e:
-                errs += 1
-                sys.stderr.write('release: %s: %s\n' % (type(e).__name__, e))
-            time.sleep(random.uniform(0.002, 0.008))
+                return '%s: %s' % (type(e).__name__, e)
+        done, errs = locklib_common.contend(attempt, release_why, n, fd, '%s.%d' % (wid, t),
+                                            host, deadline)
         with mu:
             totals['done'] += done
             totals['errs'] += errs

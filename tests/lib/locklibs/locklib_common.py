@@ -28,6 +28,39 @@ def log_line(fd, *fields):
     # history of every section of every worker.
     os.write(fd, (' '.join(str(f) for f in fields) + '\n').encode())
 
+def contend(attempt, release, n, fd, wid, host, deadline):
+    """Up to N critical sections before the epoch second DEADLINE: a
+    non-blocking attempt(), a short random back-off while held; each section
+    logs "S HOST WID K NS" and "E HOST WID K NS" to FD (log_line), then
+    release().  Returns (sections done, errors): an exception from attempt()
+    or a reason from release() is an error."""
+    done = errs = 0
+    backoff = 0.004
+    while done < n and time.time() < deadline:
+        try:
+            got = attempt()
+        except Exception as e:  # an answer other than "held"
+            errs += 1
+            sys.stderr.write('attempt: %s: %s\n' % (type(e).__name__, e))
+            got = False
+            time.sleep(0.05)
+        if not got:
+            time.sleep(random.uniform(backoff / 2, backoff))
+            backoff = min(backoff * 2, 0.128)
+            continue
+        backoff = 0.004
+        done += 1
+        log_line(fd, 'S', host, wid, done, time.time_ns())
+        time.sleep(random.uniform(0.001, 0.004))
+        log_line(fd, 'E', host, wid, done, time.time_ns())
+        why = release()
+        if why:
+            errs += 1
+            sys.stderr.write('release: %s\n' % why)
+        time.sleep(random.uniform(0.002, 0.008))
+    return done, errs
+
+
 
 def main(argv, attempt, release, wait, refresh=None, refresh_every=None):
     if len(argv) < 1:
@@ -85,29 +118,7 @@ def main(argv, attempt, release, wait, refresh=None, refresh_every=None):
         if action == 'contend':
             n, logpath, wid, host, deadline = int(args[0]), args[1], args[2], args[3], float(args[4])
             fd = os.open(logpath, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            done = errs = 0
-            backoff = 0.004
-            while done < n and time.time() < deadline:
-                try:
-                    got = attempt()
-                except Exception as e:  # an answer other than "held"
-                    errs += 1
-                    sys.stderr.write('attempt: %s: %s\n' % (type(e).__name__, e))
-                    got = False
-                if not got:
-                    time.sleep(random.uniform(backoff / 2, backoff))
-                    backoff = min(backoff * 2, 0.128)
-                    continue
-                backoff = 0.004
-                done += 1
-                log_line(fd, 'S', host, wid, done, time.time_ns())
-                time.sleep(random.uniform(0.001, 0.004))
-                log_line(fd, 'E', host, wid, done, time.time_ns())
-                why = release()
-                if why:
-                    errs += 1
-                    sys.stderr.write('release: %s\n' % why)
-                time.sleep(random.uniform(0.002, 0.008))
+            done, errs = contend(attempt, release, n, fd, wid, host, deadline)
             say('done', done, n, errs)
             return 0 if done == n and errs == 0 else 1
         say('error: unknown action', action)
