@@ -12,7 +12,7 @@
 #                                   (default 3600; lockfs skips its refresh at
 #                                   acquisition when this is ttl + 1 s)
 #   slapd.sh restart DIR            start the instance in DIR again (same port, same
-#                                   database), e.g. after stop; prints the facts
+#                                   database), stopping it first if it runs; prints the facts
 #   slapd.sh stop DIR               stop it (SIGTERM, SIGKILL after 10 s); the
 #                                   database and config stay for a restart
 #   slapd.sh check                  exit 0 when slapd, its modules and openssl are
@@ -248,6 +248,9 @@ restart() {
 	[ -r "$dir/env" ] || die "$dir holds no slapd instance (run start first)"
 	port=$(sed -n 's/^SLAPD_PORT=//p' "$dir/env")
 	ldaps_port=$(sed -n 's/^SLAPD_LDAPS_PORT=//p' "$dir/env")
+	# A running instance is stopped first: a second slapd on its port would
+	# leave the first one serving, its pid no longer known to stop.
+	stop "$dir"
 	run_slapd "$dir" "$port" "$ldaps_port" || die "slapd did not restart on port $port: $(tail -n 5 "$dir/slapd.log" | tr '\n' ' ')"
 	print_env "$dir"
 }
