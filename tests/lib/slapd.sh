@@ -249,8 +249,13 @@ restart() {
 	port=$(sed -n 's/^SLAPD_PORT=//p' "$dir/env")
 	ldaps_port=$(sed -n 's/^SLAPD_LDAPS_PORT=//p' "$dir/env")
 	# A running instance is stopped first: a second slapd on its port would
-	# leave the first one serving, its pid no longer known to stop.
-	stop "$dir"
+	# leave the first one serving, its pid no longer known to stop.  Only if
+	# the pid is still this instance's slapd (after a kill -9 it may be reused).
+	local old
+	old=$(cat "$dir/slapd.pid" 2>/dev/null) || old=
+	if [ -n "$old" ] && tr '\0' ' ' <"/proc/$old/cmdline" 2>/dev/null | grep -qF -- "$dir/slapd.conf"; then
+		stop "$dir"
+	fi
 	run_slapd "$dir" "$port" "$ldaps_port" || die "slapd did not restart on port $port: $(tail -n 5 "$dir/slapd.log" | tr '\n' ' ')"
 	print_env "$dir"
 }
