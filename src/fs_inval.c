@@ -5,7 +5,11 @@
  * thread of their own sends them. */
 #include "fs.h"
 
+#include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct {
 	fuse_ino_t ino;    /* attributes of this node */
@@ -73,4 +77,63 @@ void inval_stop(lfs *fs)
 	g_thread_join(fs->inval_thread);
 	fs->inval_thread = NULL;
 	g_async_queue_unref(fs->inval);
+}
+
+/* The kernel takes an unlinked name off the inode's link count itself, and
+ * a getattr answered after the release but applied before that unlink's
+ * reply leaves the count one short: a file linked to a lock name whose lock
+ * is then unlinked ("ln tmp L.lock" ... "rm L.lock", tmp kept for the next
+ * round) shows 0 links, and link(2) from it answers ENOENT while the kernel
+ * keeps the file's entry.  Its other name is dropped from the kernel's cache
+ * after the unlink's reply: the kernel takes that up only once the unlink
+ * is done (it waits for the directory the unlink holds), so the next path
+ * to the file asks again and gets the count right.  This finds that name
+ * for the lock name in DIR just removed, under fs->mu. */
+bool other_name_of(lfs *fs, lfs_node *dir, lfs_node *n, fuse_ino_t *parent, char **name)
+{
+	if (fs->attr_timeout <= 0 || S_ISDIR(n->mode))
+		return false;
+	if (n->kind != NODE_DISK) {
+		if (!n->nlink)
+			return false;
+		lfs_dentry *o = n->named;
+		if (!o) { /* not its latest name: a temp file beside the lock, most likely */
+			GHashTableIter it;
+			gpointer v;
+			g_hash_table_iter_init(&it, dir->children);
+			while (!o && g_hash_table_iter_next(&it, NULL, &v))
+				if (((lfs_dentry *)v)->node == n)
+					o = v;
+		}
+		if (!o)
+			return false;
+		*parent = node_id(fs, o->dir);
+		*name = g_strdup(o->name);
+		return true;
+	}
+	/* Placed through the root's descriptor, never through a path: the
+	 * mount is over that directory, and this runs inside a request. */
+	g_autofree char *rel = node_path(fs, n);
+	if (!rel || g_str_has_suffix(rel, " (deleted)"))
+		return false;
+	g_autofree char *up = g_path_get_dirname(rel);
+	lfs_node *d = fs->root;
+	if (strcmp(up, ".") != 0) {
+		struct stat st;
+		int fd = openat(fs->root->fd, up, O_PATH | O_DIRECTORY | O_CLOEXEC);
+		if (fd < 0)
+			return false;
+		int e = fstatat(fd, "", &st, AT_EMPTY_PATH);
+		close(fd);
+		if (e != 0)
+			return false;
+		char key[48];
+		snprintf(key, sizeof(key), "%lu:%lu", (unsigned long)st.st_dev,
+		         (unsigned long)st.st_ino);
+		if (!(d = g_hash_table_lookup(fs->disk_nodes, key)))
+			return false; /* the kernel has no entry under it */
+	}
+	*parent = node_id(fs, d);
+	*name = g_path_get_basename(rel);
+	return true;
 }

@@ -774,6 +774,9 @@ static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	lfs *fs = F(req);
 	struct lfs_caller c = caller_of(req);
 	int r = 0;
+	bool other = false;
+	fuse_ino_t other_dir = 0;
+	g_autofree char *other_name = NULL;
 	LOCK(fs);
 	lfs_node *dir = node_of(fs, parent);
 	lfs_dentry *d = dentry_find(dir, name);
@@ -781,9 +784,15 @@ static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		r = -EROFS;
 	else if (d && S_ISDIR(d->node->mode))
 		r = -EISDIR;
-	else if (d && d->lease)
-		r = locks_unlink(fs, d, &c);
-	else if (d)
+	else if (d && d->lease) {
+		/* A file linked to the lock keeps its other name (other_name_of). */
+		lfs_node *n = d->node;
+		n->nlookup++;
+		if (!(r = locks_unlink(fs, d, &c)))
+			other = other_name_of(fs, dir, n, &other_dir, &other_name);
+		n->nlookup--;
+		node_maybe_free(fs, n);
+	} else if (d)
 		dentry_remove(fs, d);
 	else if (!name_is_lock(fs, name))
 		r = dir->kind == NODE_DISK ? (unlinkat(dir->fd, name, 0) ? -errno : 0) : -ENOENT;
@@ -791,6 +800,8 @@ static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		r = unlink_remote(fs, dir, name, &c);
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
+	if (other)
+		inval_entry_now(fs, other_dir, other_name);
 }
 
 static bool has_locks_in(lfs *fs, lfs_node *dir, const char *name);

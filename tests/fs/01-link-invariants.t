@@ -77,7 +77,29 @@ is "$(fsop1 lstat "$L/K.lock")" ENOENT "K.lock is gone"
 is "$(timeout 10 cat -- "$L/k.tmp")" keep "k.tmp keeps the content"
 is "$(st %h "$L/k.tmp")" 1 "k.tmp has nlink 1 again"
 is "$(fsop link "$L/k.tmp" "$L/K.lock")" OK "K.lock can be taken again from the same file"
-fsop unlink "$L/K.lock" >/dev/null; fsop unlink "$L/k.tmp" >/dev/null
+fsop unlink "$L/K.lock" >/dev/null
+# ... and again and again while another process stats the lock: the kernel
+# takes the unlinked name off the file's link count itself, and must not
+# count it twice (then link(2) from k.tmp answers ENOENT).
+# (statx with AT_STATX_FORCE_SYNC: a getattr sent every time.)
+"$PYTHON" -c '
+import ctypes, os, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+buf = ctypes.create_string_buffer(256)
+path = os.fsencode(sys.argv[1])
+end = time.monotonic() + 30
+while time.monotonic() < end and not os.path.exists(sys.argv[2]):
+    libc.statx(-100, path, 0x2000, 0xfff, buf)
+' "$L/K.lock" "$TESTDIR/stop-stat" &
+statter=$!
+fails=$(for i in $(seq 300); do
+    ln -T -- "$L/k.tmp" "$L/K.lock" 2>&1 || echo "round $i"
+    rm -f -- "$L/K.lock"
+done | sort | uniq -c | head -n 3)
+: >"$TESTDIR/stop-stat"
+wait "$statter"
+is "$fails" "" "300 rounds of ln k.tmp K.lock; rm K.lock beside a stat loop: every ln succeeds"
+fsop unlink "$L/k.tmp" >/dev/null
 
 # A lock taken with O_CREAT|O_EXCL on the lock name itself: size 0, nlink 1.
 r=$(fsop excl "$L/E.lock" 0644)

@@ -88,6 +88,7 @@ worker() { # ID MOUNT KIND N
     echo "$done" >"$TESTDIR/done.$id"
 }
 N=60
+T_WORK=$EPOCHSECONDS
 pids=()
 worker a1 "$A" ln $N & pids+=($!)
 worker a2 "$A" noclobber $N & pids+=($!)
@@ -101,8 +102,12 @@ read -r sections interleaved overlaps < <(awk '
     END { print s + 0, bad + 0, o + 0 }' "$LOG")
 is "$interleaved" 0 "no two critical sections across both hosts interleaved ($sections sections)"
 is "$overlaps" 0 "the in-section marker never existed already"
-total=0
-for id in a1 a2 b1 b2; do total=$((total + $(cat "$TESTDIR/done.$id" 2>/dev/null || echo 0))); done
-is "$total" $((4 * N)) "every worker completed its $N sections"
+total=0 counts=""
+for id in a1 a2 b1 b2; do
+    c=$(cat "$TESTDIR/done.$id" 2>/dev/null || echo none)
+    counts+=" $id=$c"
+    total=$((total + ${c//none/0}))
+done
+is "$total" $((4 * N)) "every worker completed its $N sections ($((${EPOCHSECONDS} - T_WORK)) s;$counts)"
 
 done_testing
