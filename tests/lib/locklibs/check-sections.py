@@ -11,9 +11,10 @@ the log is a linear history.  Prints one line:
                close the open section (order in the log);
   overlaps     pairs of sections whose [S, E] times intersect by more than
                2 ms (wall-clock nanoseconds, all workers on this machine's
-               one clock; Node has no wall clock finer than its process's
-               time origin, whose estimate differs between processes by up
-               to a millisecond — the log order above has no such error);
+               one clock; Node has no wall clock finer than a millisecond,
+               so its workers add their monotonic clock to an offset
+               measured at a millisecond's turn, good to some microseconds
+               — the log order above has no such error);
   bad          lines that do not parse;
   span         seconds from the first entry to the last exit.
 Exit status 0 when interleaved, overlaps and bad are all 0.  Otherwise the

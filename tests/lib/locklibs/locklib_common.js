@@ -34,9 +34,25 @@ function say(...words) {
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const rand = (lo, hi) => lo + Math.random() * (hi - lo);
-// Wall-clock nanoseconds (to the microsecond), comparable across processes.
-const { performance } = require('perf_hooks');
-const nowNs = () => BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000)) * 1000n;
+// Wall-clock nanoseconds, comparable across processes (and with the other
+// workers' clocks): the monotonic clock plus the wall clock's offset from it,
+// measured where Date.now() turns to a new millisecond.  Node's own
+// performance.timeOrigin is read at start-up in two steps, and under load a
+// process may be off by several milliseconds.  A late reading only makes the
+// offset smaller, so the largest of a few is kept.
+function wallOffsetNs() {
+    let best = null;
+    for (let i = 0; i < 5; i++) {
+        const ms = Date.now();
+        let now;
+        while ((now = Date.now()) === ms);
+        const off = BigInt(now) * 1000000n - process.hrtime.bigint();
+        if (best === null || off > best) best = off;
+    }
+    return best;
+}
+const WALL_OFFSET_NS = wallOffsetNs();
+const nowNs = () => process.hrtime.bigint() + WALL_OFFSET_NS;
 
 async function main(argv, lib) {
     const action = argv[0];
