@@ -159,6 +159,9 @@ typedef struct {
 	GCond flock_cond;
 	GQueue flock_waiters;
 	GThread *flock_thread;
+	GThread *flock_watcher; /* the backend's watch, for the waiters */
+	GCond flock_watch_cond;
+	void *flock_trying; /* the waiter being tried, out of the queue */
 	bool flock_stop;
 	uint64_t flock_ids; /* shared holders' keys */
 	/* POSIX locks held (records of fs->flocks), read without fs->mu so

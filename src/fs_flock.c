@@ -29,8 +29,9 @@
  *
  * A blocking request does not keep a FUSE worker: it waits in
  * fs->flock_waiters, tried again by the waiters' thread, at once when a
- * flock of this mount is let go and with a backoff otherwise; a signal
- * (FUSE_INTERRUPT) answers it EINTR.
+ * flock of this mount is let go or, where the backend can watch (etcd), the
+ * backend says one of its keys changed, and with a backoff otherwise; a
+ * signal (FUSE_INTERRUPT) answers it EINTR.
  *
  * POSIX locks differ in whose they are and what they cover.  The owner is
  * the process (FUSE's lock_owner: the kernel's files_struct, shared by its
@@ -53,6 +54,7 @@
 
 #include "holder.h"
 #include "log.h"
+#include "metrics.h"
 
 /* The two kinds of lock, each with its own keys. */
 typedef enum { FL_FLOCK = 0, FL_POSIX = 1 } fl_class;
@@ -66,6 +68,10 @@ static const char *const SH_KIND[] = { "flock-shared", "posix-shared" };
 #define WAIT_MOST_US (200 * 1000)
 /* How often held flocks are looked at for a heartbeat. */
 #define BEAT_CHECK_US (G_USEC_PER_SEC)
+/* Each watch of the backend lasts this long (the stop waits for it), and
+ * one that failed is made again after the pause. */
+#define WATCH_MS 1000
+#define WATCH_PAUSE_US (G_USEC_PER_SEC)
 
 /* A POSIX owner's locked range: [start, end), end INT64_MAX for "to the
  * end of the file, however long". */
@@ -97,6 +103,7 @@ typedef struct {
 	char *path; /* as it was asked: N may lose its name while it waits */
 	struct lfs_caller who;
 	bool interrupted; /* under fs->flock_mu */
+	bool changed;     /* the same: its keys changed while it was tried */
 	int64_t next_try, backoff; /* g_get_monotonic_time */
 } flock_waiter;
 
@@ -398,11 +405,16 @@ static void try_waiter(lfs *fs, flock_waiter *w)
 		set_ranges(fs, w->node, w->owner, w->ranges, w->via_fh);
 	pthread_mutex_unlock(&fs->mu);
 	g_mutex_lock(&fs->flock_mu);
+	fs->flock_trying = NULL;
 	bool stop = w->interrupted || fs->flock_stop;
 	if (r == -EWOULDBLOCK && !stop) {
-		w->next_try = g_get_monotonic_time() + w->backoff;
+		if (w->changed) /* the answer may be old already */
+			w->backoff = WAIT_FIRST_US;
+		w->next_try = w->changed ? 0 : g_get_monotonic_time() + w->backoff;
 		w->backoff = MIN(w->backoff * 2, WAIT_MOST_US);
+		w->changed = false;
 		g_queue_push_tail(&fs->flock_waiters, w);
+		g_cond_signal(&fs->flock_watch_cond);
 		g_mutex_unlock(&fs->flock_mu);
 		return;
 	}
@@ -446,6 +458,7 @@ static gpointer waiters_main(gpointer data)
 			if (w->interrupted || w->next_try <= now) {
 				due = w;
 				g_queue_delete_link(&fs->flock_waiters, l);
+				fs->flock_trying = due->interrupted ? NULL : due;
 				break;
 			}
 			wake = MIN(wake, w->next_try);
@@ -478,6 +491,69 @@ static gpointer waiters_main(gpointer data)
 	return NULL;
 }
 
+/* The backend says KEY changed (NULL: anything may have): the waiters for
+ * its file try again now.  A hint: what they are granted is acquire()'s. */
+static bool waits_for(const flock_waiter *w, const char *key)
+{
+	const char *p = key_path(w->path);
+	if (!key)
+		return true;
+	if (g_str_has_prefix(key, EX_PREFIX[w->cls]))
+		return strcmp(key + strlen(EX_PREFIX[w->cls]), p) == 0;
+	if (!g_str_has_prefix(key, SH_PREFIX[w->cls]))
+		return false;
+	const char *rest = key + strlen(SH_PREFIX[w->cls]);
+	return g_str_has_prefix(rest, p) && g_str_has_prefix(rest + strlen(p), "//");
+}
+
+static void on_change(const char *key, void *user)
+{
+	lfs *fs = user;
+	g_mutex_lock(&fs->flock_mu);
+	bool any = false;
+	flock_waiter *trying = fs->flock_trying;
+	if (trying && waits_for(trying, key))
+		trying->changed = true;
+	for (GList *l = fs->flock_waiters.head; l; l = l->next) {
+		flock_waiter *w = l->data;
+		bool hit = waits_for(w, key);
+		if (hit) {
+			if (key)
+				metrics_count(M_WAIT_WATCHED);
+			w->next_try = 0;
+			w->backoff = WAIT_FIRST_US;
+			any = true;
+		}
+	}
+	if (any)
+		g_cond_signal(&fs->flock_cond);
+	g_mutex_unlock(&fs->flock_mu);
+}
+
+/* While requests wait, the backend's keys of flocks and POSIX locks are
+ * watched, so a lock let go through another host is tried for at once
+ * rather than at the next poll. */
+static gpointer watcher_main(gpointer data)
+{
+	lfs *fs = data;
+	g_mutex_lock(&fs->flock_mu);
+	while (!fs->flock_stop) {
+		if (g_queue_is_empty(&fs->flock_waiters)) {
+			g_cond_wait_until(&fs->flock_watch_cond, &fs->flock_mu,
+			                  g_get_monotonic_time() + G_USEC_PER_SEC);
+			continue;
+		}
+		g_mutex_unlock(&fs->flock_mu);
+		int r = fs->be->watch(fs->be, ".lockfs/", WATCH_MS, on_change, fs);
+		g_mutex_lock(&fs->flock_mu);
+		if (r && !fs->flock_stop)
+			g_cond_wait_until(&fs->flock_watch_cond, &fs->flock_mu,
+			                  g_get_monotonic_time() + WATCH_PAUSE_US);
+	}
+	g_mutex_unlock(&fs->flock_mu);
+	return NULL;
+}
+
 /* ---------------------------------------------------------------- requests */
 
 void flock_init(lfs *fs)
@@ -487,12 +563,15 @@ void flock_init(lfs *fs)
 	fs->flocks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g_mutex_init(&fs->flock_mu);
 	g_cond_init(&fs->flock_cond);
+	g_cond_init(&fs->flock_watch_cond);
 	g_queue_init(&fs->flock_waiters);
 }
 
 void flock_start(lfs *fs)
 {
 	fs->flock_thread = g_thread_new("lockfs-flock", waiters_main, fs);
+	if (fs->be->watch && (fs->be->flags & LOCKFS_BACKEND_SHARED))
+		fs->flock_watcher = g_thread_new("lockfs-watch", watcher_main, fs);
 }
 
 void flock_stop(lfs *fs)
@@ -502,9 +581,13 @@ void flock_stop(lfs *fs)
 	g_mutex_lock(&fs->flock_mu);
 	fs->flock_stop = true;
 	g_cond_signal(&fs->flock_cond);
+	g_cond_signal(&fs->flock_watch_cond);
 	g_mutex_unlock(&fs->flock_mu);
 	g_thread_join(fs->flock_thread);
 	fs->flock_thread = NULL;
+	if (fs->flock_watcher)
+		g_thread_join(fs->flock_watcher);
+	fs->flock_watcher = NULL;
 }
 
 /* Queue REQ to wait for MODE (fs->mu held, and let go here); RANGES
@@ -532,6 +615,7 @@ static void wait_for(lfs *fs, fuse_req_t req, fl_class cls, lfs_node *n, char *p
 	g_mutex_lock(&fs->flock_mu);
 	g_queue_push_tail(&fs->flock_waiters, w);
 	g_cond_signal(&fs->flock_cond);
+	g_cond_signal(&fs->flock_watch_cond);
 	g_mutex_unlock(&fs->flock_mu);
 }
 

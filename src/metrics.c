@@ -132,6 +132,13 @@ static int t_clock(lockfs_backend *be, lockfs_clock_info *out)
 	return IN(be)->clock(IN(be), out);
 }
 
+/* Not timed: a watch lasts as long as it is asked to. */
+static int t_watch(lockfs_backend *be, const char *prefix, int timeout_ms, lockfs_watch_cb changed,
+                   void *user)
+{
+	return IN(be)->watch(IN(be), prefix, timeout_ms, changed, user);
+}
+
 static void t_lease_free(lockfs_backend *be, lockfs_lease *lease)
 {
 	IN(be)->lease_free(IN(be), lease);
@@ -160,6 +167,7 @@ lockfs_backend *metrics_wrap_backend(lockfs_backend *inner)
 		/* NULL stays NULL: the filesystem asks whether a backend has them. */
 		.confirm = inner->confirm ? t_confirm : NULL,
 		.clock = inner->clock ? t_clock : NULL,
+		.watch = inner->watch ? t_watch : NULL,
 		.lease_free = t_lease_free,
 		.destroy = t_destroy,
 	};
@@ -252,6 +260,10 @@ void metrics_render(const metrics_gauges *g, GString *out)
 	counter(out, g, "lockfs_heartbeats_skipped_total",
 	        "Heartbeats held back by heartbeat_min_interval (sent later with the renewals).",
 	        M_HB_SKIPPED);
+	counter(out, g, "lockfs_lock_waits_woken_total",
+	        "Waiting flock/fcntl requests tried again at once because the backend's watch "
+	        "reported a change of their lock.",
+	        M_WAIT_WATCHED);
 
 	family(out, "lockfs_locks_held", "gauge", "Locks held through this mount now.");
 	g_snprintf(v, sizeof(v), "%u", g->locks_held);

@@ -24,6 +24,7 @@ typedef enum {
 	M_RENEW_FAILED,  /* renewals that did not */
 	M_HB_SENT,       /* heartbeats (and lock file changes) sent to the backend */
 	M_HB_SKIPPED,    /* heartbeats held back by heartbeat_min_interval */
+	M_WAIT_WATCHED,  /* a waiting flock/fcntl request tried at once: its key changed */
 	M_COUNTERS
 } metrics_counter;
 

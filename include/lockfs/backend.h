@@ -47,7 +47,8 @@
 extern "C" {
 #endif
 
-#define LOCKFS_BACKEND_VERSION 4
+/* 5: watch(), optional. */
+#define LOCKFS_BACKEND_VERSION 5
 
 /* Fences are decimal strings: tinystore's are u128, LDAP's and local's u64. */
 #define LOCKFS_FENCE_MAX 40
@@ -145,6 +146,8 @@ typedef struct {
 } lockfs_beat;
 
 typedef void (*lockfs_list_cb)(const lockfs_lock_info *info, void *user);
+/* KEY changed (NULL: anything may have; the watch began or began again). */
+typedef void (*lockfs_watch_cb)(const char *key, void *user);
 
 /* This instance's clock against the backend's, as clock() reports it:
  * filled by the backend in the caller's storage; no pointers. */
@@ -222,6 +225,17 @@ struct lockfs_backend {
 	 * or -ENOENT while it could not be measured.  NULL where the backend
 	 * has no server clock or does not report it. */
 	int (*clock)(lockfs_backend *be, lockfs_clock_info *out);
+
+	/* Watch the keys starting with PREFIX for TIMEOUT_MS: CHANGED(NULL,
+	 * USER) once the watch is in place (a change before it is not
+	 * reported), then CHANGED(KEY, USER) for each key created, changed or
+	 * deleted, from the calling thread.  0 when the time is up, -EIO when
+	 * the watch could not be made or broke off.  A hint, never a grant:
+	 * waiters still ask acquire(), so a missed or spurious change costs
+	 * time, not safety.  NULL where the backend has nothing to watch with
+	 * (blocked flock/fcntl waiters then poll). */
+	int (*watch)(lockfs_backend *be, const char *prefix, int timeout_ms,
+	             lockfs_watch_cb changed, void *user);
 };
 
 /* The common header of a backend instance, first in its constructor's

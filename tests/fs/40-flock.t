@@ -6,7 +6,8 @@
 # nothing behind.  With a shared backend, two mounts (hostA, hostB) are two
 # hosts, and a killed holder's flock is granted elsewhere only once its lease
 # could have run out.  Clients: flock(1) (util-linux), python's fcntl.flock
-# from several threads, and 20 waiting flock(1) processes.
+# from several threads, 20 waiting flock(1) processes on one mount and 100
+# on two.
 set -u
 TEST_TIMEOUT=300
 . "$(dirname "$0")/../lib/mount.sh"
@@ -207,10 +208,39 @@ is "$RC" 0 "hostB: a blocking flock gets it once hostA let go"
 handoff=$((($(cat "$TESTDIR/b1.got") - $(cat "$TESTDIR/a1.end")) / 1000000))
 cmp_ok "$handoff" -ge 0 "... after hostA's command ended"
 cmp_ok "$handoff" -lt 1500 "... within a polling round and a round trip (${handoff} ms)"
+# etcd's watch has hostB's waiter tried as the key changes (the other
+# backends' waiters poll): lockfs_lock_waits_woken_total says which it was.
+woken() { timeout 10 cat -- "$1/.lockfs/metrics" | awk '$1 ~ /^lockfs_lock_waits_woken_total/ { print $2 }'; }
+if [[ $LOCKFS_BACKEND == etcd ]]; then
+    cmp_ok "$(woken "$B")" -ge 1 "hostB's waiter was woken by etcd's watch (lockfs_lock_waits_woken_total)"
+else
+    is "$(woken "$B")" 0 "$LOCKFS_BACKEND has no watch: hostB's waiter polled (lockfs_lock_waits_woken_total 0)"
+fi
 
 flock -s "$A/job" -c "flock -s -n \"$B/job\" true; echo \$? >\"$TESTDIR/xsh\"; flock -x -n \"$B/job\" true; echo \$? >\"$TESTDIR/xex\""
 is "$(cat "$TESTDIR/xsh")" $((1 - SH)) "shared on hostA, then on hostB: $SH_WHAT"
 is "$(cat "$TESTDIR/xex")" 1 "hostB exclusive while hostA holds shared: refused"
+
+# 100 waiters on one file, half on each host: every one gets it in turn, and
+# both mounts answer meanwhile (no waiter keeps a FUSE worker).
+: >"$TESTDIR/hundred.log"
+pids=()
+for i in $(seq 1 100); do
+    m=$A
+    ((i % 2)) && m=$B
+    timeout -k 2 120 flock "$m/job" -c "echo S $i 1 >>\"$TESTDIR/hundred.log\"; sleep 0.01; echo E $i 1 >>\"$TESTDIR/hundred.log\"" &
+    pids+=($!)
+done
+t0=$(date +%s%N)
+is "$(fsop1 lstat "$A/job"):$(fsop1 lstat "$B/job")" OK:OK "with 100 flock(1) waiting, both mounts answer"
+cmp_ok "$(ms_since "$t0")" -lt 3000 "... at once"
+fails=0
+for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
+t_all=$(ms_since "$t0")
+is "$fails" 0 "100 waiters on two hosts: every one got the lock (${t_all} ms in all)"
+is "$(count_sections "$TESTDIR/hundred.log")" "100 0" "... one at a time"
+both_empty() { status_empty "$A" && status_empty "$B"; }
+ok "nothing held on either host at the end" wait_until 10 both_empty
 
 # flock(1) on a lock name, both hosts: they exclude each other, and nothing
 # is left on either once both ended.

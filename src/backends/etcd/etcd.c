@@ -825,6 +825,70 @@ static int etcd_list(lockfs_backend *be, const char *prefix, lockfs_list_cb cb, 
 	return r;
 }
 
+/* watch(): etcd's watch stream on the prefix's range.  Its first reply says
+ * the watch was created; each later one carries events, whose keys (the
+ * prefix taken off) go to the callback.  An error or a cancel ends it. */
+typedef struct {
+	etcd_backend *b;
+	lockfs_watch_cb changed;
+	void *user;
+} watch_ctx;
+
+static bool on_watch_line(const char *line, size_t len, void *user)
+{
+	watch_ctx *w = user;
+	g_autoptr(JsonParser) p = json_parser_new();
+	if (!json_parser_load_from_data(p, line, (gssize)len, NULL))
+		return false;
+	JsonNode *root = json_parser_get_root(p);
+	if (!root || !JSON_NODE_HOLDS_OBJECT(root))
+		return false;
+	JsonObject *res = etcd_json_obj(json_node_get_object(root), "result");
+	if (!res || etcd_json_bool(res, "canceled"))
+		return false;
+	if (etcd_json_bool(res, "created"))
+		w->changed(NULL, w->user);
+	JsonArray *evs = etcd_json_array(res, "events");
+	for (guint i = 0; evs && i < json_array_get_length(evs); i++) {
+		JsonNode *el = json_array_get_element(evs, i);
+		JsonObject *kv = JSON_NODE_HOLDS_OBJECT(el)
+		                         ? etcd_json_obj(json_node_get_object(el), "kv")
+		                         : NULL;
+		const char *k64 = kv ? etcd_json_str(kv, "key") : NULL;
+		gsize n = 0;
+		g_autofree char *key = k64 ? (char *)g_base64_decode(k64, &n) : NULL;
+		if (!key || n <= w->b->prefix_len || memchr(key, '\0', n) ||
+		    memcmp(key, w->b->prefix, w->b->prefix_len) != 0) {
+			w->changed(NULL, w->user); /* a key it cannot name: anything */
+			continue;
+		}
+		key = g_realloc(key, n + 1);
+		key[n] = '\0';
+		w->changed(key + w->b->prefix_len, w->user);
+	}
+	return true;
+}
+
+static int etcd_watch(lockfs_backend *be, const char *prefix, int timeout_ms,
+                      lockfs_watch_cb changed, void *user)
+{
+	etcd_backend *b = (etcd_backend *)be;
+	g_autofree char *from = full_key(b, prefix ? prefix : "");
+	size_t end_len = 0;
+	g_autofree char *end = prefix_end(from, &end_len);
+	g_autofree char *s64 = etcd_b64(from, strlen(from));
+	g_autofree char *e64 = etcd_b64(end, end_len);
+	g_autofree char *body = g_strdup_printf(
+	        "{\"create_request\":{\"key\":\"%s\",\"range_end\":\"%s\"}}", s64, e64);
+	watch_ctx w = { b, changed, user };
+	g_autofree char *why = NULL;
+	int r = etcd_client_stream(b->cl, "/v3/watch", body, (int64_t)timeout_ms * 1000,
+	                           on_watch_line, &w, &why);
+	if (r)
+		g_debug("etcd: watching %s: %s", from, why);
+	return r;
+}
+
 static void etcd_lease_free(lockfs_backend *be, lockfs_lease *lease)
 {
 	etcd_backend *b = (etcd_backend *)be;
@@ -1022,6 +1086,7 @@ static lockfs_backend *etcd_backend_new(const lockfs_config *cfg, const char *mo
 		.lease_free = etcd_lease_free,
 		.destroy = etcd_destroy,
 		.clock = etcd_clock,
+		.watch = etcd_watch,
 	};
 	b->cl = etcd_client_new(&o);
 	b->prefix = g_steal_pointer(&prefix);

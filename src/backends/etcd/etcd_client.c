@@ -104,6 +104,11 @@ typedef struct {
 	GString *body;
 	bool too_big;
 	int64_t date_s; /* from the Date header, or -1 */
+	/* A stream (watch): each line of the body as it comes; false stops. */
+	etcd_line_cb on_line;
+	void *line_user;
+	bool stopped;   /* on_line said stop */
+	CURLcode rc;    /* the transfer's result */
 } reply;
 
 static size_t on_body(char *p, size_t size, size_t n, void *user)
@@ -115,6 +120,18 @@ static size_t on_body(char *p, size_t size, size_t n, void *user)
 		return 0;
 	}
 	g_string_append_len(r->body, p, (gssize)len);
+	if (!r->on_line)
+		return len;
+	char *nl;
+	while ((nl = memchr(r->body->str, '\n', r->body->len))) {
+		size_t line = (size_t)(nl - r->body->str);
+		bool go_on = line == 0 || r->on_line(r->body->str, line, r->line_user);
+		g_string_erase(r->body, 0, (gssize)line + 1);
+		if (!go_on) {
+			r->stopped = true;
+			return 0;
+		}
+	}
 	return len;
 }
 
@@ -173,7 +190,7 @@ static attempt_result attempt(etcd_client *c, const char *url, const char *body,
 		curl_easy_setopt(h, CURLOPT_SSLCERT, c->o.cert_file);
 	if (c->o.key_file)
 		curl_easy_setopt(h, CURLOPT_SSLKEY, c->o.key_file);
-	CURLcode rc = curl_easy_perform(h);
+	CURLcode rc = r->rc = curl_easy_perform(h);
 	curl_slist_free_all(hdrs);
 	if (rc != CURLE_OK) {
 		*why = g_strdup_printf("%s: %s", url,
@@ -385,6 +402,41 @@ static int call(etcd_client *c, const char *path, const char *body, int64_t dead
 				g_usleep((gulong)pause);
 		}
 	}
+}
+
+int etcd_client_stream(etcd_client *c, const char *path, const char *body, int64_t timeout_us,
+                       etcd_line_cb on_line, void *user, char **why)
+{
+	g_mutex_lock(&c->mu);
+	if (!c->n) {
+		g_mutex_unlock(&c->mu);
+		*why = g_strdup("no endpoints");
+		return -EIO;
+	}
+	/* The member calls go to: a stream is not moved while it runs. */
+	g_autofree char *url = g_strconcat(c->o.endpoints[c->current % c->n], path, NULL);
+	g_autofree char *token = g_strdup(c->token);
+	g_mutex_unlock(&c->mu);
+	reply r = { .body = g_string_new(NULL), .date_s = -1, .on_line = on_line, .line_user = user };
+	long status = 0;
+	char *err = NULL;
+	attempt_result ar = attempt(c, url, body, timeout_us, token, &status, &r, &err);
+	g_string_free(r.body, TRUE);
+	if (ar == ATTEMPT_OK || r.rc == CURLE_OPERATION_TIMEDOUT) { /* the time is up */
+		g_free(err);
+		if (ar == ATTEMPT_OK && status != 200) {
+			*why = g_strdup_printf("%s: HTTP %ld", url, status);
+			return -EIO;
+		}
+		return 0;
+	}
+	if (r.stopped) {
+		g_free(err);
+		*why = g_strdup_printf("%s: the stream broke off", url);
+		return -EIO;
+	}
+	*why = err;
+	return -EIO;
 }
 
 static bool authenticate(etcd_client *c, int64_t deadline, char **why)

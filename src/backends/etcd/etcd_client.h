@@ -42,6 +42,16 @@ void etcd_client_free(etcd_client *c);
 int etcd_call(etcd_client *c, const char *path, const char *body, int64_t deadline, JsonNode **out,
               char **why);
 
+/* A streaming call (a watch): POST BODY to PATH on the member calls go to,
+ * for TIMEOUT_US, giving ON_LINE each line of the reply (one JSON object) as
+ * it arrives; it returns false to end the stream.  0 when the time ran out
+ * with the stream whole, -EIO with *WHY (to free) when it could not be made,
+ * broke off or was ended by ON_LINE.  No failover: the caller starts another
+ * (calls move the member on when it fails). */
+typedef bool (*etcd_line_cb)(const char *line, size_t len, void *user);
+int etcd_client_stream(etcd_client *c, const char *path, const char *body, int64_t timeout_us,
+                       etcd_line_cb on_line, void *user, char **why);
+
 /* The server's unix time in ms now is within [*LOW, *HIGH], from the latest
  * reply's Date header (1 s resolution) carried on our monotonic clock; *AGE_US
  * since it was read.  False before any reply had one. */
