@@ -48,6 +48,7 @@ struct lfs_node {
 	gid_t gid;
 	struct timespec atime, mtime, ctime;
 	bool lost;            /* its lock was broken or lost: writes fail ESTALE */
+	bool relinked;        /* kept its other name when a lock name went (other_name_of) */
 
 	/* NODE_MEM regular file or symlink target. */
 	char *data;

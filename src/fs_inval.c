@@ -87,22 +87,23 @@ void inval_stop(lfs *fs)
  * keeps the file's entry.  Its other name is dropped from the kernel's cache
  * after the unlink's reply: the kernel takes that up only once the unlink
  * is done (it waits for the directory the unlink holds), so the next path
- * to the file asks again and gets the count right.  This finds that name
- * for the lock name in DIR just removed, under fs->mu. */
+ * to the file asks again and gets the count right.  The same is done after
+ * each later link of that file to a lock name, so the name is looked up
+ * afresh well before the next unlink's reply can race the next link.  This
+ * finds the file's name that is not a lock name, beside the lock name in DIR
+ * (just removed, or just made), under fs->mu. */
 bool other_name_of(lfs *fs, lfs_node *dir, lfs_node *n, fuse_ino_t *parent, char **name)
 {
 	if (fs->attr_timeout <= 0 || S_ISDIR(n->mode))
 		return false;
 	if (n->kind != NODE_DISK) {
-		if (!n->nlink)
-			return false;
-		lfs_dentry *o = n->named;
-		if (!o) { /* not its latest name: a temp file beside the lock, most likely */
+		lfs_dentry *o = n->named && !n->named->lease ? n->named : NULL;
+		if (!o && n->nlink > n->lock_names) { /* a temp file beside the lock, most likely */
 			GHashTableIter it;
 			gpointer v;
 			g_hash_table_iter_init(&it, dir->children);
 			while (!o && g_hash_table_iter_next(&it, NULL, &v))
-				if (((lfs_dentry *)v)->node == n)
+				if (((lfs_dentry *)v)->node == n && !((lfs_dentry *)v)->lease)
 					o = v;
 		}
 		if (!o)

@@ -733,6 +733,9 @@ static void lfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 	lfs *fs = F(req);
 	struct lfs_caller c = caller_of(req);
 	int r = check_name(newname);
+	bool other = false;
+	fuse_ino_t other_dir = 0;
+	g_autofree char *other_name = NULL;
 	LOCK(fs);
 	lfs_node *n = node_of(fs, ino), *dir = node_of(fs, newparent);
 	if (r)
@@ -752,6 +755,9 @@ static void lfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 	}
 	if (name_is_lock(fs, newname)) {
 		r = locks_acquire(fs, dir, newname, n, &c, NULL);
+		/* A file linked again after its lock name went (lfs_unlink). */
+		if (!r && n->relinked)
+			other = other_name_of(fs, dir, n, &other_dir, &other_name);
 	} else if (n->kind == NODE_MEM && dir->kind == NODE_MEM) {
 		dentry_add(fs, dir, newname, n);
 	} else if (n->kind == NODE_DISK && dir->kind == NODE_DISK) {
@@ -767,6 +773,8 @@ static void lfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 	}
 out:
 	reply_made(req, fs, r, n);
+	if (other)
+		inval_entry_now(fs, other_dir, other_name);
 }
 
 static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -789,7 +797,7 @@ static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		lfs_node *n = d->node;
 		n->nlookup++;
 		if (!(r = locks_unlink(fs, d, &c)))
-			other = other_name_of(fs, dir, n, &other_dir, &other_name);
+			other = n->relinked = other_name_of(fs, dir, n, &other_dir, &other_name);
 		n->nlookup--;
 		node_maybe_free(fs, n);
 	} else if (d)
