@@ -317,6 +317,9 @@ void remote_info_free(gpointer p);
 void remote_info_copy(lockfs_lock_info *dst, const lockfs_lock_info *src);
 /* Under fs->mu: a read-only node showing INFO (copied). */
 lfs_node *remote_node_new(lfs *fs, const lockfs_lock_info *info);
+/* A node for KEY, which the backend refused to this mount and nobody
+ * describes: an unknown holder's fresh lock (fs_remote.c). */
+lfs_node *remote_node_refused(lfs *fs, const char *key);
 uint64_t remote_ino(const char *key);
 
 /* ---- fs_leases.c: renewing the leases of shared backends ---- */

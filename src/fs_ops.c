@@ -675,7 +675,12 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY, made = false, found = false;
 	int r;
 	/* A name taken and let go again between the create and the look at
-	 * who holds it: create again, a few times, then call it held. */
+	 * who holds it: create again, a few times, then open it as the lock
+	 * of whoever the backend refused it for.  Not EEXIST, which an open
+	 * without O_EXCL never answers and lock libraries take for an error
+	 * (filelock, fasteners): on tinystore a lock held a few ms is never
+	 * described (its holder record comes after the grant), so a name
+	 * taken in turn by short holds on other hosts comes here. */
 	for (int tries = 0;; tries++) {
 		r = make_node(fs, dir, name, S_IFREG | (mode & 07777), NULL, &c, fi->flags, &n, &fd);
 		made = r == 0;
@@ -685,7 +690,15 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		if (r != -ENOENT)
 			break;
 		if (tries == 3) {
-			r = -EEXIST;
+			g_autofree char *key = node_key(fs, dir, name);
+			/* (a late lookup by a lost holder's uid stays unanswered:
+			 * lookup_remote) */
+			if (fs->shared && !lost_by(fs, key, c.uid)) {
+				n = remote_node_refused(fs, key);
+				r = 0;
+			} else {
+				r = -EEXIST;
+			}
 			break;
 		}
 	}

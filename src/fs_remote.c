@@ -137,6 +137,20 @@ void remote_note_free(lfs *fs, const char *key)
 		store(fs, key, -ENOENT, NULL, fs->set->list_cache_ms * 1000, 0, true);
 }
 
+/* A key held, but nobody says by whom (the tinystore CLI's locks, a holder
+ * record not written yet -- tinystore's holder writes it after the grant,
+ * and a lock let go within that time never has one): a fresh lock of an
+ * unknown holder, with no age to break it by. */
+static void unknown_holder(lockfs_lock_info *info, const char *key)
+{
+	memset(info, 0, sizeof(*info));
+	info->key = g_strdup(key);
+	info->state = LOCKFS_STATE_HELD;
+	info->lease_left_ms = -1;
+	info->holder.mode = S_IFREG | 0644;
+	info->holder.acquired_us = info->holder.heartbeat_us = lockfs_now_us();
+}
+
 void remote_note_refused(lfs *fs, const char *key)
 {
 	if (!fs->shared || !(fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED))
@@ -151,20 +165,23 @@ void remote_note_refused(lfs *fs, const char *key)
 	}
 	if (r != -ENOENT)
 		return;
-	/* Held, but nobody says by whom (the tinystore CLI's locks, a holder
-	 * record not written yet): a fresh lock of an unknown holder, so that
-	 * the tool's lstat() right after EEXIST finds a lock to wait for
-	 * (liblockfile gives up after six ENOENTs in a row) and no age to break
-	 * it by.  Believed only briefly: it may have been released already, and
-	 * meanwhile every create of the name fails in the kernel's lookup. */
-	int64_t now = lockfs_now_us();
-	info.key = g_strdup(key);
-	info.state = LOCKFS_STATE_HELD;
-	info.lease_left_ms = -1;
-	info.holder.mode = S_IFREG | 0644;
-	info.holder.acquired_us = info.holder.heartbeat_us = now;
+	/* Shown as an unknown holder's, so that the tool's lstat() right after
+	 * EEXIST finds a lock to wait for (liblockfile gives up after six
+	 * ENOENTs in a row).  Believed only briefly: it may have been released
+	 * already, and meanwhile every create of the name fails in the
+	 * kernel's lookup. */
+	unknown_holder(&info, key);
 	store(fs, key, 0, &info, MIN(fs->set->list_cache_ms * 1000, REFUSED_FOR_US), asked, false);
 	lockfs_lock_info_clear(&info);
+}
+
+lfs_node *remote_node_refused(lfs *fs, const char *key)
+{
+	lockfs_lock_info info;
+	unknown_holder(&info, key);
+	lfs_node *n = remote_node_new(fs, &info);
+	lockfs_lock_info_clear(&info);
+	return n;
 }
 
 static void collect(const lockfs_lock_info *info, void *user)
