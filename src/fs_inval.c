@@ -89,7 +89,10 @@ void inval_stop(lfs *fs)
  * is done (it waits for the directory the unlink holds), so the next path
  * to the file asks again and gets the count right.  The same is done after
  * each later link of that file to a lock name, so the name is looked up
- * afresh well before the next unlink's reply can race the next link.  This
+ * afresh well before the next unlink's reply can race the next link; and
+ * from then on that name is given no entry timeout (make_entry), so that
+ * every path to it is looked up and its count mended, whatever the delay of
+ * these notices on a loaded machine.  This
  * finds the file's name that is not a lock name, beside the lock name in DIR
  * (just removed, or just made), under fs->mu. */
 bool other_name_of(lfs *fs, lfs_node *dir, lfs_node *n, fuse_ino_t *parent, char **name)

@@ -83,7 +83,11 @@ static int make_entry(lfs *fs, lfs_node *n, struct fuse_entry_param *e)
 	e->ino = node_id(fs, n);
 	e->generation = 1;
 	e->attr_timeout = n->kind == NODE_CONTROL ? 0 : fs->attr_timeout;
-	e->entry_timeout = n->kind == NODE_CONTROL ? 0 : fs->entry_timeout;
+	/* A file that kept its other name when a lock name of it went is
+	 * looked up at every path to it: the kernel's own link count of it
+	 * may be one short (other_name_of), and only a lookup mends it before
+	 * the next link(2) from that name (ln TMP L.lock, again and again). */
+	e->entry_timeout = n->kind == NODE_CONTROL || n->relinked ? 0 : fs->entry_timeout;
 	n->nlookup++;
 	return 0;
 }
