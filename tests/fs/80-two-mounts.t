@@ -62,7 +62,12 @@ ok "hostB reads the fence hostA was shown ($fa2)" wait_until 5 b_sees
 rm -f "$A/f.lock"
 
 # Workers on both mounts, one name, a marker on the local disk in each
-# critical section: zero overlaps.
+# critical section: zero overlaps.  No mkdir beside set -C on one name:
+# bash's noclobber path for a name that is a directory (stat, then an open
+# without O_EXCL, which takes the name freed meanwhile, then "cannot overwrite
+# existing file") leaves a file behind on any file system, here a lock held
+# until stale_after that stopped every worker (tests/faults/lib.sh says the
+# same); mkdir locks are driven across hosts by 81, 85 and 86.
 MARK=$TESTDIR/marker
 LOG=$TESTDIR/sections.log
 : >"$LOG"
@@ -75,14 +80,13 @@ worker() { # ID MOUNT KIND N
         case $kind in
         ln) ln -T -- "$tmp" "$lk" 2>/dev/null ;;
         noclobber) (set -C; echo $$ >"$lk") 2>/dev/null ;;
-        mkdir) mkdir -- "$lk" 2>/dev/null ;;
         dotlockfile) dotlockfile -l -r 0 "$lk" 2>/dev/null ;;
         esac || { sleep 0.0$((RANDOM % 9 + 1)); continue; }
         done=$((done + 1))
         echo "S $id $done" >>"$LOG"
         if (set -C; : >"$MARK") 2>/dev/null; then rm -f "$MARK"; else echo "O $id $done" >>"$LOG"; fi
         echo "E $id $done" >>"$LOG"
-        if [[ $kind == mkdir ]]; then rmdir -- "$lk"; else rm -f -- "$lk"; fi
+        rm -f -- "$lk"
     done
     [[ $kind == ln ]] && rm -f "$tmp"
     echo "$done" >"$TESTDIR/done.$id"
@@ -92,7 +96,7 @@ T_WORK=$EPOCHSECONDS
 pids=()
 worker a1 "$A" ln $N & pids+=($!)
 worker a2 "$A" noclobber $N & pids+=($!)
-worker b1 "$B" mkdir $N & pids+=($!)
+worker b1 "$B" ln $N & pids+=($!)
 worker b2 "$B" dotlockfile $N & pids+=($!)
 for p in "${pids[@]}"; do wait "$p"; done
 read -r sections interleaved overlaps < <(awk '
