@@ -342,6 +342,9 @@ void flock_release_owner(lfs *fs, lfs_node *n, uint64_t owner);
  * locks: "flock", "flock-shared", "posix" or "posix-shared", and the file's
  * path (a pointer into KEY). */
 bool flock_key_parse(const char *key, const char **kind, const char **path);
+/* The key whose fence user.lockfs.KIND.fence shows on N to process TGID
+ * (KIND "flock" or "posix"), or NULL (fs->mu held; fs_flock.c). */
+char *flock_fence_key(lfs *fs, lfs_node *n, const char *kind, pid_t tgid);
 /* FUSE setlk/getlk of OWNER (FUSE's lock_owner) on N, through handle FH:
  * POSIX record locks, widened to the whole file.  posix_setlk answers REQ,
  * now or (SLEEP, F_SETLKW) from the waiters' thread; posix_getlk fills LK

@@ -847,3 +847,32 @@ void posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh)
 	for (guint i = 0; i < owners->len; i++)
 		unlock_owner(fs, FL_POSIX, n, (uint64_t)(uintptr_t)owners->pdata[i], LOCKS_BY_CLOSE);
 }
+
+/* The key of the lock of kind KIND ("flock" or "posix") held through this
+ * mount on N that process TGID reads the fence of: the exclusive one, else
+ * a shared one that process holds, else the newest shared one held here;
+ * NULL when none is (fs->mu held).  What `user.lockfs.flock.fence` and
+ * `user.lockfs.posix.fence` show, so that a flock or lockf holder can hand
+ * its fence on, as LOCKFS_FENCE does for a lock name. */
+char *flock_fence_key(lfs *fs, lfs_node *n, const char *kind, pid_t tgid)
+{
+	fl_class cls = strcmp(kind, EX_KIND[FL_POSIX]) == 0 ? FL_POSIX : FL_FLOCK;
+	lfs_dentry *best = NULL;
+	int rank = 0; /* 3 exclusive, 2 the caller's shared, 1 another shared */
+	GHashTableIter it;
+	gpointer v;
+	g_hash_table_iter_init(&it, fs->flocks);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		lfs_flock *f = v;
+		lfs_dentry *d = f->cls == cls && f->node == n ? g_hash_table_lookup(fs->held, f->key)
+		                                               : NULL;
+		if (!d || !d->lease || d->lost)
+			continue;
+		int r = f->mode == LOCK_EX ? 3 : d->holder.pid == tgid ? 2 : 1;
+		if (r > rank || (r == rank && d->serial > best->serial)) {
+			best = d;
+			rank = r;
+		}
+	}
+	return best ? g_strdup(best->lease->key) : NULL;
+}

@@ -1464,6 +1464,17 @@ static void lfs_statfs(fuse_req_t req, fuse_ino_t ino)
 	fuse_reply_statfs(req, &sv);
 }
 
+/* "flock" or "posix" for the fence attribute of a file's flock or POSIX
+ * lock held through this mount (flock_fence_key), else NULL. */
+static const char *fence_kind(const char *name)
+{
+	if (!strcmp(name, LOCKFS_XATTR_PREFIX "flock.fence"))
+		return "flock";
+	if (!strcmp(name, LOCKFS_XATTR_PREFIX "posix.fence"))
+		return "posix";
+	return NULL;
+}
+
 static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_t size)
 {
 	lfs *fs = F(req);
@@ -1476,20 +1487,29 @@ static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 		return;
 	}
 	g_autoptr(GString) v = g_string_new(NULL);
+	const char *kind = fence_kind(name);
+	pid_t tgid = kind ? lockfs_tgid(fuse_req_ctx(req)->pid) : 0;
 	LOCK(fs);
 	lfs_dentry *d = node_lock_dentry(fs, node_of(fs, ino));
+	g_autofree char *fkey = kind ? flock_fence_key(fs, node_of(fs, ino), kind, tgid) : NULL;
+	if (kind)
+		d = fkey ? g_hash_table_lookup(fs->held, fkey) : NULL;
 	/* Only the fence waits for its confirmation; the rest is at hand. */
-	int r = 0;
-	if (d && d->lease && !d->fence_final && !strcmp(name, "user.lockfs.fence")) {
+	int r = kind && !d ? -ENODATA : 0;
+	if (d && d->lease && !d->fence_final && (kind || !strcmp(name, "user.lockfs.fence"))) {
 		g_autofree char *key = g_strdup(d->lease->key);
 		locks_confirm(fs, key, 0);
 		/* A fence the backend could not confirm (it did not answer) may
 		 * be older than another holder's since: never shown, EIO. */
-		d = node_lock_dentry(fs, node_of(fs, ino));
+		d = kind ? g_hash_table_lookup(fs->held, key) : node_lock_dentry(fs, node_of(fs, ino));
 		if (d && d->lease && !d->fence_final && !d->lost)
 			r = -EIO;
+		else if (kind && (!d || !d->lease || d->lost))
+			r = -ENODATA; /* lost meanwhile */
 	}
-	if (!r)
+	if (!r && kind)
+		g_string_append(v, d->lease->fence);
+	else if (!r)
 		r = xattr_get(fs, node_of(fs, ino), name, v);
 	UNLOCK(fs);
 	if (r)
@@ -1507,7 +1527,13 @@ static void lfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	lfs *fs = F(req);
 	g_autoptr(GString) v = g_string_new(NULL);
 	LOCK(fs);
-	xattr_list(fs, node_of(fs, ino), v);
+	lfs_node *n = node_of(fs, ino);
+	xattr_list(fs, n, v);
+	for (const char *const *k = (const char *const[]){"flock", "posix", NULL}; *k; k++) {
+		g_autofree char *key = flock_fence_key(fs, n, *k, 0);
+		if (key)
+			g_string_append_printf(v, "%s%s.fence%c", LOCKFS_XATTR_PREFIX, *k, '\0');
+	}
 	UNLOCK(fs);
 	if (size == 0)
 		fuse_reply_xattr(req, v->len);

@@ -42,6 +42,14 @@ is "$(cat "$TESTDIR/inner")" 1 "a second flock -n while it is held: refused (exi
 like "$(cat "$TESTDIR/st1")" '^\.lockfs/flock/job state=held fence=[0-9]+ host=hostA ' \
     ".lockfs/status lists the flock, held by hostA"
 ok "let go when flock(1) ended: nothing held" wait_until 5 status_empty "$A"
+# The holder reads its flock's fence on the file it locked, as LOCKFS_FENCE
+# hands on a lock name's.
+flock -n "$A/job" -c "getfattr --only-values -n user.lockfs.flock.fence \"$A/job\" >\"$TESTDIR/ff\"; timeout 10 cat \"$A/.lockfs/status\" >\"$TESTDIR/st1\""
+ff=$(cat "$TESTDIR/ff")
+like "$ff" '^[0-9]+$' "the holder reads user.lockfs.flock.fence on the file it locked ($ff)"
+like "$(cat "$TESTDIR/st1")" "^\.lockfs/flock/job state=held fence=$ff " "... the fence .lockfs/status shows"
+no_flock_fence() { [[ $(fsop1 getxattr "$1" user.lockfs.flock.fence) == ENODATA ]]; }
+ok "... and none once it let go" wait_until 5 no_flock_fence "$A/job"
 
 # Shared holders admit each other and exclude an exclusive one.
 flock -s -n "$A/job" -c "flock -s -n \"$A/job\" true; echo \$? >\"$TESTDIR/sh2\"; flock -x -n \"$A/job\" true; echo \$? >\"$TESTDIR/ex2\""
@@ -202,6 +210,8 @@ ap=$!
 wait_until 10 started "$TESTDIR/a1"
 flk -n "$B/job" true
 is "$RC" 1 "hostB: flock -n on the file hostA holds: refused"
+like "$(xattr "$A/job" user.lockfs.flock.fence)" '^[0-9]+$' "hostA shows the fence of the flock held through it"
+ok "... hostB none: it holds no flock of the file" no_flock_fence "$B/job"
 flk "$B/job" -c "date +%s%N >\"$TESTDIR/b1.got\""
 wait "$ap"
 is "$RC" 0 "hostB: a blocking flock gets it once hostA let go"

@@ -83,6 +83,11 @@ pl p1 lock wr 0 0
 is "$REPLY" OK "F_SETLK write lock of a file: taken"
 ok ".lockfs/status lists it as a POSIX lock held by hostA" \
     status_has "$A" '^\.lockfs/posix/data state=held fence=[0-9]+ host=hostA '
+# Its fence is on the file it locked, as LOCKFS_FENCE is for a lock name.
+pf=$(xattr "$A/data" user.lockfs.posix.fence)
+like "$pf" '^[0-9]+$' "user.lockfs.posix.fence on the locked file: its fence ($pf)"
+is "$(status_field "$(status_line .lockfs/posix/data "$A")" fence)" "$pf" "... the one .lockfs/status shows"
+is "$(fsop1 getxattr "$A/data" user.lockfs.flock.fence)" ENODATA "... and no flock fence: no flock is held"
 pl p2 lock wr 0 0
 is "$REPLY" EAGAIN "another process: F_SETLK answers EAGAIN while it is held"
 pl p2 lock rd 10 5
