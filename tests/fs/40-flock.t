@@ -12,7 +12,8 @@ set -u
 TEST_TIMEOUT=300
 . "$(dirname "$0")/../lib/mount.sh"
 
-lockfs_start_or_bail -o host=hostA -o ttl=3s -o network_timeout=1s
+EVENTS=$TESTDIR/events # hostA's notify events
+lockfs_start_or_bail -o host=hostA -o ttl=3s -o network_timeout=1s -o "notify=$(notify_recorder "$EVENTS")"
 A=$MNT A_PID=$LOCKFS_PID LOG_A=$LOCKFS_LOG
 SHARED=0
 [[ $LOCKFS_BACKEND != local ]] && SHARED=1
@@ -315,6 +316,7 @@ lp=$!
 wait_until 10 grep -q held "$TESTDIR/lost.out"
 flock_state() { status_field "$(status_line .lockfs/flock/job "$A")" state; }
 is "$(flock_state)" held "a lost flock: hostA holds it"
+lost_fence=$(status_field "$(status_line .lockfs/flock/job "$A")" fence)
 backend_server_pause
 flock_lost() { [[ $(flock_state) == lost ]]; }
 ok "a lost flock: hostA declares it lost while the server is stopped" wait_until 10 flock_lost
@@ -323,6 +325,8 @@ echo go >&"$gofd"
 wait "$lp"
 is "$(tail -n 1 "$TESTDIR/lost.out")" EIO "... and its holder's next flock call answers EIO"
 ok "... logged as lost" log_has "lost \\.lockfs/flock/job" "$LOG_A"
+ok "... and notified (LOCKFS_EVENT=lost, its key and fence)" \
+    wait_until 10 grep -qx "lost \.lockfs/flock/job $lost_fence" "$EVENTS"
 exec {gofd}>&-
 ok "... and hostB takes it" wait_until 10 flock -n "$B/job" true
 # Just back, the server may still be slow to answer hostA (EIO): once it does,

@@ -18,7 +18,8 @@ set -u
 TEST_TIMEOUT=300
 . "$(dirname "$0")/../lib/mount.sh"
 
-lockfs_start_or_bail -o host=hostA -o ttl=3s -o network_timeout=1s
+EVENTS=$TESTDIR/events # hostA's notify events
+lockfs_start_or_bail -o host=hostA -o ttl=3s -o network_timeout=1s -o "notify=$(notify_recorder "$EVENTS")"
 A=$MNT A_PID=$LOCKFS_PID LOG_A=$LOCKFS_LOG
 SHARED=0
 [[ $LOCKFS_BACKEND != local ]] && SHARED=1
@@ -300,6 +301,7 @@ pl_start l "$A/data"
 pl l lock wr 0 0
 posix_state() { status_field "$(status_line .lockfs/posix/data "$A")" state; }
 is "$(posix_state)" held "hostA holds the POSIX lock"
+lost_fence=$(status_field "$(status_line .lockfs/posix/data "$A")" fence)
 backend_server_pause
 posix_lost() { [[ $(posix_state) == lost ]]; }
 ok "... and declares it lost while the server is stopped" wait_until 10 posix_lost
@@ -307,6 +309,8 @@ backend_server_resume
 pl l lock wr 0 0
 is "$REPLY" EIO "... its holder's next lock call answers EIO"
 ok "... logged as lost" log_has "lost \\.lockfs/posix/data" "$LOG_A"
+ok "... and notified (LOCKFS_EVENT=lost, its key and fence)" \
+    wait_until 10 grep -qx "lost \.lockfs/posix/data $lost_fence" "$EVENTS"
 pl_stop l
 ok "... and hostB takes it once the server answers" wait_until 10 bash -c \
     'exec 9<>"$1" && exec "$2" -c "import fcntl; fcntl.lockf(9, fcntl.LOCK_EX | fcntl.LOCK_NB)"' _ "$B/data" "$PYTHON"

@@ -582,6 +582,18 @@ status_line() {
         { split($0, f, " "); if (f[1] == k) { print; exit } }'
 }
 
+# notify_recorder EVENTS: prints the path of a notify command that appends
+# "EVENT LOCK FENCE" to EVENTS (made empty, writable by every test user) for
+# each event.
+notify_recorder() {
+    local cmd=$TESTDIR/notify-recorder.sh
+    printf '#!/bin/sh\necho "$LOCKFS_EVENT $LOCKFS_LOCK $LOCKFS_FENCE" >>"%s"\n' "$1" >"$cmd"
+    chmod 755 "$cmd"
+    : >"$1"
+    chmod 666 "$1"
+    printf '%s\n' "$cmd"
+}
+
 # status_field LINE NAME: the value of NAME=VALUE in a status line.
 status_field() {
     local f
