@@ -298,6 +298,21 @@ fails=0
 for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
 is "$fails" 0 "python lockf on both hosts: every worker completed"
 is "$(count_sections "$TESTDIR/x.log")" "60 0" "... 60 sections, none interleaved"
+# The C client on both hosts at once: 2 processes x 2 threads each side.
+if [[ -x $TESTDIR/setlkw ]]; then
+    for m in posix ofd; do
+        : >"$TESTDIR/c2-$m.log"
+        timeout -k 2 120 "$TESTDIR/setlkw" "$m" "$A/data" "$TESTDIR/c2-$m.log" 2 2 4 &
+        ca=$!
+        timeout -k 2 120 "$TESTDIR/setlkw" "$m" "$B/data" "$TESTDIR/c2-$m.log" 2 2 4
+        rb=$?
+        wait "$ca"
+        is "$?:$rb" 0:0 "C client, $m, on both hosts: every F_SETLKW and unlock worked"
+        is "$(count_sections "$TESTDIR/c2-$m.log")" "32 0" "... 32 sections, none interleaved"
+    done
+else
+    skip "no C compiler to build tests/lib/setlkw.c" 4
+fi
 
 # A lost lock: the server stopped until hostA declares it lost; the holder's
 # next lock call answers EIO.
