@@ -45,7 +45,7 @@ like "$(cat "$TESTDIR/st1")" '^\.lockfs/flock/job state=held fence=[0-9]+ host=h
 ok "let go when flock(1) ended: nothing held" wait_until 5 status_empty "$A"
 # The holder reads its flock's fence on the file it locked, as LOCKFS_FENCE
 # hands on a lock name's.
-flock -n "$A/job" -c "getfattr --only-values -n user.lockfs.flock.fence \"$A/job\" >\"$TESTDIR/ff\"; timeout 10 cat \"$A/.lockfs/status\" >\"$TESTDIR/st1\""
+flock -n "$A/job" -c "getfattr --absolute-names --only-values -n user.lockfs.flock.fence \"$A/job\" >\"$TESTDIR/ff\"; timeout 10 cat \"$A/.lockfs/status\" >\"$TESTDIR/st1\""
 ff=$(cat "$TESTDIR/ff")
 like "$ff" '^[0-9]+$' "the holder reads user.lockfs.flock.fence on the file it locked ($ff)"
 like "$(cat "$TESTDIR/st1")" "^\.lockfs/flock/job state=held fence=$ff " "... the fence .lockfs/status shows"
