@@ -45,10 +45,13 @@ like "$(cat "$TESTDIR/st1")" '^\.lockfs/flock/job state=held fence=[0-9]+ host=h
 ok "let go when flock(1) ended: nothing held" wait_until 5 status_empty "$A"
 # The holder reads its flock's fence on the file it locked, as LOCKFS_FENCE
 # hands on a lock name's.
-flock -n "$A/job" -c "getfattr --absolute-names --only-values -n user.lockfs.flock.fence \"$A/job\" >\"$TESTDIR/ff\"; timeout 10 cat \"$A/.lockfs/status\" >\"$TESTDIR/st1\""
+# lockfsctl status lists it with its kind, holder and fence too.
+lockfsctl_or_bail
+flock -n "$A/job" -c "getfattr --absolute-names --only-values -n user.lockfs.flock.fence \"$A/job\" >\"$TESTDIR/ff\"; timeout 10 cat \"$A/.lockfs/status\" >\"$TESTDIR/st1\"; timeout 10 \"$CTL\" status \"$A\" >\"$TESTDIR/ctl1\" 2>&1"
 ff=$(cat "$TESTDIR/ff")
 like "$ff" '^[0-9]+$' "the holder reads user.lockfs.flock.fence on the file it locked ($ff)"
 like "$(cat "$TESTDIR/st1")" "^\.lockfs/flock/job state=held fence=$ff " "... the fence .lockfs/status shows"
+like "$(cat "$TESTDIR/ctl1")" "/\.lockfs/flock/job +held +$ff +hostA:" "... and lockfsctl status: the flock, held, its fence and holder"
 no_flock_fence() { [[ $(fsop1 getxattr "$1" user.lockfs.flock.fence) == ENODATA ]]; }
 ok "... and none once it let go" wait_until 5 no_flock_fence "$A/job"
 

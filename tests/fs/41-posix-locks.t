@@ -88,6 +88,9 @@ ok ".lockfs/status lists it as a POSIX lock held by hostA" \
 pf=$(xattr "$A/data" user.lockfs.posix.fence)
 like "$pf" '^[0-9]+$' "user.lockfs.posix.fence on the locked file: its fence ($pf)"
 is "$(status_field "$(status_line .lockfs/posix/data "$A")" fence)" "$pf" "... the one .lockfs/status shows"
+lockfsctl_or_bail
+like "$(timeout 10 "$CTL" status "$A" 2>&1)" "/\.lockfs/posix/data +held +$pf +hostA:" \
+    "... and lockfsctl status lists the POSIX lock, held, its fence and holder"
 is "$(fsop1 getxattr "$A/data" user.lockfs.flock.fence)" ENODATA "... and no flock fence: no flock is held"
 pl p2 lock wr 0 0
 is "$REPLY" EAGAIN "another process: F_SETLK answers EAGAIN while it is held"
