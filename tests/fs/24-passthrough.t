@@ -56,6 +56,18 @@ run 20 dotlock.mailutils --no-config -u "$M/base"
 is "$RC" 0 "dotlock.mailutils -u"
 run 10 dotlockfile -u "$M/d.lock"
 is "$(tmp_leaks "$M")" "" "no temporary files left"
+# flock(2) and a POSIX lock of a mailbox in the backing directory are
+# lockfs's locks like any other file's (what procmail and mutt add to dot-locks).
+flock -n "$M/base" -c "flock -n \"$M/base\" true; echo \$? >\"$TESTDIR/pf\"; timeout 10 cat \"$M/.lockfs/status\" >\"$TESTDIR/pst\""
+is "$(cat "$TESTDIR/pf")" 1 "flock of the passthrough mailbox 'base': a second flock -n is refused"
+like "$(cat "$TESTDIR/pst")" '^\.lockfs/flock/base state=held ' "... and .lockfs/status lists it"
+is "$(timeout 10 "$PYTHON" -c '
+import fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+print(open(os.path.join(os.path.dirname(sys.argv[1]), ".lockfs/status")).read().count(".lockfs/posix/base "))
+' "$M/base" 2>&1)" 1 "lockf of the passthrough mailbox 'base': listed as a POSIX lock"
+is "$(timeout 10 cat -- "$M/base")" keep "... and its content is untouched"
 # X.lock stays held across the unmount check below: it must not land in the backing dir.
 
 if lockfs_stop; then pass "lockfs stopped cleanly"; else fail "lockfs stopped cleanly"; fi
