@@ -864,8 +864,9 @@ char *flock_fence_key(lfs *fs, lfs_node *n, const char *kind, pid_t tgid)
 	g_hash_table_iter_init(&it, fs->flocks);
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
 		lfs_flock *f = v;
-		lfs_dentry *d = f->cls == cls && f->node == n ? g_hash_table_lookup(fs->held, f->key)
-		                                               : NULL;
+		/* By the grant's serial: a lost lock's record may stay until its
+		 * owner's next call, and its key may be another's grant by then. */
+		lfs_dentry *d = f->cls == cls && f->node == n ? flock_dentry(fs, f) : NULL;
 		if (!d || !d->lease || d->lost)
 			continue;
 		int r = f->mode == LOCK_EX ? 3 : d->holder.pid == tgid ? 2 : 1;

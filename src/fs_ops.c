@@ -1498,14 +1498,15 @@ static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	int r = kind && !d ? -ENODATA : 0;
 	if (d && d->lease && !d->fence_final && (kind || !strcmp(name, "user.lockfs.fence"))) {
 		g_autofree char *key = g_strdup(d->lease->key);
+		uint64_t serial = d->serial;
 		locks_confirm(fs, key, 0);
 		/* A fence the backend could not confirm (it did not answer) may
 		 * be older than another holder's since: never shown, EIO. */
 		d = kind ? g_hash_table_lookup(fs->held, key) : node_lock_dentry(fs, node_of(fs, ino));
-		if (d && d->lease && !d->fence_final && !d->lost)
+		if (kind && (!d || d->serial != serial || !d->lease || d->lost))
+			r = -ENODATA; /* lost meanwhile, or another's grant by now */
+		else if (d && d->lease && !d->fence_final && !d->lost)
 			r = -EIO;
-		else if (kind && (!d || !d->lease || d->lost))
-			r = -ENODATA; /* lost meanwhile */
 	}
 	if (!r && kind)
 		g_string_append(v, d->lease->fence);
