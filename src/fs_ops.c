@@ -694,14 +694,14 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		if (r != -ENOENT)
 			break;
 		if (tries == 3) {
+			/* (to a lost holder's uid too: its unlink of the name it
+			 * found taken answers ENOENT, as lookup_remote's would) */
 			g_autofree char *key = node_key(fs, dir, name);
-			/* (a late lookup by a lost holder's uid stays unanswered:
-			 * lookup_remote) */
-			if (fs->shared && !lost_by(fs, key, c.uid)) {
+			if (fs->shared) {
 				n = remote_node_refused(fs, key);
 				r = 0;
 			} else {
-				r = -EEXIST;
+				r = -EIO; /* one process's own table: not seen to happen */
 			}
 			break;
 		}
@@ -716,6 +716,8 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		found = !r && writing;
 		if (found)
 			locks_saw_free_name(fs, req, dir, name, 0); /* before any grant */
+		else if (r)
+			node_maybe_free(fs, n); /* another host's, which no name keeps */
 	}
 	if (!r)
 		r = make_entry(fs, n, &e);
