@@ -544,9 +544,13 @@ static gpointer watcher_main(gpointer data)
 			continue;
 		}
 		g_mutex_unlock(&fs->flock_mu);
+		int64_t began = g_get_monotonic_time();
 		int r = fs->be->watch(fs->be, ".lockfs/", WATCH_MS, on_change, fs);
 		g_mutex_lock(&fs->flock_mu);
-		if (r && !fs->flock_stop)
+		/* A watch the server ended well before its time counts as broken
+		 * off: made again at once, it could spin. */
+		bool early = g_get_monotonic_time() - began < WATCH_MS * 1000 / 2;
+		if ((r || early) && !fs->flock_stop)
 			g_cond_wait_until(&fs->flock_watch_cond, &fs->flock_mu,
 			                  g_get_monotonic_time() + WATCH_PAUSE_US);
 	}
