@@ -840,10 +840,15 @@ pick_holder() {
 
 # park_host HOST: ask HOST's workers to stay off its mount and wait (10 s at
 # most) until every one of them has said so.
+# A worker parks at the top of its loop: the bound is the longest a worker
+# may lawfully take between two tops -- a long section, then its release
+# retried on EIO (40 x 250 ms), then 5 s to spare.  It was 10 s, less than
+# that, and a worker of hf was once called stuck with no call on its mount
+# running (a set -C worker's own create is not one ps can name).
 park_host() {
-    local h=$1 w i left
+    local h=$1 w i left tenths=$(((FAULTS_LONG_MS + 10000 + 5000) / 100))
     printf '%s\n' "$NEM_ID" >"$RUN/park.$h"
-    for ((i = 0; i < 100; i++)); do
+    for ((i = 0; i < tenths; i++)); do
         left=''
         for w in ${H_WIDS[$h]}; do
             [[ $(cat "$RUN/parked.$w" 2>/dev/null) == "$NEM_ID" ]] || left+=" $w"
@@ -851,7 +856,13 @@ park_host() {
         [[ -z $left ]] && return 0
         sleep 0.1
     done
-    diag "  not parked after 10 s:$left"
+    diag "  not parked after $((tenths / 10)) s:$left"
+    # Where each stands: its section (cur: "HOST acq" or "HOST FENCE"), its
+    # last records and the last errors of its tool.
+    for w in $left; do
+        diag "    $w: cur '$(cat "$RUN/cur.$w" 2>/dev/null)'; last records: $(tail -n 3 "$RUN/w.$w.log" 2>/dev/null | tr '\n\t' '; ')"
+        diag "    $w: acquisition: $(head -c 200 "$RUN/w.$w.err.acq" 2>/dev/null | tr '\n' ' '); release: $(head -c 200 "$RUN/w.$w.err.rel" 2>/dev/null | tr '\n' ' ')"
+    done
     # What they wait in: the calls on the mount still running.
     ps -eo pid,stat,wchan:24,etimes,args 2>/dev/null | grep -F -- "$TESTDIR/$h/" | grep -v grep |
         head -10 | while IFS= read -r l; do diag "    $l"; done
