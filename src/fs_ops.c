@@ -696,8 +696,8 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 		if (tries == 3) {
 			/* (to a lost holder's uid too: its unlink of the name it
 			 * found taken answers ENOENT, as lookup_remote's would) */
-			g_autofree char *key = node_key(fs, dir, name);
 			if (fs->shared) {
+				g_autofree char *key = node_key(fs, dir, name);
 				n = remote_node_refused(fs, key);
 				r = 0;
 			} else {
