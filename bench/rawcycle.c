@@ -249,7 +249,7 @@ static bool ts_call(raw_client *c, uint16_t method, const char *what, ts_enc *en
 		ts_failure_clear(&f);
 		return false;
 	}
-	ok = held ? ts_held_decode(&m, held, &e) : ts_empty_decode(&m, &e);
+	ok = held ? ts_held_decode(&m, true, held, &e) : ts_empty_decode(&m, &e);
 	ts_msg_clear(&m);
 	if (!ok) {
 		seterr(err, errlen, "tinystore %s: %s", what, e->message);
@@ -287,7 +287,7 @@ static int ts_cycles(raw_client *c, long n, volatile const sig_atomic_t *stop, c
 			return -1;
 		}
 		ts_enc_init(&enc);
-		ts_enc_hold(&enc, c->lock_name, RAW_KEY, c->ttl_ms, request);
+		ts_enc_hold(&enc, c->lock_name, RAW_KEY, 0, c->ttl_ms, 0, request);
 		ok = ts_call(c, TS_LOCKS_HOLD, "locks.hold", &enc, &held, err, errlen);
 		ts_enc_clear(&enc);
 		if (!ok)

@@ -15,10 +15,11 @@
  * there are any.  The backend's calls are linearizable, so of a shared and
  * an exclusive holder the one that took its key second sees the other's:
  * both cannot pass (docs/design.md).  Either may fail when both come at
- * once; a blocking request then tries again, looking before it takes.  That needs looks that see
- * every key held: a backend that may hold a key it cannot describe yet
- * (LOCKFS_BACKEND_UNDESCRIBED: tinystore) has shared flocks taken as
- * exclusive ones.
+ * once; a blocking request then tries again, looking before it takes.  That
+ * needs looks that see every key held: where the backend may hold a key it
+ * cannot describe yet (LOCKFS_BACKEND_UNDESCRIBED: tinystore) they ask its
+ * held(), the grants themselves; a backend with neither has shared flocks
+ * taken as exclusive ones.
  *
  * Each key is a lease of this mount like a lock name's, a lock dentry of
  * fs->flock_dir: renewed, declared lost before another host could be
@@ -193,12 +194,30 @@ static void count_other(const lockfs_lock_info *info, void *user)
 		c->n++;
 }
 
-/* How many shared holders PATH has other than EXCEPT's key: >= 0, or -EIO. */
+/* Whether the backend can look at the grants themselves (held()) or only
+ * at records that see every one (no LOCKFS_BACKEND_UNDESCRIBED).  Where
+ * neither, shared locks are taken exclusive. */
+static bool can_share(const lfs *fs)
+{
+	return fs->be->held || !(fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED);
+}
+
+/* How many shared holders PATH has other than EXCEPT's key (held here):
+ * >= 0 (where the backend's held() answers, 1 for "some"), or -EIO. */
 static int shared_holders(lfs *fs, fl_class cls, const char *path, const char *except)
 {
-	if (fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED)
+	if (!can_share(fs))
 		return 0; /* every flock is exclusive there: none to look for */
 	g_autofree char *prefix = g_strconcat(SH_PREFIX[cls], key_path(path), "//", NULL);
+	if (fs->be->held) {
+		int r = UNLOCKED(fs, fs->be->held(fs->be, prefix, except ? 1 : 0));
+		if (r < 0 || !except)
+			return r < 0 ? -EIO : r;
+		/* "None but ours" counts ours: it must have been held at the
+		 * server when asked, that is, its lease not yet maybe run out. */
+		lfs_dentry *own = g_hash_table_lookup(fs->held, except);
+		return own && !own->lost && !locks_lease_expired(fs, own) ? r : -EIO;
+	}
 	count_ctx c = { except, 0 };
 	int r = UNLOCKED(fs, fs->be->list(fs->be, prefix, count_other, &c));
 	return r ? -EIO : (int)c.n;
@@ -208,6 +227,10 @@ static int shared_holders(lfs *fs, fl_class cls, const char *path, const char *e
 static int exclusive_held(lfs *fs, fl_class cls, const char *path)
 {
 	g_autofree char *key = g_strconcat(EX_PREFIX[cls], key_path(path), NULL);
+	if (fs->be->held) {
+		int r = UNLOCKED(fs, fs->be->held(fs->be, key, 0));
+		return r < 0 ? -EIO : r;
+	}
 	lockfs_lock_info info;
 	int r = UNLOCKED(fs, fs->be->inspect(fs->be, key, &info));
 	if (r == 0) {
@@ -282,10 +305,10 @@ static void drop_converted(lfs *fs, const char *hk, const char *keep_key, pid_t 
 static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint64_t owner,
                      int mode, bool look_first, const struct lfs_caller *who)
 {
-	/* Where the backend may hold a key it cannot yet describe (tinystore
-	 * writes holder records after the grant), neither look can be trusted:
-	 * a shared flock is taken exclusive there, stronger than asked. */
-	if (fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED)
+	/* Where the backend may hold a key it cannot yet describe and cannot
+	 * look at its grants (held()), neither look can be trusted: a shared
+	 * flock is taken exclusive there, stronger than asked. */
+	if (!can_share(fs))
 		mode = LOCK_EX;
 	g_autofree char *k = owner_key(cls, owner, n);
 	lfs_flock *f = g_hash_table_lookup(fs->flocks, k);
@@ -340,8 +363,8 @@ static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint6
 		                                       key_path(path), ++fs->flock_ids,
 		                                       g_random_int());
 		r = take_key(fs, key, who, &d);
-		if (r)
-			return -EIO; /* a key of our own: never held */
+		if (r) /* a key of our own, but a backend may count shares (backend.h) */
+			return r == -EEXIST ? -EWOULDBLOCK : -EIO;
 		uint64_t serial = d->serial;
 		/* Made shared from exclusive: the exclusive key is ours. */
 		int excl = had ? 0 : exclusive_held(fs, cls, path);

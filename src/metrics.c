@@ -25,11 +25,13 @@ typedef enum {
 	OP_GET,
 	OP_LIST,
 	OP_CONFIRM,
+	OP_LOOK,
 	OPS
 } backend_op;
 
 static const char *const op_names[OPS] = { "acquire", "release", "renew", "heartbeat",
-	                                   "break",   "get",     "list",  "confirm" };
+	                                   "break",   "get",     "list",  "confirm",
+	                                   "look" };
 
 /* From the in-process table (microseconds) to network_timeout (seconds). */
 static const int64_t bucket_us[] = { 10,     25,      50,      100,     250,     500,    1000,
@@ -127,6 +129,11 @@ static int t_confirm(lockfs_backend *be, lockfs_lease *lease, char *fence)
 	return TIMED(OP_CONFIRM, IN(be)->confirm(IN(be), lease, fence));
 }
 
+static int t_held(lockfs_backend *be, const char *key, unsigned mine)
+{
+	return TIMED(OP_LOOK, IN(be)->held(IN(be), key, mine));
+}
+
 static int t_clock(lockfs_backend *be, lockfs_clock_info *out)
 {
 	return IN(be)->clock(IN(be), out);
@@ -168,6 +175,7 @@ lockfs_backend *metrics_wrap_backend(lockfs_backend *inner)
 		.confirm = inner->confirm ? t_confirm : NULL,
 		.clock = inner->clock ? t_clock : NULL,
 		.watch = inner->watch ? t_watch : NULL,
+		.held = inner->held ? t_held : NULL,
 		.lease_free = t_lease_free,
 		.destroy = t_destroy,
 	};

@@ -31,6 +31,14 @@
  * Functions may block on the network for at most the configured network
  * timeout; they are called from several threads at once and must be
  * thread-safe.
+ *
+ * Shared keys.  A key "G//ID" ("//" is in no lock name's key) is one share
+ * of G, taken for shared flock(2) and fcntl(2) locks: any number of them may
+ * be held at once, each by its own acquire().  A backend may keep the shares
+ * of G as one counted lock (tinystore: a semaphore), and then answers
+ * -EEXIST to an acquire() past its count.  In every other call a share is a
+ * key like any other.  Exclusion between shares and G itself is the
+ * filesystem's: it takes its key, then looks (held(), or inspect()/list()).
  */
 #ifndef LOCKFS_BACKEND_H
 #define LOCKFS_BACKEND_H
@@ -47,8 +55,8 @@
 extern "C" {
 #endif
 
-/* 5: watch(), optional. */
-#define LOCKFS_BACKEND_VERSION 5
+/* 5: watch(), optional.  6: shared keys and held(), optional. */
+#define LOCKFS_BACKEND_VERSION 6
 
 /* Fences are decimal strings: tinystore's are u128, LDAP's and local's u64. */
 #define LOCKFS_FENCE_MAX 40
@@ -236,6 +244,17 @@ struct lockfs_backend {
 	 * (blocked flock/fcntl waiters then poll). */
 	int (*watch)(lockfs_backend *be, const char *prefix, int timeout_ms,
 	             lockfs_watch_cb changed, void *user);
+
+	/* Whether KEY is held at this instant, asked of the backend's grants
+	 * rather than of the records inspect() and list() read: 1, 0 or -EIO.
+	 * For "G//", whether G has shares other than the MINE (0 or 1) the
+	 * caller holds itself (shared keys, above).  The answer may be made by
+	 * taking KEY and letting it go at once, so an acquire() of KEY at the
+	 * same moment may answer -EEXIST: a refusal, never a second grant.
+	 * Required of a backend with LOCKFS_BACKEND_UNDESCRIBED for shared
+	 * flock/fcntl locks to be shared there (without it they are taken
+	 * exclusive); NULL where inspect() and list() see every key held. */
+	int (*held)(lockfs_backend *be, const char *key, unsigned mine);
 };
 
 /* The common header of a backend instance, first in its constructor's

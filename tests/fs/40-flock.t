@@ -17,10 +17,6 @@ lockfs_start_or_bail -o host=hostA -o ttl=3s -o network_timeout=1s -o "notify=$(
 A=$MNT A_PID=$LOCKFS_PID LOG_A=$LOCKFS_LOG
 SHARED=0
 [[ $LOCKFS_BACKEND != local ]] && SHARED=1
-# tinystore may hold a key it cannot describe yet (its holder records follow
-# the grant): lockfs takes shared flocks exclusive there (docs/design.md).
-SH=1 SH_WHAT="both taken"
-[[ $LOCKFS_BACKEND == tinystore ]] && SH=0 SH_WHAT="the second refused: shared is taken exclusive on tinystore"
 
 # flk ARGS...: flock(1), bounded.  rc in RC.
 flk() { timeout -k 2 30 flock "$@"; RC=$?; }
@@ -57,7 +53,7 @@ ok "... and none once it let go" wait_until 5 no_flock_fence "$A/job"
 
 # Shared holders admit each other and exclude an exclusive one.
 flock -s -n "$A/job" -c "flock -s -n \"$A/job\" true; echo \$? >\"$TESTDIR/sh2\"; flock -x -n \"$A/job\" true; echo \$? >\"$TESTDIR/ex2\""
-is "$(cat "$TESTDIR/sh2")" $((1 - SH)) "two shared flocks at once: $SH_WHAT"
+is "$(cat "$TESTDIR/sh2")" 0 "two shared flocks at once: both taken"
 is "$(cat "$TESTDIR/ex2")" 1 "an exclusive one while shared is held: refused"
 flock -x -n "$A/job" -c "flock -s -n \"$A/job\" true; echo \$? >\"$TESTDIR/sh3\""
 is "$(cat "$TESTDIR/sh3")" 1 "a shared one while exclusive is held: refused"
@@ -124,9 +120,6 @@ def worker(i):
 ts = [threading.Thread(target=worker, args=(i,)) for i in range(4)]
 for t in ts: t.start()
 for t in ts: t.join()
-if sys.argv[3] != 'shared':
-    print('threads done')
-    sys.exit(0)
 # Conversions: shared -> exclusive -> shared, then a close lets go.
 def conversions():
   fd = os.open(path, os.O_RDWR)
@@ -172,13 +165,9 @@ except Exception as e:
 print('; '.join(out))
 EOF
 : >"$TESTDIR/py.log"
-r=$(timeout -k 2 60 "$PYTHON" "$TESTDIR/pyflock.py" "$A/job" "$TESTDIR/py.log" "$( ((SH)) && echo shared)" 2>&1)
-if ((SH)); then
-    is "$r" "sh+sh ok; ex over sh: refused; ex ok; sh over ex: refused; down to sh ok; after close: ex ok" \
-        "python fcntl.flock: shared, exclusive, conversions, the last close"
-else
-    is "$r" "threads done" "python fcntl.flock from 4 threads (conversions: shared is exclusive on tinystore)"
-fi
+r=$(timeout -k 2 60 "$PYTHON" "$TESTDIR/pyflock.py" "$A/job" "$TESTDIR/py.log" 2>&1)
+is "$r" "sh+sh ok; ex over sh: refused; ex ok; sh over ex: refused; down to sh ok; after close: ex ok" \
+    "python fcntl.flock: shared, exclusive, conversions, the last close"
 is "$(count_sections "$TESTDIR/py.log")" "40 0" "4 threads x 10 exclusive flocks: 40 sections, none interleaved"
 
 # Waiting processes on one file, more than the mount has workers (16): every
@@ -235,7 +224,7 @@ else
 fi
 
 flock -s "$A/job" -c "flock -s -n \"$B/job\" true; echo \$? >\"$TESTDIR/xsh\"; flock -x -n \"$B/job\" true; echo \$? >\"$TESTDIR/xex\""
-is "$(cat "$TESTDIR/xsh")" $((1 - SH)) "shared on hostA, then on hostB: $SH_WHAT"
+is "$(cat "$TESTDIR/xsh")" 0 "shared on hostA, then on hostB: both taken"
 is "$(cat "$TESTDIR/xex")" 1 "hostB exclusive while hostA holds shared: refused"
 
 # 100 waiters on one file, half on each host: every one gets it in turn, and

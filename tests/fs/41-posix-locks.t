@@ -23,9 +23,6 @@ lockfs_start_or_bail -o host=hostA -o ttl=3s -o network_timeout=1s -o "notify=$(
 A=$MNT A_PID=$LOCKFS_PID LOG_A=$LOCKFS_LOG
 SHARED=0
 [[ $LOCKFS_BACKEND != local ]] && SHARED=1
-# tinystore takes shared locks exclusive (docs/design.md, as for flock).
-SH=1
-[[ $LOCKFS_BACKEND == tinystore ]] && SH=0
 
 status_has() { grep -qE -- "$2" <(timeout 10 cat -- "$1/.lockfs/status"); }
 
@@ -128,27 +125,20 @@ pl p2 unlock 0 0
 # Shared locks and conversions.
 pl p1 lock rd 0 0
 pl p2 lock rd 0 0
-if ((SH)); then
-    is "$REPLY" OK "two read locks at once"
-    pl p1 lock wr 0 0
-    is "$REPLY" EAGAIN "upgrade to write while another reads: refused"
-    pl p2 unlock 0 0
-    pl_start p3 "$A/data"
-    pl p3 lock wr 0 0
-    is "$REPLY" EAGAIN "... and the refused upgrade kept the read lock (fcntl(2))"
-    pl p1 lock wr 0 0
-    is "$REPLY" OK "upgrade once alone: granted"
-    pl p1 lock rd 0 0
-    pl p3 lock rd 0 0
-    is "$REPLY" OK "downgrade to read: another reader gets in"
-    pl p3 unlock 0 0
-    pl_stop p3
-else
-    is "$REPLY" EAGAIN "two read locks at once: the second refused (shared is exclusive on tinystore)"
-    pl p1 lock wr 0 0
-    is "$REPLY" OK "upgrade: granted"
-    skip "tinystore takes shared locks exclusive: no conversion to watch" 3
-fi
+is "$REPLY" OK "two read locks at once"
+pl p1 lock wr 0 0
+is "$REPLY" EAGAIN "upgrade to write while another reads: refused"
+pl p2 unlock 0 0
+pl_start p3 "$A/data"
+pl p3 lock wr 0 0
+is "$REPLY" EAGAIN "... and the refused upgrade kept the read lock (fcntl(2))"
+pl p1 lock wr 0 0
+is "$REPLY" OK "upgrade once alone: granted"
+pl p1 lock rd 0 0
+pl p3 lock rd 0 0
+is "$REPLY" OK "downgrade to read: another reader gets in"
+pl p3 unlock 0 0
+pl_stop p3
 pl p1 unlock 0 0
 ok "nothing held" wait_until 5 status_empty "$A"
 
@@ -276,17 +266,13 @@ pl_reply b
 is "$REPLY" OK "hostB: a waiting F_SETLKW is granted once hostA unlocked"
 cmp_ok "$(ms_since "$t0")" -lt 1500 "... within a polling round and a round trip"
 pl b unlock 0 0
-if ((SH)); then
-    pl a lock rd 0 0
-    pl b lock rd 0 0
-    is "$REPLY" OK "read locks on both hosts at once"
-    pl b lock wr 0 0
-    is "$REPLY" EAGAIN "hostB's upgrade while hostA reads: refused"
-    pl a unlock 0 0
-    pl b unlock 0 0
-else
-    skip "tinystore takes shared locks exclusive" 2
-fi
+pl a lock rd 0 0
+pl b lock rd 0 0
+is "$REPLY" OK "read locks on both hosts at once"
+pl b lock wr 0 0
+is "$REPLY" EAGAIN "hostB's upgrade while hostA reads: refused"
+pl a unlock 0 0
+pl b unlock 0 0
 pl_stop a
 pl_stop b
 

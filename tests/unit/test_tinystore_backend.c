@@ -374,6 +374,44 @@ static void test_acquire_release(void)
 	b->destroy(b);
 }
 
+/* Shares (backend.h, "Shared keys"): places in one semaphore, many at
+ * once, each with a fence of its own; held() asks the grants themselves,
+ * so it sees a lock or share the moment it is granted, before its record. */
+static void test_shares(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be();
+	g_assert_nonnull(a->held);
+	g_autofree char *g = new_key("sh");
+	g_autofree char *grp = g_strconcat(g, "//", NULL);
+	g_autofree char *k1 = g_strconcat(g, "//1", NULL);
+	g_autofree char *k2 = g_strconcat(g, "//2", NULL);
+	g_assert_cmpint(a->held(a, grp, 0), ==, 0);
+	lockfs_lease *s1 = take(a, k1, "host-a");
+	g_assert_cmpint(b->held(b, grp, 0), ==, 1);
+	g_assert_cmpint(a->held(a, grp, 1), ==, 0); /* none but the caller's */
+	lockfs_lease *s2 = take(b, k2, "host-b");   /* a second share at once */
+	g_assert_cmpint(lockfs_fence_cmp(s2->fence, s1->fence), >, 0);
+	g_assert_cmpint(a->held(a, grp, 1), ==, 1);
+	g_assert_cmpint(b->renew(b, s2), ==, 0);
+	g_assert_cmpint(wait_record(a, k2, s2->fence), ==, 0); /* listed by its own key */
+	give(b, s2);
+	g_assert_cmpint(a->held(a, grp, 1), ==, 0);
+	/* G's own lock is another place: the shares do not hold it. */
+	g_assert_cmpint(a->held(a, g, 0), ==, 0);
+	lockfs_lease *x = take(b, g, "host-b");
+	g_assert_cmpint(a->held(a, g, 0), ==, 1);
+	give(b, x);
+	g_assert_cmpint(a->held(a, g, 0), ==, 0);
+	give(a, s1);
+	g_assert_cmpint(b->held(b, grp, 0), ==, 0);
+	/* A look let go of what it took: the key is free right after. */
+	give(b, take(b, g, "host-b"));
+	give(a, take(a, k1, "host-a"));
+	a->destroy(a);
+	b->destroy(b);
+}
+
 typedef struct {
 	GPtrArray *keys;
 	int mine;
@@ -1529,6 +1567,7 @@ int main(int argc, char **argv)
 	start_servers();
 
 	g_test_add_func("/tinystore/acquire-release", test_acquire_release);
+	g_test_add_func("/tinystore/shares", test_shares);
 	g_test_add_func("/tinystore/inspect-list", test_inspect_list);
 	g_test_add_func("/tinystore/break", test_break);
 	g_test_add_func("/tinystore/break-own", test_break_own);

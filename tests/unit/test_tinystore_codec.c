@@ -108,10 +108,15 @@ static void test_encode_vectors(void)
 	assert_frame("3d000000010000000000000083010102aa6c6f636b66732f302e3103d92b59757a517a3579"
 	             "68485f5233655367336c796d716b75556d716349724a4550475f58346f6a686159383055",
 	             &e, TS_HELLO, 0, 0, 0);
-	ts_enc_hold(&e, "lockfs", "/srv/a", 30000, R);
+	ts_enc_hold(&e, "lockfs", "/srv/a", 0, 30000, 0, R);
 	assert_frame("3000000003010109010000008601a46c6f636b02a66c6f636b667303a62f7372762f610401"
 	             "05cd753008c410aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
 	             &e, TS_REQUEST, TS_END, TS_LOCKS_HOLD, 1);
+	/* A semaphore's ask (a share): its own limit, and a wait when asked. */
+	ts_enc_hold(&e, "lockfs", "/srv/a", 1000, 30000, 20, R);
+	assert_frame("3900000003010109070000008701a973656d6170686f726502a66c6f636b667303a62f7372"
+	             "762f6104cd03e805cd7530071408c410aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	             &e, TS_REQUEST, TS_END, TS_LOCKS_HOLD, 7);
 	ts_enc_renew(&e, L, 30000);
 	assert_frame("1800000003010209040000008201c410000102030405060708090a0b0c0d0e0f02cd7530", &e,
 	             TS_REQUEST, TS_END, TS_LOCKS_RENEW, 4);
@@ -178,15 +183,39 @@ static void test_decode_lock_answers(void)
 	g_assert_cmpuint(h.kind, ==, TS_RESPONSE);
 	g_assert_cmpuint(h.flags, ==, TS_END);
 	g_assert_cmpuint(h.stream, ==, 1);
-	g_assert_true(ts_held_decode(&m, &held, &e));
+	g_assert_true(ts_held_decode(&m, true, &held, &e));
 	g_assert_true(held.acquired);
 	g_assert_cmpmem(held.lease, TS_ID_SIZE, L, TS_ID_SIZE);
 	g_assert_cmpstr(held.fence, ==, "33130733005241463604112948985857");
 	ts_msg_clear(&m);
 
+	/* A semaphore's grant: no fence (empty or absent); a lock's needs one,
+	 * and a semaphore's with one is refused. */
+	g_assert_true(frame_msg("1800000004010000010000008301c302c410000102030405060708090a0b0c0d0e"
+	                        "0f03a0",
+	                        &h, &m, &e));
+	g_assert_true(ts_held_decode(&m, false, &held, &e));
+	g_assert_true(held.acquired);
+	g_assert_cmpmem(held.lease, TS_ID_SIZE, L, TS_ID_SIZE);
+	g_assert_cmpstr(held.fence, ==, "");
+	g_assert_false(ts_held_decode(&m, true, &held, NULL));
+	ts_msg_clear(&m);
+	g_assert_true(frame_msg("1600000004010000010000008201c302c410000102030405060708090a0b0c0d0e"
+	                        "0f",
+	                        &h, &m, &e));
+	g_assert_true(ts_held_decode(&m, false, &held, &e));
+	g_assert_true(held.acquired);
+	ts_msg_clear(&m);
+	g_assert_true(frame_msg("3900000004010000010000008301c302c410000102030405060708090a0b0c0d0e"
+	                        "0f03d9203333313330373333303035323431343633363034313132393438393835"
+	                        "383537",
+	                        &h, &m, &e));
+	g_assert_false(ts_held_decode(&m, false, &held, NULL));
+	ts_msg_clear(&m);
+
 	/* V10: busy, and V11: Empty. */
 	g_assert_true(frame_msg("01000000040100000100000080", &h, &m, &e));
-	g_assert_true(ts_held_decode(&m, &held, &e));
+	g_assert_true(ts_held_decode(&m, true, &held, &e));
 	g_assert_false(held.acquired);
 	g_assert_true(ts_empty_decode(&m, &e));
 	ts_msg_clear(&m);
@@ -234,7 +263,7 @@ static void test_decode_lock_answers(void)
 		g_assert_true(g_str_has_prefix(f.message, fails[i].msg_start));
 		ts_failure_clear(&f);
 		/* A failure is never a grant. */
-		g_assert_true(!ts_held_decode(&m, &held, NULL) || !held.acquired);
+		g_assert_true(!ts_held_decode(&m, true, &held, NULL) || !held.acquired);
 		ts_msg_clear(&m);
 	}
 
@@ -243,7 +272,7 @@ static void test_decode_lock_answers(void)
 	                        "1303d9203333313330373336313131343333333537393433383433323136393439"
 	                        "323633",
 	                        &h, &m, &e));
-	g_assert_true(ts_held_decode(&m, &held, &e));
+	g_assert_true(ts_held_decode(&m, true, &held, &e));
 	g_assert_true(held.acquired);
 	g_assert_cmpstr(held.fence, ==, "33130736111433357943843216949263");
 	ts_msg_clear(&m);
@@ -501,7 +530,7 @@ static void test_held_strict(void)
 		GError *e = NULL;
 		ts_held h;
 		bool decoded = ts_msg_decode(&m, g_byte_array_free(b, FALSE), len, &e);
-		g_assert_true(!decoded || !ts_held_decode(&m, &h, &e));
+		g_assert_true(!decoded || !ts_held_decode(&m, true, &h, &e));
 		g_assert_nonnull(e);
 		says(e, bad[i].hex, bad[i].why);
 		ts_msg_clear(&m);

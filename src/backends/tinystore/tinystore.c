@@ -42,6 +42,12 @@
  * and what the grace adds to ttl for the server's clock as we measure it
  * (WELCOME's now is whole ms). */
 #define MARKER_PREFIX "epochs:"
+/* Shares of one key held at once (backend.h, "Shared keys"): tinystore's
+ * most for a semaphore. */
+#define SHARE_LIMIT 1000
+/* How long held() stands in line for a lock that may be held only by
+ * another's look (a look holds it for a round trip). */
+#define LOOK_WAIT_MS 20
 #define GRACE_MARGIN_MS 50
 
 /* Conflict on a kv write guarded by ifVersion. */
@@ -152,6 +158,8 @@ typedef struct {
 	const void *value;
 	size_t value_len;
 	uint64_t ttl_ms;
+	uint32_t limit;   /* locks.hold: 0 a lock, else a semaphore's ask */
+	uint64_t wait_ms; /* locks.hold: 0 takes only a free key */
 	const char *if_version;
 	const char *after;
 	bool root; /* a key at the bucket's root, not in branch lock_name */
@@ -281,7 +289,7 @@ static void build(ts_backend *tb, ts_link *l, uint16_t method, const req *q, ts_
 {
 	switch (method) {
 	case TS_LOCKS_HOLD:
-		ts_enc_hold(e, tb->lock_name, q->key, q->ttl_ms, q->id);
+		ts_enc_hold(e, tb->lock_name, q->key, q->limit, q->ttl_ms, q->wait_ms, q->id);
 		break;
 	case TS_LOCKS_RENEW:
 		ts_enc_renew(e, q->id, q->ttl_ms);
@@ -379,17 +387,17 @@ static int bad_answer(const char *key, const char *what, GError *e)
 
 /* ---- lock calls (on the main connection) ---- */
 
-/* 0 granted (*HELD), -EEXIST busy, -EINVAL, -EIO. */
-static int do_hold(ts_backend *tb, int64_t deadline, const char *key, const uint8_t *request,
-                   ts_held *held)
+/* Hold Q (key, request id, ttl, and a semaphore's limit or a wait when
+ * asked): 0 granted (*HELD), -EEXIST busy, -EINVAL, -EIO. */
+static int hold_call(ts_backend *tb, int64_t deadline, const req *q, ts_held *held)
 {
-	req q = { .key = key, .id = request, .ttl_ms = (uint64_t)tb->ttl_ms };
+	const char *key = q->key;
 	ts_msg m;
-	int r = call(tb, &tb->main, deadline, TS_LOCKS_HOLD, &q, "locks.hold", &m, true);
+	int r = call(tb, &tb->main, deadline, TS_LOCKS_HOLD, q, "locks.hold", &m, true);
 	if (r < 0)
 		return r == -EEXIST || r == -EINVAL ? r : -EIO;
 	GError *e = NULL;
-	bool ok = ts_held_decode(&m, held, &e);
+	bool ok = ts_held_decode(&m, q->limit == 0, held, &e);
 	ts_msg_clear(&m);
 	if (!ok) {
 		/* Drop the connection: whatever it says next is not to be trusted. */
@@ -397,6 +405,14 @@ static int do_hold(ts_backend *tb, int64_t deadline, const char *key, const uint
 		return bad_answer(key, "locks.hold", e);
 	}
 	return held->acquired ? 0 : -EEXIST;
+}
+
+/* The lock of KEY for this mount's ttl: 0 (*HELD), -EEXIST, -EINVAL, -EIO. */
+static int do_hold(ts_backend *tb, int64_t deadline, const char *key, const uint8_t *request,
+                   ts_held *held)
+{
+	req q = { .key = key, .id = request, .ttl_ms = (uint64_t)tb->ttl_ms };
+	return hold_call(tb, deadline, &q, held);
 }
 
 /* Renew or release (they answer {}) on L: 0, -ESTALE (lost), -EIO, or
@@ -1228,6 +1244,35 @@ static int check_epoch(ts_backend *tb, int64_t deadline, const char *key, const 
 	return 0;
 }
 
+/* The length of the G of a share "G//ID" (backend.h, "Shared keys"), 0
+ * for a key that is no share. */
+static size_t share_group_len(const char *key)
+{
+	const char *sep = strstr(key, "//");
+	return sep && sep > key && sep[2] ? (size_t)(sep - key) : 0;
+}
+
+/* A fence for the share KEY, whose semaphore grant came without one: a
+ * lock of KEY itself (no one else's key) taken and let go.  tinystore's
+ * fences are one sequence for every key, so this one comes after those of
+ * every grant before the share's and before those of every grant after it.
+ * 0 (*HELD's fence), or what do_hold answers; main connection held. */
+static int mint_fence(ts_backend *tb, int64_t deadline, const char *key, ts_held *held)
+{
+	uint8_t request[TS_ID_SIZE];
+	if (getrandom(request, sizeof(request), 0) != sizeof(request))
+		return -EIO;
+	req q = { .key = key, .id = request, .ttl_ms = TTL_MIN_MS };
+	ts_held f;
+	int r = hold_call(tb, deadline, &q, &f);
+	if (r)
+		return r == -EEXIST ? -EIO : r; /* a key of its own: never held */
+	g_strlcpy(held->fence, f.fence, sizeof(held->fence));
+	/* Left to its second of ttl if this fails: it is nobody's lock. */
+	lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, f.lease, true);
+	return 0;
+}
+
 /* ---- the interface ---- */
 
 static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
@@ -1260,8 +1305,20 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	}
 	int64_t sent = lockfs_mono_us();
 	ts_held held;
-	int r = do_hold(tb, deadline, key, lp->request, &held);
-	if (r == -EEXIST && tb->stale_after_us) {
+	/* A share is a place in the semaphore of its group: many at once. */
+	size_t glen = share_group_len(key);
+	g_autofree char *group = glen ? g_strndup(key, glen) : NULL;
+	req q = { .key = group, .id = lp->request, .ttl_ms = (uint64_t)tb->ttl_ms,
+		  .limit = SHARE_LIMIT };
+	int r = glen ? hold_call(tb, deadline, &q, &held)
+	             : do_hold(tb, deadline, key, lp->request, &held);
+	if (r == 0 && glen) {
+		r = mint_fence(tb, deadline, key, &held);
+		if (r < 0)
+			lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, held.lease,
+			           true);
+	}
+	if (r == -EEXIST && tb->stale_after_us && !glen) {
 		/* A holder silent past stale_after is broken, as the local
 		 * backend and the legacy tools do. */
 		ts_entry e;
@@ -1700,6 +1757,52 @@ static int ts_list(lockfs_backend *be, const char *prefix, lockfs_list_cb cb, vo
 /* A lease the filesystem is done with.  Released or not (a lost lock), no
  * record is written for it any more; one written stays until it expires
  * unless the release handed it to the publisher. */
+/* Asked of the locks themselves, as the records lag the grants: a lock is
+ * looked at by taking it and letting it go; a group "G//" by asking its
+ * semaphore for a place with limit MINE + 1, which is granted only while
+ * no more than MINE hold one.  The lock's look stands in line up to
+ * LOOK_WAIT_MS, so that another host's look, which holds the lock for a
+ * round trip, is waited out rather than taken for a holder. */
+static int ts_look(lockfs_backend *be, const char *key, unsigned mine)
+{
+	ts_backend *tb = (ts_backend *)be;
+	size_t n = strlen(key);
+	bool group = n > 2 && strcmp(key + n - 2, "//") == 0;
+	g_autofree char *place = g_strndup(key, group ? n - 2 : n);
+	if (!key_ok(tb, place) || mine >= SHARE_LIMIT)
+		return -EIO;
+	uint8_t request[TS_ID_SIZE];
+	if (getrandom(request, sizeof(request), 0) != sizeof(request))
+		return -EIO;
+	int64_t deadline = lockfs_mono_us() + tb->timeout_us;
+	if (!take_conn(tb, deadline))
+		return -EIO;
+	req q = { .key = place, .id = request, .ttl_ms = TTL_MIN_MS };
+	if (group)
+		q.limit = mine + 1;
+	else
+		q.wait_ms = LOOK_WAIT_MS;
+	ts_held h;
+	int r = hold_call(tb, deadline, &q, &h);
+	if (r == 0) {
+		/* A lock granted in a restart's grace may still be held by a
+		 * holder from before the restart. */
+		int g = 0;
+		if (!group) {
+			int64_t at = lockfs_mono_us();
+			g = check_epoch(tb, deadline, place, h.fence, at,
+			                ts_conn_server_ms(tb->main.conn, at));
+		}
+		/* Left to its second of ttl if this fails: a refusal meanwhile. */
+		lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, place, h.lease, true);
+		r = g == -EEXIST ? 1 : g < 0 ? -EIO : 0;
+	} else {
+		r = r == -EEXIST ? 1 : -EIO;
+	}
+	give_conn(tb);
+	return r;
+}
+
 static void ts_lease_free(lockfs_backend *be, lockfs_lease *lease)
 {
 	if (!lease)
@@ -1952,6 +2055,7 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 		.list = ts_list,
 		.lease_free = ts_lease_free,
 		.destroy = ts_destroy,
+		.held = ts_look,
 	};
 	tb->target = t;
 	tb->lock_name = g_steal_pointer(&lock_name);

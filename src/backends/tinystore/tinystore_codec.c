@@ -410,16 +410,18 @@ void ts_enc_hello(ts_enc *e, const char *client, const char *token, const uint8_
 		pack_bin(e, 6, challenge, TS_ID_SIZE);
 }
 
-void ts_enc_hold(ts_enc *e, const char *name, const char *key, uint64_t ttl_ms,
-                 const uint8_t request[TS_ID_SIZE])
+void ts_enc_hold(ts_enc *e, const char *name, const char *key, uint32_t limit,
+                 uint64_t ttl_ms, uint64_t wait_ms, const uint8_t request[TS_ID_SIZE])
 {
-	/* wait (7) is 0 and left out: take the key only if it is free. */
-	msgpack_pack_map(&e->pk, 6);
-	pack_str(e, 1, "lock");
+	/* wait (7) 0 is left out: take the key only if it is free. */
+	msgpack_pack_map(&e->pk, wait_ms ? 7 : 6);
+	pack_str(e, 1, limit ? "semaphore" : "lock");
 	pack_str(e, 2, name);
 	pack_str(e, 3, key);
-	pack_uint(e, 4, 1);
+	pack_uint(e, 4, limit ? limit : 1);
 	pack_uint(e, 5, ttl_ms);
+	if (wait_ms)
+		pack_uint(e, 7, wait_ms);
 	pack_bin(e, 8, request, TS_ID_SIZE);
 }
 
@@ -588,7 +590,7 @@ bool ts_fence_epoch(const char *fence, uint64_t *epoch)
 	return true;
 }
 
-bool ts_held_decode(const ts_msg *m, ts_held *h, GError **error)
+bool ts_held_decode(const ts_msg *m, bool fenced, ts_held *h, GError **error)
 {
 	memset(h, 0, sizeof(*h));
 	const char *lease, *fence;
@@ -605,6 +607,14 @@ bool ts_held_decode(const ts_msg *m, ts_held *h, GError **error)
 	}
 	if (nl != TS_ID_SIZE)
 		return proto_error(error, "a lease of %zu bytes, not 16", nl);
+	if (!fenced) {
+		/* A semaphore's grant: a fence would be a lock's answer. */
+		if (nf)
+			return proto_error(error, "a semaphore's grant with a fence");
+		memcpy(h->lease, lease, TS_ID_SIZE);
+		h->fence[0] = '\0';
+		return true;
+	}
 	if (!ts_fence_valid(fence, nf))
 		return proto_error(error, "a fence that is not 1 to 39 digits");
 	memcpy(h->lease, lease, TS_ID_SIZE);

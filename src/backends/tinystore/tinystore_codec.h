@@ -108,8 +108,12 @@ void ts_enc_init(ts_enc *e);
 void ts_enc_clear(ts_enc *e);
 void ts_enc_hello(ts_enc *e, const char *client, const char *token,
                   const uint8_t *challenge /* NULL or 16 bytes */, uint32_t max_body);
-void ts_enc_hold(ts_enc *e, const char *name, const char *key, uint64_t ttl_ms,
-                 const uint8_t request[TS_ID_SIZE]);
+/* LIMIT 0: a lock ("lock", limit 1); else a semaphore of LIMIT (1-1000),
+ * whose limit is the ask's own: it is granted while fewer hold the key.
+ * WAIT_MS 0 takes the key only if it is free; else the ask stands in line
+ * that long. */
+void ts_enc_hold(ts_enc *e, const char *name, const char *key, uint32_t limit,
+                 uint64_t ttl_ms, uint64_t wait_ms, const uint8_t request[TS_ID_SIZE]);
 void ts_enc_renew(ts_enc *e, const uint8_t lease[TS_ID_SIZE], uint64_t ttl_ms);
 void ts_enc_lease(ts_enc *e, const uint8_t lease[TS_ID_SIZE]);
 void ts_enc_bucket_open(ts_enc *e, const char *bucket);
@@ -164,8 +168,9 @@ bool ts_welcome_decode(const ts_msg *m, ts_welcome *w, GError **error);
 void ts_welcome_clear(ts_welcome *w);
 bool ts_failure_decode(const ts_msg *m, ts_failure *f, GError **error);
 void ts_failure_clear(ts_failure *f);
-/* Held, or busy ({}): a grant needs acquired, a 16-byte lease and a fence. */
-bool ts_held_decode(const ts_msg *m, ts_held *h, GError **error);
+/* Held, or busy ({}): a grant needs acquired, a 16-byte lease and, when
+ * FENCED (a lock's; a semaphore's has none), a fence. */
+bool ts_held_decode(const ts_msg *m, bool fenced, ts_held *h, GError **error);
 bool ts_handle_decode(const ts_msg *m, uint64_t *handle, GError **error);
 bool ts_found_decode(const ts_msg *m, bool *found, GError **error);
 bool ts_written_decode(const ts_msg *m, ts_written *w, GError **error);

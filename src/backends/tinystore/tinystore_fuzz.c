@@ -26,7 +26,7 @@ static void fuzz_body(const ts_header *h, const uint8_t *body, size_t len)
 	if (ts_failure_decode(&m, &f, NULL))
 		ts_failure_clear(&f);
 	ts_held held;
-	ts_held_decode(&m, &held, NULL);
+	ts_held_decode(&m, true, &held, NULL);
 	uint64_t handle;
 	ts_handle_decode(&m, &handle, NULL);
 	bool found;
