@@ -553,9 +553,19 @@ static void on_change(const char *key, void *user)
 	g_mutex_unlock(&fs->flock_mu);
 }
 
+/* After wait_free() found a key free, the next wait waits this long, so
+ * that the waiters it woke ask for the key first: the next wait then
+ * stands in line behind whichever took it, not in its way.  A key found
+ * free at once waits longer: its waiter waits for something else (shared
+ * holders), and polls. */
+#define FREE_PAUSE_US (5 * 1000)
+#define FREE_AT_ONCE_US (10 * 1000)
+#define FREE_AT_ONCE_PAUSE_US (100 * 1000)
+
 /* While requests wait, the backend's keys of flocks and POSIX locks are
- * watched, so a lock let go through another host is tried for at once
- * rather than at the next poll. */
+ * watched (watch()), or the exclusive key of the waiter first in line is
+ * waited on (wait_free()), so a lock let go through another host is tried
+ * for at once rather than at the next poll. */
 static gpointer watcher_main(gpointer data)
 {
 	lfs *fs = data;
@@ -566,16 +576,37 @@ static gpointer watcher_main(gpointer data)
 			                  g_get_monotonic_time() + G_USEC_PER_SEC);
 			continue;
 		}
+		g_autofree char *key = NULL;
+		if (!fs->be->watch) {
+			const flock_waiter *w = g_queue_peek_head(&fs->flock_waiters);
+			key = g_strconcat(EX_PREFIX[w->cls], key_path(w->path), NULL);
+		}
 		g_mutex_unlock(&fs->flock_mu);
-		int64_t began = g_get_monotonic_time();
-		int r = fs->be->watch(fs->be, ".lockfs/", WATCH_MS, on_change, fs);
+		int64_t began = g_get_monotonic_time(), pause = 0;
+		if (key) {
+			int r = fs->be->wait_free(fs->be, key, WATCH_MS);
+			if (r == 1)
+				on_change(key, fs);
+			if (r < 0)
+				pause = WATCH_PAUSE_US;
+			else if (r == 1)
+				pause = g_get_monotonic_time() - began < FREE_AT_ONCE_US
+				                ? FREE_AT_ONCE_PAUSE_US
+				                : FREE_PAUSE_US;
+		} else {
+			int r = fs->be->watch(fs->be, ".lockfs/", WATCH_MS, on_change, fs);
+			/* A watch the server ended well before its time counts as
+			 * broken off: made again at once, it could spin. */
+			if (r || g_get_monotonic_time() - began < WATCH_MS * 1000 / 2)
+				pause = WATCH_PAUSE_US;
+		}
 		g_mutex_lock(&fs->flock_mu);
-		/* A watch the server ended well before its time counts as broken
-		 * off: made again at once, it could spin. */
-		bool early = g_get_monotonic_time() - began < WATCH_MS * 1000 / 2;
-		if ((r || early) && !fs->flock_stop)
-			g_cond_wait_until(&fs->flock_watch_cond, &fs->flock_mu,
-			                  g_get_monotonic_time() + WATCH_PAUSE_US);
+		/* The whole pause: a waiter queued again signals the cond, and a
+		 * pause that ended there would not keep this from spinning. */
+		int64_t until = g_get_monotonic_time() + pause;
+		while (pause && !fs->flock_stop &&
+		       g_cond_wait_until(&fs->flock_watch_cond, &fs->flock_mu, until))
+			;
 	}
 	g_mutex_unlock(&fs->flock_mu);
 	return NULL;
@@ -597,7 +628,7 @@ void flock_init(lfs *fs)
 void flock_start(lfs *fs)
 {
 	fs->flock_thread = g_thread_new("lockfs-flock", waiters_main, fs);
-	if (fs->be->watch && (fs->be->flags & LOCKFS_BACKEND_SHARED))
+	if ((fs->be->watch || fs->be->wait_free) && (fs->be->flags & LOCKFS_BACKEND_SHARED))
 		fs->flock_watcher = g_thread_new("lockfs-watch", watcher_main, fs);
 }
 

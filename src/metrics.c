@@ -146,6 +146,12 @@ static int t_watch(lockfs_backend *be, const char *prefix, int timeout_ms, lockf
 	return IN(be)->watch(IN(be), prefix, timeout_ms, changed, user);
 }
 
+/* Not timed either: it waits as long as the key is held. */
+static int t_wait_free(lockfs_backend *be, const char *key, int timeout_ms)
+{
+	return IN(be)->wait_free(IN(be), key, timeout_ms);
+}
+
 static void t_lease_free(lockfs_backend *be, lockfs_lease *lease)
 {
 	IN(be)->lease_free(IN(be), lease);
@@ -176,6 +182,7 @@ lockfs_backend *metrics_wrap_backend(lockfs_backend *inner)
 		.clock = inner->clock ? t_clock : NULL,
 		.watch = inner->watch ? t_watch : NULL,
 		.held = inner->held ? t_held : NULL,
+		.wait_free = inner->wait_free ? t_wait_free : NULL,
 		.lease_free = t_lease_free,
 		.destroy = t_destroy,
 	};

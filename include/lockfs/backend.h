@@ -55,7 +55,7 @@
 extern "C" {
 #endif
 
-/* 5: watch(), optional.  6: shared keys and held(), optional. */
+/* 5: watch(), optional.  6: shared keys; held() and wait_free(), optional. */
 #define LOCKFS_BACKEND_VERSION 6
 
 /* Fences are decimal strings: tinystore's are u128, LDAP's and local's u64. */
@@ -255,6 +255,14 @@ struct lockfs_backend {
 	 * flock/fcntl locks to be shared there (without it they are taken
 	 * exclusive); NULL where inspect() and list() see every key held. */
 	int (*held)(lockfs_backend *be, const char *key, unsigned mine);
+
+	/* Wait up to TIMEOUT_MS for KEY to be free: 1 when it was free at some
+	 * moment of the wait, 0 when the time ran out, -EIO (also at once, for
+	 * a key the backend cannot represent).  A hint, as watch()'s: nothing
+	 * is held for the caller, whose waiters then ask acquire().  For a
+	 * backend with a blocking primitive and no watch() (tinystore: a hold
+	 * that stands in line); NULL elsewhere. */
+	int (*wait_free)(lockfs_backend *be, const char *key, int timeout_ms);
 };
 
 /* The common header of a backend instance, first in its constructor's

@@ -413,6 +413,49 @@ static void test_shares(void)
 }
 
 typedef struct {
+	lockfs_backend *be;
+	lockfs_lease *lease;
+	int64_t after_us, released_at;
+} later_release;
+
+static gpointer release_later(gpointer data)
+{
+	later_release *l = data;
+	g_usleep((gulong)l->after_us);
+	l->released_at = lockfs_mono_us();
+	give(l->be, l->lease);
+	return NULL;
+}
+
+/* wait_free(): a hold that stands in line, granted when the key is let go
+ * and let go at once; a hint that holds nothing for the caller. */
+static void test_wait_free(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be();
+	g_assert_nonnull(b->wait_free);
+	g_autofree char *key = new_key("w.lock");
+	g_assert_cmpint(b->wait_free(b, key, 200), ==, 1); /* free: at once */
+	give(b, take(b, key, "host-b"));                   /* and not kept */
+	lockfs_lease *la = take(a, key, "host-a");
+	int64_t t0 = lockfs_mono_us();
+	g_assert_cmpint(b->wait_free(b, key, 200), ==, 0); /* held throughout */
+	g_assert_cmpint(lockfs_mono_us() - t0, >=, 190000);
+	g_assert_cmpint(try_take(b, key, "host-b"), ==, -EEXIST);
+	later_release l = { a, la, 300000, 0 };
+	GThread *t = g_thread_new("release", release_later, &l);
+	g_assert_cmpint(b->wait_free(b, key, 3000), ==, 1);
+	int64_t woke = lockfs_mono_us();
+	g_thread_join(t);
+	g_test_message("woken %" G_GINT64_FORMAT " us after the release", woke - l.released_at);
+	g_assert_cmpint(woke - l.released_at, <, 500000);
+	give(b, take(b, key, "host-b")); /* the wait's hold was let go */
+	g_assert_cmpint(b->wait_free(b, "", 100), ==, -EIO);
+	a->destroy(a);
+	b->destroy(b);
+}
+
+typedef struct {
 	GPtrArray *keys;
 	int mine;
 } listing;
@@ -1568,6 +1611,7 @@ int main(int argc, char **argv)
 
 	g_test_add_func("/tinystore/acquire-release", test_acquire_release);
 	g_test_add_func("/tinystore/shares", test_shares);
+	g_test_add_func("/tinystore/wait-free", test_wait_free);
 	g_test_add_func("/tinystore/inspect-list", test_inspect_list);
 	g_test_add_func("/tinystore/break", test_break);
 	g_test_add_func("/tinystore/break-own", test_break_own);

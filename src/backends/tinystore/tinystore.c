@@ -126,6 +126,11 @@ typedef struct {
 	 * own so lock calls never wait behind a commit. */
 	ts_link pub;
 	GThread *publisher;
+
+	/* wait_free()'s holds, which stand in line at the server: a
+	 * connection of their own, one wait at a time. */
+	GMutex wait_mu;
+	ts_link waitl;
 	GMutex st_mu; /* guards the rest, and the leases' publication state */
 	GCond st_cv;
 	bool stop;
@@ -389,11 +394,11 @@ static int bad_answer(const char *key, const char *what, GError *e)
 
 /* Hold Q (key, request id, ttl, and a semaphore's limit or a wait when
  * asked): 0 granted (*HELD), -EEXIST busy, -EINVAL, -EIO. */
-static int hold_call(ts_backend *tb, int64_t deadline, const req *q, ts_held *held)
+static int hold_on(ts_backend *tb, ts_link *l, int64_t deadline, const req *q, ts_held *held)
 {
 	const char *key = q->key;
 	ts_msg m;
-	int r = call(tb, &tb->main, deadline, TS_LOCKS_HOLD, q, "locks.hold", &m, true);
+	int r = call(tb, l, deadline, TS_LOCKS_HOLD, q, "locks.hold", &m, true);
 	if (r < 0)
 		return r == -EEXIST || r == -EINVAL ? r : -EIO;
 	GError *e = NULL;
@@ -401,10 +406,16 @@ static int hold_call(ts_backend *tb, int64_t deadline, const req *q, ts_held *he
 	ts_msg_clear(&m);
 	if (!ok) {
 		/* Drop the connection: whatever it says next is not to be trusted. */
-		drop_conn(&tb->main);
+		drop_conn(l);
 		return bad_answer(key, "locks.hold", e);
 	}
 	return held->acquired ? 0 : -EEXIST;
+}
+
+/* The same on the main connection. */
+static int hold_call(ts_backend *tb, int64_t deadline, const req *q, ts_held *held)
+{
+	return hold_on(tb, &tb->main, deadline, q, held);
 }
 
 /* The lock of KEY for this mount's ttl: 0 (*HELD), -EEXIST, -EINVAL, -EIO. */
@@ -1803,6 +1814,35 @@ static int ts_look(lockfs_backend *be, const char *key, unsigned mine)
 	return r;
 }
 
+/* tinystore has no watch, but a hold that stands in line is a blocking
+ * primitive: granted the moment KEY is let go.  It is let go at once (the
+ * waiters then ask acquire() as after any hint), on its own connection so
+ * that no lock call waits behind it. */
+static int ts_wait_free(lockfs_backend *be, const char *key, int timeout_ms)
+{
+	ts_backend *tb = (ts_backend *)be;
+	if (!key_ok(tb, key) || timeout_ms <= 0)
+		return -EIO;
+	uint8_t request[TS_ID_SIZE];
+	if (getrandom(request, sizeof(request), 0) != sizeof(request))
+		return -EIO;
+	g_mutex_lock(&tb->wait_mu);
+	int64_t deadline = lockfs_mono_us() + timeout_ms * 1000 + tb->timeout_us;
+	req q = { .key = key, .id = request, .ttl_ms = TTL_MIN_MS, .wait_ms = (uint64_t)timeout_ms };
+	ts_held h;
+	int r = hold_on(tb, &tb->waitl, deadline, &q, &h);
+	if (r == 0) {
+		/* Left to its second of ttl if this fails: a refusal meanwhile. */
+		lease_call(tb, &tb->waitl, lockfs_mono_us() + tb->timeout_us, TS_LOCKS_RELEASE, key,
+		           h.lease, true);
+		r = 1;
+	} else {
+		r = r == -EEXIST ? 0 : -EIO;
+	}
+	g_mutex_unlock(&tb->wait_mu);
+	return r;
+}
+
 static void ts_lease_free(lockfs_backend *be, lockfs_lease *lease)
 {
 	if (!lease)
@@ -1860,6 +1900,9 @@ static void ts_destroy(lockfs_backend *be)
 	g_sequence_free(tb->pubq);
 	drop_conn(&tb->main);
 	drop_conn(&tb->pub);
+	drop_conn(&tb->waitl);
+	g_free(tb->waitl.last_error);
+	g_mutex_clear(&tb->wait_mu);
 	target_clear(&tb->target);
 	g_free(tb->lock_name);
 	g_free(tb->mount);
@@ -2056,6 +2099,7 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 		.lease_free = ts_lease_free,
 		.destroy = ts_destroy,
 		.held = ts_look,
+		.wait_free = ts_wait_free,
 	};
 	tb->target = t;
 	tb->lock_name = g_steal_pointer(&lock_name);
@@ -2070,6 +2114,8 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 	g_cond_init(&tb->cv);
 	tb->main.role = "";
 	tb->pub.role = " (holder records)";
+	tb->waitl.role = " (waits)";
+	g_mutex_init(&tb->wait_mu);
 	g_mutex_init(&tb->st_mu);
 	g_cond_init(&tb->st_cv);
 	tb->pub_sleep_until = INT64_MIN;
