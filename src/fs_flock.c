@@ -583,7 +583,17 @@ static gpointer watcher_main(gpointer data)
 		}
 		g_mutex_unlock(&fs->flock_mu);
 		int64_t began = g_get_monotonic_time(), pause = 0;
+		bool here = false;
 		if (key) {
+			/* Held through this mount: its release wakes the waiters
+			 * itself, and a wait in line would only come first. */
+			pthread_mutex_lock(&fs->mu);
+			here = g_hash_table_contains(fs->held, key);
+			pthread_mutex_unlock(&fs->mu);
+		}
+		if (here) {
+			pause = FREE_AT_ONCE_PAUSE_US;
+		} else if (key) {
 			int r = fs->be->wait_free(fs->be, key, WATCH_MS);
 			if (r == 1)
 				on_change(key, fs);
