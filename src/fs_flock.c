@@ -611,11 +611,13 @@ static gpointer watcher_main(gpointer data)
 				pause = WATCH_PAUSE_US;
 		}
 		g_mutex_lock(&fs->flock_mu);
-		/* The whole pause: a waiter queued again signals the cond, and a
-		 * pause that ended there would not keep this from spinning. */
+		/* A waiter queued again signals the cond.  A watch that failed
+		 * may be made again then (the waiters' backoff bounds it); a
+		 * wait_free() pause is kept whole, or a key found free at once
+		 * would be waited on at every retry of its waiter. */
 		int64_t until = g_get_monotonic_time() + pause;
 		while (pause && !fs->flock_stop &&
-		       g_cond_wait_until(&fs->flock_watch_cond, &fs->flock_mu, until))
+		       g_cond_wait_until(&fs->flock_watch_cond, &fs->flock_mu, until) && key)
 			;
 	}
 	g_mutex_unlock(&fs->flock_mu);
