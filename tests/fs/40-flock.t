@@ -228,6 +228,28 @@ flock -s "$A/job" -c "flock -s -n \"$B/job\" true; echo \$? >\"$TESTDIR/xsh\"; f
 is "$(cat "$TESTDIR/xsh")" 0 "shared on hostA, then on hostB: both taken"
 is "$(cat "$TESTDIR/xex")" 1 "hostB exclusive while hostA holds shared: refused"
 
+# Shared requests made at the same moment on both hosts all get in: one
+# request's look at the exclusive key is not taken for an exclusive holder
+# by another (tinystore's look takes that key for a round trip).
+rm -f "$TESTDIR/shgo"
+: >"$TESTDIR/shmany"
+pids=()
+for i in $(seq 1 20); do
+    m=$A
+    ((i % 2)) && m=$B
+    timeout -k 2 30 flock -s -n "$m/job" -c "echo in >>\"$TESTDIR/shmany\"; for _ in \$(seq 1 200); do [ -e \"$TESTDIR/shgo\" ] && break; sleep 0.05; done" &
+    pids+=($!)
+done
+all_in() { [[ $(grep -c in "$TESTDIR/shmany") == 20 ]]; }
+ok "20 shared flock -n at once on two hosts: every one taken" wait_until 10 all_in
+flk -x -n "$B/job" true
+is "$RC" 1 "... and an exclusive one meanwhile refused"
+touch "$TESTDIR/shgo"
+failed=0
+for p in "${pids[@]}"; do wait "$p" || failed=$((failed + 1)); done
+is "$failed" 0 "... and none of them failed"
+ok "... all let go" wait_until 5 status_empty "$A"
+
 # 100 waiters on one file, half on each host: every one gets it in turn, and
 # both mounts answer meanwhile (no waiter keeps a FUSE worker).
 : >"$TESTDIR/hundred.log"
