@@ -1827,7 +1827,7 @@ static int ts_wait_free(lockfs_backend *be, const char *key, int timeout_ms)
 	if (getrandom(request, sizeof(request), 0) != sizeof(request))
 		return -EIO;
 	g_mutex_lock(&tb->wait_mu);
-	int64_t deadline = lockfs_mono_us() + timeout_ms * 1000 + tb->timeout_us;
+	int64_t deadline = lockfs_mono_us() + (int64_t)timeout_ms * 1000 + tb->timeout_us;
 	req q = { .key = key, .id = request, .ttl_ms = TTL_MIN_MS, .wait_ms = (uint64_t)timeout_ms };
 	ts_held h;
 	int r = hold_on(tb, &tb->waitl, deadline, &q, &h);
