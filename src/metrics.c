@@ -276,8 +276,8 @@ void metrics_render(const metrics_gauges *g, GString *out)
 	        "Heartbeats held back by heartbeat_min_interval (sent later with the renewals).",
 	        M_HB_SKIPPED);
 	counter(out, g, "lockfs_lock_waits_woken_total",
-	        "Waiting flock/fcntl requests tried again at once because the backend's watch "
-	        "reported a change of their lock.",
+	        "Waiting flock/fcntl requests tried again at once because the backend reported "
+	        "a change of their lock (etcd's watch, tinystore's wait in line).",
 	        M_WAIT_WATCHED);
 
 	family(out, "lockfs_locks_held", "gauge", "Locks held through this mount now.");
