@@ -316,6 +316,11 @@ static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint6
 	g_autofree char *own_sh = NULL; /* POSIX: the shared key kept while made exclusive */
 	if (f) {
 		lfs_dentry *d = flock_dentry(fs, f);
+		/* A lease past its lost deadline is lost now, whether or not the
+		 * renewals have said so yet: after a stop of this process, this
+		 * request may come before them, and another host may hold it. */
+		if (d && !d->lost && locks_lease_expired(fs, d))
+			locks_mark_lost(fs, d, "its lease could not be renewed in time");
 		if (!d || d->lost) {
 			lockfs_log(G_LOG_LEVEL_WARNING, f->key,
 			           "%s of %s by pid %d: its lock was lost, EIO",

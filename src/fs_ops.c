@@ -1496,8 +1496,11 @@ static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	g_autofree char *fkey = kind ? flock_fence_key(fs, node_of(fs, ino), kind, tgid) : NULL;
 	if (kind)
 		d = fkey ? g_hash_table_lookup(fs->held, fkey) : NULL;
+	/* As at a lookup: a lease that may have run out is lost now. */
+	if (kind && d && !d->lost && locks_lease_expired(fs, d))
+		locks_mark_lost(fs, d, "its lease could not be renewed in time");
 	/* Only the fence waits for its confirmation; the rest is at hand. */
-	int r = kind && !d ? -ENODATA : 0;
+	int r = kind && (!d || d->lost) ? -ENODATA : 0;
 	if (d && d->lease && !d->fence_final && (kind || !strcmp(name, "user.lockfs.fence"))) {
 		g_autofree char *key = g_strdup(d->lease->key);
 		uint64_t serial = d->serial;

@@ -4,7 +4,7 @@
 # close of its open file description; a blocking flock waits without tying
 # up the mount and a signal ends the wait; flock(1) on a lock name leaves
 # nothing behind.  With a shared backend, two mounts (hostA, hostB) are two
-# hosts, and a killed holder's flock is granted elsewhere only once its lease
+# hosts, and a killed or stopped holder's flock is granted elsewhere only once its lease
 # could have run out.  Clients: flock(1) (util-linux), python's fcntl.flock
 # from several threads, 20 waiting flock(1) processes on one mount and 100
 # on two.
@@ -214,15 +214,6 @@ is "$RC" 0 "hostB: a blocking flock gets it once hostA let go"
 handoff=$((($(cat "$TESTDIR/b1.got") - $(cat "$TESTDIR/a1.end")) / 1000000))
 cmp_ok "$handoff" -ge 0 "... after hostA's command ended"
 cmp_ok "$handoff" -lt 1500 "... within a polling round and a round trip (${handoff} ms)"
-# etcd's watch, and tinystore's hold that stands in line for the key, have
-# hostB's waiter tried as the lock is let go (LDAP's waiters poll):
-# lockfs_lock_waits_woken_total says which it was.
-woken() { timeout 10 cat -- "$1/.lockfs/metrics" | awk '$1 ~ /^lockfs_lock_waits_woken_total/ { print $2 }'; }
-case $LOCKFS_BACKEND in
-etcd) cmp_ok "$(woken "$B")" -ge 1 "hostB's waiter was woken by etcd's watch (lockfs_lock_waits_woken_total)" ;;
-tinystore) cmp_ok "$(woken "$B")" -ge 1 "hostB's waiter was woken by its hold standing in line (lockfs_lock_waits_woken_total)" ;;
-*) is "$(woken "$B")" 0 "$LOCKFS_BACKEND has no watch: hostB's waiter polled (lockfs_lock_waits_woken_total 0)" ;;
-esac
 
 flock -s "$A/job" -c "flock -s -n \"$B/job\" true; echo \$? >\"$TESTDIR/xsh\"; flock -x -n \"$B/job\" true; echo \$? >\"$TESTDIR/xex\""
 is "$(cat "$TESTDIR/xsh")" 0 "shared on hostA, then on hostB: both taken"
@@ -270,6 +261,16 @@ is "$fails" 0 "100 waiters on two hosts: every one got the lock (${t_all} ms in 
 is "$(count_sections "$TESTDIR/hundred.log")" "100 0" "... one at a time"
 both_empty() { status_empty "$A" && status_empty "$B"; }
 ok "nothing held on either host at the end" wait_until 10 both_empty
+# etcd's watch, and tinystore's hold that stands in line for the key, have
+# hostB's waiters tried as the lock is let go on hostA (LDAP's waiters poll):
+# lockfs_lock_waits_woken_total says which it was.  Counted over the
+# hand-overs so far: at any one, a poll may come first.
+woken() { timeout 10 cat -- "$1/.lockfs/metrics" | awk '$1 ~ /^lockfs_lock_waits_woken_total/ { print $2 }'; }
+case $LOCKFS_BACKEND in
+etcd) cmp_ok "$(woken "$B")" -ge 1 "hostB's waiters were woken by etcd's watch (lockfs_lock_waits_woken_total)" ;;
+tinystore) cmp_ok "$(woken "$B")" -ge 1 "hostB's waiters were woken by its hold standing in line (lockfs_lock_waits_woken_total)" ;;
+*) is "$(woken "$B")" 0 "$LOCKFS_BACKEND has no watch: hostB's waiters polled (lockfs_lock_waits_woken_total 0)" ;;
+esac
 
 # flock(1) on a lock name, both hosts: they exclude each other, and nothing
 # is left on either once both ended.
@@ -350,6 +351,32 @@ ok "... and hostB takes it" wait_until 10 flock -n "$B/job" true
 # Just back, the server may still be slow to answer hostA (EIO): once it does,
 # hostA takes it too.
 ok "... and so does hostA, once the server answers it" wait_until 10 flock -n "$A/job" true
+
+# hostA's lockfs stopped (SIGSTOP, as a stalled VM) while its holder keeps a
+# flock and hostB waits: hostB is granted it only once hostA's lease could
+# have run out, and when hostA runs again, before anything else it declares
+# the flock lost: its holder's next flock call answers EIO.
+exec {gofd}<>"$TESTDIR/go"
+timeout -k 2 60 "$PYTHON" "$TESTDIR/lostflock.py" "$A/job" <"$TESTDIR/go" >"$TESTDIR/stop.out" 2>&1 &
+lp=$!
+ok "hostA's holder takes the flock again" wait_until 10 grep -q held "$TESTDIR/stop.out"
+lost_before=$(grep -c "lost \.lockfs/flock/job" "$LOG_A")
+flock "$B/job" -c "date +%s%N >\"$TESTDIR/b3.got\"" &
+bp=$!
+t_stop=$(date +%s%N)
+kill -STOP "$A_PID"
+wait "$bp"
+is "$?" 0 "hostA's lockfs stopped: hostB's waiting flock is granted"
+after=$((($(cat "$TESTDIR/b3.got") - t_stop) / 1000000))
+cmp_ok "$after" -ge 1900 "... no sooner than hostA's lease could run out (${after} ms after the stop, ttl 3 s)"
+kill -CONT "$A_PID"
+echo go >&"$gofd"
+wait "$lp"
+is "$(tail -n 1 "$TESTDIR/stop.out")" EIO "... and once hostA runs again, its holder's next flock call answers EIO"
+lost_again() { (($(grep -c "lost \.lockfs/flock/job" "$LOG_A") > lost_before)); }
+ok "... as hostA declared it lost" wait_until 10 lost_again
+exec {gofd}>&-
+ok "... and hostA takes it once hostB let go" wait_until 10 flock -n "$A/job" true
 
 # The holder's lockfs killed (-9) while hostB waits: hostB is granted the
 # flock once hostA's lease could have run out (ttl 3 s), not before.
