@@ -369,8 +369,19 @@ wait "$bp"
 is "$?" 0 "hostA's lockfs stopped: hostB's waiting flock is granted"
 after=$((($(cat "$TESTDIR/b3.got") - t_stop) / 1000000))
 cmp_ok "$after" -ge 1900 "... no sooner than hostA's lease could run out (${after} ms after the stop, ttl 3 s)"
-kill -CONT "$A_PID"
+# The call is made while hostA is stopped: its request waits in the kernel's
+# queue and is read the moment hostA runs, as a stalled host's would be.
 echo go >&"$gofd"
+# A child of PID waits for the answer of a FUSE request (the stopped mount).
+in_fuse_wait() {
+    local c
+    for c in $(pgrep -P "$1"); do
+        [[ $(cat "/proc/$c/wchan" 2>/dev/null) == request_wait_answer ]] && return 0
+    done
+    return 1
+}
+ok "... its holder's next flock call waits on the stopped mount" wait_until 5 in_fuse_wait "$lp"
+kill -CONT "$A_PID"
 wait "$lp"
 is "$(tail -n 1 "$TESTDIR/stop.out")" EIO "... and once hostA runs again, its holder's next flock call answers EIO"
 lost_again() { (($(grep -c "lost \.lockfs/flock/job" "$LOG_A") > lost_before)); }

@@ -323,6 +323,43 @@ pl_stop l
 ok "... and hostB takes it once the server answers" wait_until 10 bash -c \
     'exec 9<>"$1" && exec "$2" -c "import fcntl; fcntl.lockf(9, fcntl.LOCK_EX | fcntl.LOCK_NB)"' _ "$B/data" "$PYTHON"
 
+cat >"$TESTDIR/waitone.py" <<'EOF'
+import fcntl, os, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+fcntl.lockf(fd, fcntl.LOCK_EX)
+print(time.time_ns(), flush=True)
+EOF
+
+# hostA's lockfs stopped (SIGSTOP, as a stalled VM) while its process holds a
+# POSIX lock and hostB waits: granted once hostA's lease could have run out;
+# resumed, hostA answers the holder's next lock call EIO.
+pl_start s "$A/data"
+took() { pl s lock wr 0 0; [[ $REPLY == OK ]]; }
+ok "hostA's process holds the lock again (once its backend answers)" wait_until 15 took
+timeout -k 2 30 "$PYTHON" "$TESTDIR/waitone.py" "$B/data" >"$TESTDIR/b3.got" &
+bp=$!
+t_stop=$(date +%s%N)
+kill -STOP "$A_PID"
+wait "$bp"
+is "$?" 0 "hostA's lockfs stopped: hostB's waiting F_SETLKW is granted"
+after=$((($(cat "$TESTDIR/b3.got") - t_stop) / 1000000))
+cmp_ok "$after" -ge 1900 "... no sooner than hostA's lease could run out (${after} ms after the stop, ttl 3 s)"
+# The call is made while hostA is stopped: its request waits in the kernel's
+# queue and is read the moment hostA runs, as a stalled host's would be.
+pl_send s lock wr 0 0
+in_fuse_wait() { # a child of PID waits for the answer of a FUSE request
+    local c
+    for c in $(pgrep -P "$1"); do
+        [[ $(cat "/proc/$c/wchan" 2>/dev/null) == request_wait_answer ]] && return 0
+    done
+    return 1
+}
+ok "... the holder's next lock call waits on the stopped mount" wait_until 5 in_fuse_wait "${DPID[s]}"
+kill -CONT "$A_PID"
+pl_reply s
+is "$REPLY" EIO "... and once hostA runs again, the holder's next lock call answers EIO"
+pl_stop s
+
 # The holder's lockfs killed (-9) while hostB waits: granted once hostA's
 # lease could have run out (ttl 3 s), not before.
 pl_start k "$A/data"
@@ -330,12 +367,6 @@ pl_start k "$A/data"
 # (LDAP: a StartTLS that timed out): its takes answer EIO until it is.
 took_again() { pl k lock wr 0 0; [[ $REPLY == OK ]]; }
 ok "hostA holds the lock again (once its backend answers)" wait_until 15 took_again
-cat >"$TESTDIR/waitone.py" <<'EOF'
-import fcntl, os, sys, time
-fd = os.open(sys.argv[1], os.O_RDWR)
-fcntl.lockf(fd, fcntl.LOCK_EX)
-print(time.time_ns(), flush=True)
-EOF
 timeout -k 2 30 "$PYTHON" "$TESTDIR/waitone.py" "$B/data" >"$TESTDIR/b2.got" &
 bp=$!
 t_kill=$(date +%s%N)

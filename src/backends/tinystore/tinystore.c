@@ -46,8 +46,10 @@
  * most for a semaphore. */
 #define SHARE_LIMIT 1000
 /* How long held() stands in line for a lock that may be held only by
- * another's look (a look holds it for a round trip). */
-#define LOOK_WAIT_MS 20
+ * another host's look, which holds it for a round trip and the time its
+ * lockfs takes to send the release: on a loaded host that was seen to pass
+ * 20 ms.  At most a quarter of network_timeout. */
+#define LOOK_WAIT_MS 100
 #define GRACE_MARGIN_MS 50
 
 /* Conflict on a kv write guarded by ifVersion. */
@@ -1792,7 +1794,7 @@ static int ts_look(lockfs_backend *be, const char *key, unsigned mine)
 	if (group)
 		q.limit = mine + 1;
 	else
-		q.wait_ms = LOOK_WAIT_MS;
+		q.wait_ms = (uint64_t)MIN(LOOK_WAIT_MS, MAX(tb->timeout_us / 4000, 1));
 	ts_held h;
 	int r = hold_call(tb, deadline, &q, &h);
 	if (r == 0) {
