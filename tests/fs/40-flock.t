@@ -182,7 +182,10 @@ for i in $(seq 1 $NW); do
     pids+=($!)
 done
 t0=$(date +%s%N)
-is "$(fsop1 lstat "$A/job")" OK "with $NW flock(1) waiting, the mount answers"
+# stat(1), not a python helper: the time is the mount's, not an interpreter's
+# start among the waiters' own.
+st %F "$A/job" >/dev/null
+is "$?" 0 "with $NW flock(1) waiting, the mount answers"
 cmp_ok "$(ms_since "$t0")" -lt 2000 "... at once"
 fails=0
 for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
@@ -252,7 +255,8 @@ for i in $(seq 1 100); do
     pids+=($!)
 done
 t0=$(date +%s%N)
-is "$(fsop1 lstat "$A/job"):$(fsop1 lstat "$B/job")" OK:OK "with 100 flock(1) waiting, both mounts answer"
+st %F "$A/job" >/dev/null && st %F "$B/job" >/dev/null
+is "$?" 0 "with 100 flock(1) waiting, both mounts answer"
 cmp_ok "$(ms_since "$t0")" -lt 3000 "... at once"
 fails=0
 for p in "${pids[@]}"; do wait "$p" || fails=$((fails + 1)); done
