@@ -376,14 +376,6 @@ cmp_ok "$after" -ge 1900 "... no sooner than hostA's lease could run out (${afte
 # The call is made while hostA is stopped: its request waits in the kernel's
 # queue and is read the moment hostA runs, as a stalled host's would be.
 echo go >&"$gofd"
-# A child of PID waits for the answer of a FUSE request (the stopped mount).
-in_fuse_wait() {
-    local c
-    for c in $(pgrep -P "$1"); do
-        [[ $(cat "/proc/$c/wchan" 2>/dev/null) == request_wait_answer ]] && return 0
-    done
-    return 1
-}
 ok "... its holder's next flock call waits on the stopped mount" wait_until 5 in_fuse_wait "$lp"
 kill -CONT "$A_PID"
 wait "$lp"

@@ -350,13 +350,6 @@ cmp_ok "$after" -ge 1900 "... no sooner than hostA's lease could run out (${afte
 # The call is made while hostA is stopped: its request waits in the kernel's
 # queue and is read the moment hostA runs, as a stalled host's would be.
 pl_send s lock wr 0 0
-in_fuse_wait() { # a child of PID waits for the answer of a FUSE request
-    local c
-    for c in $(pgrep -P "$1"); do
-        [[ $(cat "/proc/$c/wchan" 2>/dev/null) == request_wait_answer ]] && return 0
-    done
-    return 1
-}
 ok "... the holder's next lock call waits on the stopped mount" wait_until 5 in_fuse_wait "${DPID[s]}"
 kill -CONT "$A_PID"
 pl_reply s

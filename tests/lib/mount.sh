@@ -139,6 +139,15 @@ fsop1() {
 
 # st FORMAT PATH: stat -c with a timeout (a hung FUSE call must not hang us).
 st() { timeout -k 3 10 stat -c "$1" -- "$2"; }
+# in_fuse_wait PID: a child of PID waits for the answer of a FUSE request (a
+# stopped mount's): its wchan says so.
+in_fuse_wait() {
+    local c
+    for c in $(pgrep -P "$1"); do
+        [[ $(cat "/proc/$c/wchan" 2>/dev/null) == request_wait_answer ]] && return 0
+    done
+    return 1
+}
 
 # wait_until SECS CMD...: poll CMD every 0.1 s until it succeeds; 1 on timeout.
 wait_until() {
