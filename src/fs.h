@@ -253,6 +253,9 @@ const lockfs_lock_info *locks_late_info(lfs *fs, const char *key);
  * copies (lockfs_lock_info *). */
 void locks_lost_list(lfs *fs, const char *prefix, GHashTable *seen, GPtrArray *out);
 bool locks_lease_expired(lfs *fs, lfs_dentry *d);
+/* D (may be NULL) is lost now if its lease may have run out, whether or not
+ * the renewals have said so: true when D is lost. */
+bool locks_lost_if_expired(lfs *fs, lfs_dentry *d);
 /* Returns the next lost deadline (lockfs_mono_us), INT64_MAX when none. */
 int64_t locks_renew_due(lfs *fs);
 /* Wait for the renewal workers' calls, and stop them. */

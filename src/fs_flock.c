@@ -319,9 +319,7 @@ static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint6
 		/* A lease past its lost deadline is lost now, whether or not the
 		 * renewals have said so yet: after a stop of this process, this
 		 * request may come before them, and another host may hold it. */
-		if (d && !d->lost && locks_lease_expired(fs, d))
-			locks_mark_lost(fs, d, "its lease could not be renewed in time");
-		if (!d || d->lost) {
+		if (!d || locks_lost_if_expired(fs, d)) {
 			lockfs_log(G_LOG_LEVEL_WARNING, f->key,
 			           "%s of %s by pid %d: its lock was lost, EIO",
 			           cls == FL_POSIX ? "fcntl lock" : "flock", key_path(path),

@@ -738,11 +738,17 @@ bool locks_lease_expired(lfs *fs, lfs_dentry *d)
 	return lockfs_mono_us() - d->renewed_mono >= ttl - ttl / 5;
 }
 
+bool locks_lost_if_expired(lfs *fs, lfs_dentry *d)
+{
+	if (d && !d->lost && locks_lease_expired(fs, d))
+		locks_mark_lost(fs, d, "its lease could not be renewed in time");
+	return d && d->lost;
+}
+
 int locks_check_writable(lfs *fs, lfs_node *n)
 {
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
-		if (!d->lost && locks_lease_expired(fs, d))
-			locks_mark_lost(fs, d, "its lease could not be renewed in time");
+		locks_lost_if_expired(fs, d);
 	return n->lost ? -ESTALE : 0;
 }
 
@@ -1113,9 +1119,7 @@ int64_t locks_renew_due(lfs *fs)
 	g_hash_table_iter_init(&it, fs->held);
 	while (g_hash_table_iter_next(&it, &k, &v)) {
 		lfs_dentry *d = v;
-		if (!d->lost && locks_lease_expired(fs, d))
-			locks_mark_lost(fs, d, "its lease could not be renewed in time");
-		if (d->lost) {
+		if (locks_lost_if_expired(fs, d)) {
 			if (!g_hash_table_contains(fs->busy, k))
 				g_ptr_array_add(lost, g_strdup(k));
 			continue;

@@ -125,8 +125,7 @@ static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
 		return d;
 	/* A lease that may have run out is lost now, not at the next renewal
 	 * round: the backend may have granted the name elsewhere already. */
-	if (!d->lost && locks_lease_expired(fs, d))
-		locks_mark_lost(fs, d, "its lease could not be renewed in time");
+	locks_lost_if_expired(fs, d);
 	/* A lookup does not wait for a call on a live lock (a renewal may hang
 	 * on the network): while one runs, the name stays as it is.  A lock
 	 * past stale_after must not pass for live because a renewal happens
@@ -1497,10 +1496,8 @@ static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	if (kind)
 		d = fkey ? g_hash_table_lookup(fs->held, fkey) : NULL;
 	/* As at a lookup: a lease that may have run out is lost now. */
-	if (kind && d && !d->lost && locks_lease_expired(fs, d))
-		locks_mark_lost(fs, d, "its lease could not be renewed in time");
+	int r = kind && (!d || locks_lost_if_expired(fs, d)) ? -ENODATA : 0;
 	/* Only the fence waits for its confirmation; the rest is at hand. */
-	int r = kind && (!d || d->lost) ? -ENODATA : 0;
 	if (d && d->lease && !d->fence_final && (kind || !strcmp(name, "user.lockfs.fence"))) {
 		g_autofree char *key = g_strdup(d->lease->key);
 		uint64_t serial = d->serial;
