@@ -171,7 +171,7 @@ server_kill9() {
     done
     for ((i = 0; i < 100; i++)); do
         for pid in $pids; do
-            kill -0 "$pid" 2>/dev/null && continue 2
+            kill -0 "$pid" 2>/dev/null && { sleep 0.05; continue 2; }
         done
         return 0
     done
@@ -845,13 +845,16 @@ pick_holder() {
 # retried on EIO (40 x 250 ms), then 5 s to spare.  It was 10 s, less than
 # that, and a worker of hf was once called stuck with no call on its mount
 # running (a set -C worker's own create is not one ps can name).
+# Each call asks with a token of its own: server-kill-fresh parks hf before
+# its nemesis begins, and a token reused from an earlier park would find
+# the workers "parked" while they run.
 park_host() {
-    local h=$1 w i left tenths=$(((FAULTS_LONG_MS + 10000 + 5000) / 100))
-    printf '%s\n' "$NEM_ID" >"$RUN/park.$h"
+    local h=$1 w i left tenths=$(((FAULTS_LONG_MS + 10000 + 5000) / 100)) tok=${NEM_ID:-0}.${EPOCHREALTIME/./}
+    printf '%s\n' "$tok" >"$RUN/park.$h"
     for ((i = 0; i < tenths; i++)); do
         left=''
         for w in ${H_WIDS[$h]}; do
-            [[ $(cat "$RUN/parked.$w" 2>/dev/null) == "$NEM_ID" ]] || left+=" $w"
+            [[ $(cat "$RUN/parked.$w" 2>/dev/null) == "$tok" ]] || left+=" $w"
         done
         [[ -z $left ]] && return 0
         sleep 0.1
