@@ -302,18 +302,21 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out);
  * Called without fs->mu. */
 void remote_note_refused(lfs *fs, const char *key);
 
-/* fs_locks.c: a lookup by PID found lock KEY free; whether PID last found KEY
- * free before D was granted (and lately): its unlink is then no release. */
-void locks_saw_free(lfs *fs, pid_t pid, const char *key, int64_t at);
-/* PID found KEY free within the last 2 s, and has not tried to take it. */
-bool locks_saw_free_lately(lfs *fs, pid_t pid, const char *key);
+/* fs_locks.c: a lookup by PID asked at AT found lock KEY free, or FAILED
+ * (EIO: the backend did not answer), so PID saw no lock there; whether PID
+ * last saw none before D was granted (and lately): its unlink is then no
+ * release.  The answers say how it saw none ("after finding it free"), for
+ * the log; NULL when it did not. */
+void locks_saw_free(lfs *fs, pid_t pid, const char *key, int64_t at, bool failed);
+/* PID saw no lock at KEY lately, and has not tried to take it since. */
+const char *locks_saw_free_lately(lfs *fs, pid_t pid, const char *key);
 /* Make the fences of this mount's locks final before they are shown
  * (backends with confirm()): ONLY_KEY's, or all when NULL, of locks
  * granted at least OLDER_THAN_US ago.  Called with fs->mu. */
 void locks_confirm(lfs *fs, const char *only_key, int64_t older_than_us);
 /* The renew thread confirms the fences of locks held this long. */
 #define CONFIRM_AFTER_US (100 * 1000)
-bool locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d);
+const char *locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d);
 /* Every lock under PREFIX (lockfs_lock_info *, free with remote_info_free). */
 GPtrArray *remote_list(lfs *fs, const char *prefix);
 void remote_info_free(gpointer p);

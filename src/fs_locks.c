@@ -336,10 +336,16 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 }
 
 
-/* How long a process's finding a lock name free counts (below). */
+/* How long a process's finding a lock name free counts (below): from when
+ * the finding was answered; the unlink that follows may wait for the backend
+ * up to network_timeout first. */
 #define SAW_FREE_US (2 * G_USEC_PER_SEC)
+static int64_t saw_free_us(const lfs *fs)
+{
+	return SAW_FREE_US + fs->set->network_timeout_ms * 1000;
+}
 
-void locks_saw_free(lfs *fs, pid_t pid, const char *key, int64_t at)
+void locks_saw_free(lfs *fs, pid_t pid, const char *key, int64_t at, bool failed)
 {
 	if (!fs->saw_free)
 		fs->saw_free = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
@@ -349,14 +355,15 @@ void locks_saw_free(lfs *fs, pid_t pid, const char *key, int64_t at)
 		gpointer v;
 		g_hash_table_iter_init(&it, fs->saw_free);
 		while (g_hash_table_iter_next(&it, NULL, &v))
-			if (now - ((int64_t *)v)[1] > SAW_FREE_US)
+			if (now - ((int64_t *)v)[1] > saw_free_us(fs))
 				g_hash_table_iter_remove(&it);
 		if (g_hash_table_size(fs->saw_free) > 4096)
 			g_hash_table_remove_all(fs->saw_free);
 	}
-	/* When it found the name free, and when that was noted: the finding
-	 * counts for SAW_FREE_US from the noting. */
-	int64_t v[2] = { at, now };
+	/* When it found the name free, when that was noted (the finding
+	 * counts for saw_free_us from the noting), and
+	 * whether the look failed. */
+	int64_t v[3] = { at, now, failed };
 	g_hash_table_replace(fs->saw_free, saw_key(pid, key), g_memdup2(v, sizeof(v)));
 }
 
@@ -367,26 +374,33 @@ static const int64_t *saw_free_at(lfs *fs, pid_t pid, const char *key)
 		return NULL;
 	g_autofree char *k = saw_key(pid, key);
 	const int64_t *v = g_hash_table_lookup(fs->saw_free, k);
-	return v && lockfs_mono_us() - v[1] < SAW_FREE_US ? v : NULL;
+	return v && lockfs_mono_us() - v[1] < saw_free_us(fs) ? v : NULL;
 }
 
-bool locks_saw_free_lately(lfs *fs, pid_t pid, const char *key)
+static const char *saw_how(const int64_t *v)
 {
-	return saw_free_at(fs, pid, key) != NULL;
+	return !v ? NULL : v[2] ? "after its look at it failed" : "after finding it free";
+}
+
+const char *locks_saw_free_lately(lfs *fs, pid_t pid, const char *key)
+{
+	return saw_how(saw_free_at(fs, pid, key));
 }
 
 /* liblockfile's stale check stat()s the lock it could not take, and when
- * that finds nothing (the holder let go meanwhile) it unlinks the name
- * anyway, as stale: by then it may be the next holder's lock, which the
- * unlink, from the same uid, would release.  A process that last found the
- * name free before the lock was granted has never seen this lock: its
- * unlink answers ENOENT, which is what it expected. */
-bool locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d)
+ * that fails -- nothing there (the holder let go meanwhile), or EIO (the
+ * backend did not answer) -- it unlinks the name anyway, as stale: by then
+ * it may be the next holder's lock, which the unlink, from the same uid,
+ * would release (the etcd long run saw it after a server restart).  A
+ * process that last saw no lock there before the lock was granted has
+ * never seen this lock: its unlink answers ENOENT, which is what it
+ * expected.  Says how it saw none, or NULL. */
+const char *locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d)
 {
 	if (pid == (pid_t)d->holder.pid || !d->lease)
-		return false;
-	const int64_t *at = saw_free_at(fs, pid, d->lease->key);
-	return at && *at < d->granted_mono;
+		return NULL;
+	const int64_t *v = saw_free_at(fs, pid, d->lease->key);
+	return v && v[0] < d->granted_mono ? saw_how(v) : NULL;
 }
 
 /* How long after a grant that followed a loss the lost holder's late
@@ -426,12 +440,12 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		        who->pid, d->lease->key, d->prev_lost_pid, d->holder.pid);
 		return -ENOENT;
 	}
-	if (locks_unseen_by(fs, who->pid, d)) {
-		lockfs_log(
-		        G_LOG_LEVEL_INFO, d->lease->key,
-		        "pid %d removed %s after finding it free; the lock taken since (pid %" G_GINT64_FORMAT
-		        ") is left alone, ENOENT",
-		        who->pid, d->lease->key, d->holder.pid);
+	const char *unseen = locks_unseen_by(fs, who->pid, d);
+	if (unseen) {
+		lockfs_log(G_LOG_LEVEL_INFO, d->lease->key,
+		           "pid %d removed %s %s; the lock taken since (pid %" G_GINT64_FORMAT
+		           ") is left alone, ENOENT",
+		           who->pid, d->lease->key, unseen, d->holder.pid);
 		return -ENOENT;
 	}
 	if (policy_unlink_effect(who, d->holder.uid) == TOUCH_BREAK)

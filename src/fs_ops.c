@@ -206,10 +206,10 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 }
 
 static void locks_saw_free_name(lfs *fs, fuse_req_t req, lfs_node *dir, const char *name,
-                                int64_t at)
+                                int64_t at, bool failed)
 {
 	g_autofree char *key = node_key(fs, dir, name);
-	locks_saw_free(fs, lockfs_tgid(fuse_req_ctx(req)->pid), key, at);
+	locks_saw_free(fs, lockfs_tgid(fuse_req_ctx(req)->pid), key, at, failed);
 }
 
 static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -237,13 +237,16 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			 * release the new lock: to this process the name was
 			 * free, as for locks_unseen_by. */
 			n = d->node;
-			locks_saw_free_name(fs, req, dir, name, asked);
+			locks_saw_free_name(fs, req, dir, name, asked, false);
 		} else if (d)
 			n = d->node;
 		else if (!name_is_lock(fs, name))
 			r = dir->kind == NODE_DISK ? disk_lookup(fs, dir, name, &n) : -ENOENT;
-		else if ((r = lookup_remote(fs, dir, name, fuse_req_ctx(req)->uid, &n)) == -ENOENT)
-			locks_saw_free_name(fs, req, dir, name, asked);
+		else if ((r = lookup_remote(fs, dir, name, fuse_req_ctx(req)->uid, &n)) == -ENOENT ||
+		         r == -EIO)
+			/* A failed look shows no lock either: liblockfile
+			 * unlinks a name whose stat() fails (locks_unseen_by). */
+			locks_saw_free_name(fs, req, dir, name, asked, r == -EIO);
 	}
 	if (!r)
 		r = make_entry(fs, n, &e);
@@ -714,7 +717,7 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 			r = (fd = disk_open(n, fi->flags & ~O_TRUNC)) < 0 ? fd : 0;
 		found = !r && writing;
 		if (found)
-			locks_saw_free_name(fs, req, dir, name, 0); /* before any grant */
+			locks_saw_free_name(fs, req, dir, name, 0, false); /* before any grant */
 		else if (r)
 			node_maybe_free(fs, n); /* another host's, which no name keeps */
 	}

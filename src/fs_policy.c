@@ -88,11 +88,12 @@ int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_cal
 	 * judgement of it (liblockfile calls a lock whose stat() fails
 	 * invalid and unlinks the name), as for a lock taken here
 	 * (locks_unseen_by). */
-	if (locks_saw_free_lately(fs, c->pid, key)) {
+	const char *unseen = locks_saw_free_lately(fs, c->pid, key);
+	if (unseen) {
 		lockfs_log(G_LOG_LEVEL_INFO, key,
-		           "pid %d removed %s after finding it free; the lock held through host %s "
+		           "pid %d removed %s %s; the lock held through host %s "
 		           "(fence %s) is left alone, ENOENT",
-		           c->pid, key, info.holder.host ? info.holder.host : "-", info.fence);
+		           c->pid, key, unseen, info.holder.host ? info.holder.host : "-", info.fence);
 		lockfs_lock_info_clear(&info);
 		return -ENOENT;
 	}

@@ -107,4 +107,56 @@ is "$(fsop seq lstat "$B/u.lock" unlink "$B/u.lock")" "OK OK" \
 ok "... gone for hostB" wait_until 5 gone "$B/u.lock"
 ok "... hostB logged the break" wait_until 5 log_has "lock broken: u\.lock: held by hostA:" "$LOG_B"
 
+# A process whose look at a lock name failed (EIO: the backend did not
+# answer) has seen no lock there either, and liblockfile unlinks a name
+# whose stat() fails, as stale.  The etcd fault run saw that unlink release
+# a lock another tool on the same host had been granted 10 ms before, after
+# a server restart.  Its unlink answers ENOENT: of a lock taken since on its
+# host, and of a lock held through another.  Two more mounts with a long
+# ttl, so that pausing the server while the look fails costs no lease.
+lockfs_start_or_bail -o host=hostC -o ttl=30s -o network_timeout=1s
+C=$MNT
+LOG_C=$LOCKFS_LOG
+lockfs_start_or_bail -o host=hostD -o ttl=30s -o network_timeout=1s
+D=$MNT
+take_on_c() { [[ $(fsop1 excl "$C/$1") == OK ]]; }
+
+# failed_look KEY N: hostD holds KEY; on hostC a process looks at it while
+# the server is paused (the nap outlasts list_cache: the look asks the
+# server), then waits for $TESTDIR/go.N before it unlinks KEY.  Its answers
+# go to $TESTDIR/out.N; the server is running again when this returns.
+failed_look() {
+    is "$(fsop1 excl "$D/$1")" OK "$1: hostD takes it"
+    ok "$1: hostC sees it held by hostD" wait_until 10 held_by "$C" "$1" hostD
+    backend_server_pause
+    fsop seq nap 300 lstat "$C/$1" mark "$TESTDIR/looked.$2" waitfile "$TESTDIR/go.$2" \
+        unlink "$C/$1" >"$TESTDIR/out.$2" &
+    LOOKER=$!
+    ok "$1: hostC's look is over" wait_until 15 test -e "$TESTDIR/looked.$2"
+    backend_server_resume
+}
+
+failed_look e1.lock 1
+run 10 rm -f -- "$D/e1.lock"
+is "$RC" 0 "e1.lock: hostD lets it go"
+ok "e1.lock: another process on hostC takes it" wait_until 10 take_on_c e1.lock
+touch "$TESTDIR/go.1"
+wait "$LOOKER"
+is "$(cat "$TESTDIR/out.1")" "OK EIO OK OK ENOENT" \
+    "e1.lock: the process whose look failed (EIO) unlinks it after the other took it: ENOENT"
+is "$(xattr "$C/e1.lock" user.lockfs.state)" held "e1.lock: ... and the other process's lock is still held"
+ok "e1.lock: ... logged" \
+    log_has "removed e1\.lock after its look at it failed; the lock taken since" "$LOG_C"
+run 10 rm -f -- "$C/e1.lock"
+
+failed_look e2.lock 2
+touch "$TESTDIR/go.2"
+wait "$LOOKER"
+is "$(cat "$TESTDIR/out.2")" "OK EIO OK OK ENOENT" \
+    "e2.lock: the process whose look failed unlinks it while hostD holds it: ENOENT"
+is "$(xattr "$D/e2.lock" user.lockfs.state)" held "e2.lock: ... and hostD still holds it"
+ok "e2.lock: ... logged" \
+    log_has "removed e2\.lock after its look at it failed; the lock held through host hostD" "$LOG_C"
+run 10 rm -f -- "$D/e2.lock"
+
 done_testing

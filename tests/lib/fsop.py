@@ -105,13 +105,24 @@ def cmd_seq(a):
     """OP PATH [OP PATH ...] in this one process, back to back: lstat, excl
     (O_CREAT|O_EXCL, 0644, closed), unlink, childexcl (excl in a child
     process, which then is the lock's holder), holder (prints STATE/HOST
-    from user.lockfs.state and user.lockfs.host, an absent one empty), or
-    nap MS (sleep MS milliseconds, touching nothing).  Prints each
-    outcome."""
+    from user.lockfs.state and user.lockfs.host, an absent one empty),
+    nap MS (sleep MS milliseconds, touching nothing), mark FILE (creates
+    FILE, outside the mount: the test knows the steps before it are done)
+    or waitfile FILE (waits until FILE exists, 20 s at most, else
+    TIMEOUT: the test did what comes between).  Prints each outcome."""
     def one(op, path):
         if op == 'nap':
             time.sleep(int(path) / 1000.0)
             return 'OK'
+        if op == 'mark':
+            open(path, 'w').close()
+            return 'OK'
+        if op == 'waitfile':
+            for _ in range(2000):
+                if os.path.exists(path):
+                    return 'OK'
+                time.sleep(0.01)
+            return 'TIMEOUT'
         if op == 'childexcl':
             r = subprocess.run([sys.executable, __file__, 'excl', path],
                                stdout=subprocess.PIPE, check=False)
