@@ -15,6 +15,7 @@ _Atomic uint64_t lockfs_metrics_counters[M_COUNTERS];
 /* Whether the last backend call got an answer.  1 to start with: the
  * start-up check reached the backend before the mount existed. */
 static _Atomic int backend_up = 1;
+static _Atomic int64_t backend_failed_mono; /* when a call last failed (EIO) */
 
 typedef enum {
 	OP_ACQUIRE,
@@ -66,10 +67,19 @@ static int observe(backend_op op, int64_t t0, int r)
 	atomic_fetch_add_explicit(&hist[op].in[i], 1, memory_order_relaxed);
 	atomic_fetch_add_explicit(&hist[op].sum_us, (uint64_t)us, memory_order_relaxed);
 	bool ok = answered(r);
-	if (!ok)
+	if (!ok) {
 		atomic_fetch_add_explicit(&failed[op], 1, memory_order_relaxed);
+		atomic_store_explicit(&backend_failed_mono, t0 + us, memory_order_relaxed);
+	}
 	atomic_store_explicit(&backend_up, ok, memory_order_relaxed);
 	return r;
+}
+
+bool metrics_backend_down_lately(int64_t within_us)
+{
+	int64_t at = atomic_load_explicit(&backend_failed_mono, memory_order_relaxed);
+	return !atomic_load_explicit(&backend_up, memory_order_relaxed) && at &&
+	       lockfs_mono_us() - at < within_us;
 }
 
 /* ---- the timing backend ---- */

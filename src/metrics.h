@@ -40,6 +40,10 @@ static inline void metrics_count(metrics_counter c)
  * Its destroy() destroys INNER. */
 lockfs_backend *metrics_wrap_backend(lockfs_backend *inner);
 
+/* Whether the backend's last call failed (EIO) less than WITHIN_US ago and
+ * none has answered since: a call now would most likely wait for nothing. */
+bool metrics_backend_down_lately(int64_t within_us);
+
 /* The gauges the model knows, for metrics_render. */
 typedef struct {
 	const char *mountpoint;

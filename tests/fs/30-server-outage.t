@@ -171,6 +171,15 @@ long_outage() {
     timed mkdir "$A/m.lock"
     is "$R" EIO "$label: server down: mkdir of a lock on hostA answers EIO"
     cmp_ok "$MS" -le "$EIO_BOUND_MS" "$label: ... within the network timeout (${MS} ms)"
+    # The lost lock's name is gone for its holder's uid (below), at once:
+    # the server just failed to answer, and asking it again would only wait
+    # the network timeout to say so.  Timed with stat(1), not a python start.
+    local t0 msg
+    t0=$(date +%s%N)
+    msg=$(LC_ALL=C timeout 10 stat -c %n -- "$A/x.lock" 2>&1)
+    MS=$(ms_since "$t0")
+    like "$msg" "No such file or directory" "$label: the lost holder's stat of x.lock right after an EIO: ENOENT"
+    cmp_ok "$MS" -lt $((NET_MS / 2)) "$label: ... at once, without waiting for the server (${MS} ms)"
     : >"$B/tmp.B"
     timed link "$B/tmp.B" "$B/x.lock"
     is "$R" EIO "$label: server down: hostB's link() onto hostA's x.lock answers EIO, not EEXIST"
