@@ -133,6 +133,12 @@ typedef struct {
 	 * connection of their own, one wait at a time. */
 	GMutex wait_mu;
 	ts_link waitl;
+
+	/* held()'s looks, which stand in line up to LOOK_WAIT_MS: a
+	 * connection of their own, one look at a time, so that renewals never
+	 * wait behind them (clients polling a held flock would starve them). */
+	GMutex look_mu;
+	ts_link lookl;
 	GMutex st_mu; /* guards the rest, and the leases' publication state */
 	GCond st_cv;
 	bool stop;
@@ -1788,32 +1794,33 @@ static int ts_look(lockfs_backend *be, const char *key, unsigned mine)
 	if (getrandom(request, sizeof(request), 0) != sizeof(request))
 		return -EIO;
 	int64_t deadline = lockfs_mono_us() + tb->timeout_us;
-	if (!take_conn(tb, deadline))
-		return -EIO;
 	req q = { .key = place, .id = request, .ttl_ms = TTL_MIN_MS };
 	if (group)
 		q.limit = mine + 1;
 	else
 		q.wait_ms = (uint64_t)MIN(LOOK_WAIT_MS, MAX(tb->timeout_us / 4000, 1));
 	ts_held h;
-	int r = hold_call(tb, deadline, &q, &h);
+	g_mutex_lock(&tb->look_mu);
+	int r = hold_on(tb, &tb->lookl, deadline, &q, &h);
+	int64_t at = lockfs_mono_us(), at_server = 0;
 	if (r == 0) {
-		/* A lock granted in a restart's grace may still be held by a
-		 * holder from before the restart. */
-		int g = 0;
-		if (!group) {
-			int64_t at = lockfs_mono_us();
-			g = check_epoch(tb, deadline, place, h.fence, at,
-			                ts_conn_server_ms(tb->main.conn, at));
-		}
+		at_server = ts_conn_server_ms(tb->lookl.conn, at);
 		/* Left to its second of ttl if this fails: a refusal meanwhile. */
-		lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, place, h.lease, true);
-		r = g == -EEXIST ? 1 : g < 0 ? -EIO : 0;
-	} else {
-		r = r == -EEXIST ? 1 : -EIO;
+		lease_call(tb, &tb->lookl, deadline, TS_LOCKS_RELEASE, place, h.lease, true);
 	}
+	g_mutex_unlock(&tb->look_mu);
+	if (r != 0)
+		return r == -EEXIST ? 1 : -EIO;
+	if (group)
+		return 0;
+	/* A lock granted in a restart's grace may still be held by a holder
+	 * from before the restart.  The epoch is the main connection's to
+	 * settle; it is held a moment only, unless the epoch is new. */
+	if (!take_conn(tb, deadline))
+		return -EIO;
+	int g = check_epoch(tb, deadline, place, h.fence, at, at_server);
 	give_conn(tb);
-	return r;
+	return g == -EEXIST ? 1 : g < 0 ? -EIO : 0;
 }
 
 /* tinystore has no watch, but a hold that stands in line is a blocking
@@ -1905,6 +1912,9 @@ static void ts_destroy(lockfs_backend *be)
 	drop_conn(&tb->waitl);
 	g_free(tb->waitl.last_error);
 	g_mutex_clear(&tb->wait_mu);
+	drop_conn(&tb->lookl);
+	g_free(tb->lookl.last_error);
+	g_mutex_clear(&tb->look_mu);
 	target_clear(&tb->target);
 	g_free(tb->lock_name);
 	g_free(tb->mount);
@@ -2118,6 +2128,8 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 	tb->pub.role = " (holder records)";
 	tb->waitl.role = " (waits)";
 	g_mutex_init(&tb->wait_mu);
+	tb->lookl.role = " (looks)";
+	g_mutex_init(&tb->look_mu);
 	g_mutex_init(&tb->st_mu);
 	g_cond_init(&tb->st_cv);
 	tb->pub_sleep_until = INT64_MIN;
