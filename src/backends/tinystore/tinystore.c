@@ -50,6 +50,11 @@
  * lockfs takes to send the release: on a loaded host that was seen to pass
  * 20 ms.  At most a quarter of network_timeout. */
 #define LOOK_WAIT_MS 100
+/* Connections for renewals (and their records' refresh), beside the lock
+ * connection: a renewal is two round trips, one call at a time on a
+ * connection, and with thousands of locks held one connection cannot
+ * carry them within a renew interval (bench/holdmany). */
+#define RENEW_CONNS 8
 #define GRACE_MARGIN_MS 50
 
 /* Conflict on a kv write guarded by ifVersion. */
@@ -98,7 +103,7 @@ typedef struct {
 	int64_t due_us;        /* when to publish it (monotonic) */
 	uint64_t seq;          /* ties between equal due times */
 	int64_t renewed_us;    /* when the last successful hold or renew was sent */
-	uint64_t gen;          /* the main connection that answered it */
+	uint64_t gen;          /* the main connection that answered it; 0 another */
 	GSequenceIter *queued; /* its place in the publication queue */
 	bool in_work;          /* in the work queue */
 } ts_lease;
@@ -139,6 +144,12 @@ typedef struct {
 	 * wait behind them (clients polling a held flock would starve them). */
 	GMutex look_mu;
 	ts_link lookl;
+
+	/* Renewals: RENEW_CONNS connections, each one call at a time; a
+	 * renewal takes the first that is free (renew_next spreads them). */
+	GMutex renew_mu[RENEW_CONNS];
+	ts_link renl[RENEW_CONNS];
+	unsigned renew_next; /* atomic */
 	GMutex st_mu; /* guards the rest, and the leases' publication state */
 	GCond st_cv;
 	bool stop;
@@ -1452,22 +1463,40 @@ static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_be
 	return r;
 }
 
+/* A renewal connection, held (one call at a time on it): the first free,
+ * or else the next in turn, waited for (its call is bounded by its own
+ * deadline).  Give it back with g_mutex_unlock(&tb->renew_mu[*i]). */
+static ts_link *take_renew_link(ts_backend *tb, unsigned *i)
+{
+	unsigned start = __atomic_fetch_add(&tb->renew_next, 1, __ATOMIC_RELAXED);
+	for (unsigned k = 0; k < RENEW_CONNS; k++) {
+		*i = (start + k) % RENEW_CONNS;
+		if (g_mutex_trylock(&tb->renew_mu[*i]))
+			return &tb->renl[*i];
+	}
+	*i = start % RENEW_CONNS;
+	g_mutex_lock(&tb->renew_mu[*i]);
+	return &tb->renl[*i];
+}
+
 static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 {
 	ts_backend *tb = (ts_backend *)be;
 	ts_lease *lp = lease->priv;
-	int64_t deadline = begin(tb);
-	if (!deadline)
-		return -EIO;
+	unsigned li;
+	ts_link *link = take_renew_link(tb, &li);
+	int64_t deadline = lockfs_mono_us() + tb->timeout_us;
 	/* The lease runs from when the renewal was sent, not answered. */
 	int64_t sent = lockfs_mono_us();
-	int r = lease_call(tb, &tb->main, deadline, TS_LOCKS_RENEW, lease->key, lp->rec.lease, true);
+	int r = lease_call(tb, link, deadline, TS_LOCKS_RENEW, lease->key, lp->rec.lease, true);
 	if (r == 0) {
 		GByteArray *value = NULL;
 		bool dirty = false;
 		g_mutex_lock(&tb->st_mu);
 		lp->renewed_us = sent;
-		lp->gen = tb->main.gen;
+		/* Not the lock connection: a release goes the general way
+		 * (ts_release's one-call release needs the very connection). */
+		lp->gen = 0;
 		if (lp->state == PUB_PUBLISHED && lp->writer == W_NONE && !lp->releasing) {
 			/* The record goes on with the lease. */
 			lp->writer = W_CALLER;
@@ -1483,9 +1512,8 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 		}
 		g_mutex_unlock(&tb->st_mu);
 		if (value) {
-			int k = dirty ? rewrite_record(tb, &tb->main, deadline, lp, value,
-			                               (uint64_t)tb->ttl_ms)
-			              : expire_record(tb, &tb->main, deadline, lp, value);
+			int k = dirty ? rewrite_record(tb, link, deadline, lp, value, (uint64_t)tb->ttl_ms)
+			              : expire_record(tb, link, deadline, lp, value);
 			g_byte_array_unref(value);
 			/* The lease is what counts; the record is only its description. */
 			if (k < 0)
@@ -1508,7 +1536,7 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 		}
 		g_mutex_unlock(&tb->st_mu);
 	}
-	give_conn(tb);
+	g_mutex_unlock(&tb->renew_mu[li]);
 	return r;
 }
 
@@ -1915,6 +1943,11 @@ static void ts_destroy(lockfs_backend *be)
 	drop_conn(&tb->lookl);
 	g_free(tb->lookl.last_error);
 	g_mutex_clear(&tb->look_mu);
+	for (int i = 0; i < RENEW_CONNS; i++) {
+		drop_conn(&tb->renl[i]);
+		g_free(tb->renl[i].last_error);
+		g_mutex_clear(&tb->renew_mu[i]);
+	}
 	target_clear(&tb->target);
 	g_free(tb->lock_name);
 	g_free(tb->mount);
@@ -2130,6 +2163,10 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 	g_mutex_init(&tb->wait_mu);
 	tb->lookl.role = " (looks)";
 	g_mutex_init(&tb->look_mu);
+	for (int i = 0; i < RENEW_CONNS; i++) {
+		tb->renl[i].role = " (renewals)";
+		g_mutex_init(&tb->renew_mu[i]);
+	}
 	g_mutex_init(&tb->st_mu);
 	g_cond_init(&tb->st_cv);
 	tb->pub_sleep_until = INT64_MIN;
