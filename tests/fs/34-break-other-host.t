@@ -136,27 +136,28 @@ failed_look() {
     backend_server_resume
 }
 
+# finish_look KEY N HOLDER_MNT WHEN LOG: failed_look's process unlinks
+# KEY now: ENOENT, KEY's holder (through HOLDER_MNT) still holds it, and
+# hostC logged LOG.
+finish_look() {
+    touch "$TESTDIR/go.$2"
+    wait "$LOOKER"
+    is "$(cat "$TESTDIR/out.$2")" "OK EIO OK OK ENOENT" \
+        "$1: the process whose look failed (EIO) unlinks it $4: ENOENT"
+    is "$(xattr "$3/$1" user.lockfs.state)" held "$1: ... and its holder still holds it"
+    ok "$1: ... logged" log_has "$5" "$LOG_C"
+    run 10 rm -f -- "$3/$1"
+}
+
 failed_look e1.lock 1
 run 10 rm -f -- "$D/e1.lock"
 is "$RC" 0 "e1.lock: hostD lets it go"
 ok "e1.lock: another process on hostC takes it" wait_until 10 take_on_c e1.lock
-touch "$TESTDIR/go.1"
-wait "$LOOKER"
-is "$(cat "$TESTDIR/out.1")" "OK EIO OK OK ENOENT" \
-    "e1.lock: the process whose look failed (EIO) unlinks it after the other took it: ENOENT"
-is "$(xattr "$C/e1.lock" user.lockfs.state)" held "e1.lock: ... and the other process's lock is still held"
-ok "e1.lock: ... logged" \
-    log_has "removed e1\.lock after its look at it failed; the lock taken since" "$LOG_C"
-run 10 rm -f -- "$C/e1.lock"
+finish_look e1.lock 1 "$C" "after another process on hostC took it" \
+    "removed e1\.lock after its look at it failed; the lock taken since"
 
 failed_look e2.lock 2
-touch "$TESTDIR/go.2"
-wait "$LOOKER"
-is "$(cat "$TESTDIR/out.2")" "OK EIO OK OK ENOENT" \
-    "e2.lock: the process whose look failed unlinks it while hostD holds it: ENOENT"
-is "$(xattr "$D/e2.lock" user.lockfs.state)" held "e2.lock: ... and hostD still holds it"
-ok "e2.lock: ... logged" \
-    log_has "removed e2\.lock after its look at it failed; the lock held through host hostD" "$LOG_C"
-run 10 rm -f -- "$D/e2.lock"
+finish_look e2.lock 2 "$D" "while hostD holds it" \
+    "removed e2\.lock after its look at it failed; the lock held through host hostD"
 
 done_testing
