@@ -481,19 +481,30 @@ static void test_look_apart(void)
 	g_autofree char *mine = new_key("mine.lock");
 	lockfs_lease *lb = take(b, key, "host-b");
 	lockfs_lease *la = take(a, mine, "host-a");
-	looker l = { a, key, 10, 0 };
-	GThread *t = g_thread_new("look", look_many, &l);
+	/* Three clients polling: their looks come back to back. */
+	looker l[3] = { { a, key, 10, 0 }, { a, key, 10, 0 }, { a, key, 10, 0 } };
+	GThread *t[3];
+	for (int i = 0; i < 3; i++)
+		t[i] = g_thread_new("look", look_many, &l[i]);
 	int64_t worst = 0;
+	int slow = 0;
 	for (int i = 0; i < 40; i++) {
-		int64_t t0 = lockfs_mono_us();
+		int64_t t0 = lockfs_mono_us(), took;
 		g_assert_cmpint(a->renew(a, la), ==, 0);
-		worst = MAX(worst, lockfs_mono_us() - t0);
+		took = lockfs_mono_us() - t0;
+		worst = MAX(worst, took);
+		slow += took >= 50000;
 		g_usleep(20000); /* renewals spread over the looks' second */
 	}
-	g_thread_join(t);
-	g_assert_cmpint(l.held, ==, 10); /* every look saw b's lock */
-	g_test_message("slowest renewal beside the looks: %" G_GINT64_FORMAT " us", worst);
-	g_assert_cmpint(worst, <, 50000);
+	for (int i = 0; i < 3; i++) {
+		g_thread_join(t[i]);
+		g_assert_cmpint(l[i].held, ==, 10); /* every look saw b's lock */
+	}
+	g_test_message("renewals beside the looks: %d of 40 took 50 ms or more, the slowest %" G_GINT64_FORMAT
+	               " us", slow, worst);
+	/* Behind the looks one would wait for several of them (each stands
+	 * in line 100 ms: 180-900 ms seen); beside them, a few ms. */
+	g_assert_cmpint(worst, <, 150000);
 	give(a, la);
 	give(b, lb);
 	a->destroy(a);
