@@ -205,6 +205,17 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 		lockfs_lock_info_clear(&info);
 		return -ENOENT;
 	}
+	/* The backend still holds the very lease this mount lost (a renewal
+	 * given up on reached it late; etcd extends leases across a restart),
+	 * and will be told to let it go.  To its holder's uid it is gone, as
+	 * that holder was told: shown with its fence, a client checking its
+	 * fence by path would take it for still its own (the etcd long run saw
+	 * a section go on 54 ms into the next holder's). */
+	const lockfs_lock_info *lost = late ? locks_late_info(fs, key) : NULL;
+	if (lost && lost->fence[0] && strcmp(lost->fence, info.fence) == 0) {
+		lockfs_lock_info_clear(&info);
+		return -ENOENT;
+	}
 	lockfs_log(G_LOG_LEVEL_DEBUG, key, "lookup %s: held elsewhere (host %s pid %" G_GINT64_FORMAT ", fence %s)",
 	           key, info.holder.host ? info.holder.host : "-", info.holder.pid, info.fence);
 	*out = remote_node_new(fs, &info);
