@@ -96,15 +96,7 @@ open_fd() {
 close_fd() { local fd=$1; exec {fd}<&-; }
 is_lost() { [[ $(state_of "$1") == lost ]]; }
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
-takes() { [[ $(fsop1 excl "$1" 0644 "${2:-}") == OK ]]; }
 
-# held_by MNT KEY HOST [FENCE]: MNT's status shows KEY held by HOST (with FENCE).
-held_by() {
-    local line
-    line=$(status_line "$2" "$1")
-    [[ $(status_field "$line" state) == held && $(status_field "$line" host) == "$3" ]] || return 1
-    [[ -z ${4:-} || $(status_field "$line" fence) == "$4" ]]
-}
 
 # renewed_since MNT KEY T0 TTL_MS: MNT renewed KEY's lease with a renewal
 # sent after T0 (date +%s%N).  The lease runs ttl from the last renewal sent,

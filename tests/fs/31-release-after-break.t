@@ -30,13 +30,6 @@ LOG_B=$LOCKFS_LOG
 
 # field MNT KEY NAME: "NAME: value" of .lockfs/KEY on mount MNT.
 field() { info_field "$2" "$3" "$1"; }
-# held_by MNT KEY HOST [FENCE]: MNT's status shows KEY held by HOST (with FENCE).
-held_by() {
-    local line
-    line=$(status_line "$2" "$1")
-    [[ $(status_field "$line" state) == held && $(status_field "$line" host) == "$3" ]] || return 1
-    [[ -z ${4:-} || $(status_field "$line" fence) == "$4" ]]
-}
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
 fd_lost() { [[ $(timeout 10 getfattr --only-values -n user.lockfs.state -- "$1" 2>/dev/null) == lost ]]; }
 

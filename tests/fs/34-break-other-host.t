@@ -28,12 +28,6 @@ lockfs_start_or_bail -o host=hostB -o ttl=3s -o network_timeout=1s
 B=$MNT
 LOG_B=$LOCKFS_LOG
 
-held_by() { # MNT KEY HOST [FENCE]
-    local line
-    line=$(status_line "$2" "$1")
-    [[ $(status_field "$line" state) == held && $(status_field "$line" host) == "$3" ]] || return 1
-    [[ -z ${4:-} || $(status_field "$line" fence) == "$4" ]]
-}
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
 # What hostA's .lockfs/ says of its lost lock: its name has left hostA's
 # namespace, but the loss is shown while nobody else holds it.

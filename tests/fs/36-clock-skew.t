@@ -58,12 +58,6 @@ mine() {
     [[ $(info_field "$2" state "$1") == held && $(info_field "$2" mine "$1") == yes ]]
 }
 
-# held_by MNT KEY HOST: MNT shows KEY held by HOST.
-held_by() {
-    local line
-    line=$(status_line "$2" "$1")
-    [[ $(status_field "$line" state) == held && $(status_field "$line" host) == "$3" ]]
-}
 
 ms() { echo $(($(date +%s%N) / 1000000)); }
 

@@ -32,13 +32,6 @@ EIO_BOUND_MS=2500
 
 is_lost() { [[ $(state_of "$1") == lost ]]; }
 gone() { [[ $(fsop1 lstat "$1") == ENOENT ]]; }
-takes() { [[ $(fsop1 excl "$1" 0644 "${2:-}") == OK ]]; }
-held_by() { # MNT KEY HOST [FENCE]
-    local line
-    line=$(status_line "$2" "$1")
-    [[ $(status_field "$line" state) == held && $(status_field "$line" host) == "$3" ]] || return 1
-    [[ -z ${4:-} || $(status_field "$line" fence) == "$4" ]]
-}
 # renewed_since MNT KEY T0 TTL_MS: a renewal of KEY's lease sent after T0
 # (lease_left_ms counts ttl from the last renewal sent).
 renewed_since() {

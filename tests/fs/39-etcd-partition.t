@@ -59,13 +59,6 @@ at_exit partition_cleanup
 mkdir "$CG_DIR" 2>"$TESTDIR/.cg.err" || skip_all "cannot make a cgroup in $CG2: $(head -n 1 "$TESTDIR/.cg.err")"
 
 EIO_BOUND_MS=4500 # network_timeout (3 s), plus python's start and a loaded machine
-takes() { [[ $(fsop1 excl "$1" 0644 "${2:-}") == OK ]]; }
-held_by() { # MNT KEY HOST [FENCE]
-    local line
-    line=$(status_line "$2" "$1")
-    [[ $(status_field "$line" state) == held && $(status_field "$line" host) == "$3" ]] || return 1
-    [[ -z ${4:-} || $(status_field "$line" fence) == "$4" ]]
-}
 renewals() { # MNT: renewals that succeeded (.lockfs/metrics)
     timeout 10 awk '$1 ~ /^lockfs_renewals_total([{]|$)/ { print $2; exit }' "$1/.lockfs/metrics"
 }

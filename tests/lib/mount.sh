@@ -647,6 +647,18 @@ fence_gt() {
     fi
 }
 
+# held_by MNT KEY HOST [FENCE]: MNT's .lockfs/status shows KEY held by HOST
+# (with FENCE): what MNT's host believes, from the backend's list.
+held_by() {
+    local line
+    line=$(status_line "$2" "$1")
+    [[ $(status_field "$line" state) == held && $(status_field "$line" host) == "$3" ]] || return 1
+    [[ -z ${4:-} || $(status_field "$line" fence) == "$4" ]]
+}
+
+# takes PATH [CONTENT]: an O_EXCL create of PATH succeeds (the lock taken).
+takes() { [[ $(fsop1 excl "$1" 0644 "${2:-}") == OK ]]; }
+
 # log_has ERE [LOG]: the daemon log has a line matching ERE.
 log_has() { grep -Eq -- "$1" "${2:-$LOCKFS_LOG}"; }
 
