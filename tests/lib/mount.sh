@@ -74,6 +74,7 @@ declare -A _lockfs_mnt_of=() _lockfs_log_of=()
 # Detached mounts: the detach.py that adopted the daemon, and its files' stem.
 declare -A _lockfs_adopter_of=() _lockfs_stem_of=()
 declare -a _lockfs_mnts=()
+declare -a _faketime_holders=()
 
 # ---------------------------------------------------------------- preconditions
 
@@ -384,6 +385,8 @@ lockfs_start() {
         [[ -n ${FAKETIME_LIB:-} ]] || faketime_lib >/dev/null ||
             BAIL_OUT "lockfs_start --faketime: no libfaketime (call faketime_or_skip first)"
         pre=("FAKETIME=$fake" FAKETIME_DONT_FAKE_MONOTONIC=1 "LD_PRELOAD=$FAKETIME_LIB")
+        _faketime_shared || return 1
+        pre+=("FAKETIME_SHARED=$FAKETIME_SHARED")
     fi
     if [[ ${LOCKFS_TEST_DETACHED:-0} == 1 && ${#args[@]} -eq 0 ]]; then
         : >"$LOCKFS_LOG"
@@ -436,6 +439,40 @@ faketime_lib() {
         fi
     done
     return 1
+}
+
+# _faketime_shared: sets FAKETIME_SHARED to a semaphore and shared memory
+# of libfaketime's that a process of this test owns, for one mount.
+# libfaketime keeps a faked clock's state there: the first process under
+# it creates them, its children find them by FAKETIME_SHARED, and the
+# creator removes them when it exits.  A detaching lockfs's first process
+# is the parent that exits once the mount is up, so the daemon's notify
+# command found them gone ("sem_open failed") and died; a lockfs killed -9
+# leaves them in /dev/shm.  This test's own holder creates them, and the
+# cleanup removes them.
+_faketime_shared() {
+    local holder i
+    env FAKETIME=+0s "LD_PRELOAD=$FAKETIME_LIB" sleep 100000 </dev/null >/dev/null 2>&1 &
+    holder=$!
+    _faketime_holders+=("$holder")
+    for ((i = 0; i < 100; i++)); do
+        if [[ -e /dev/shm/faketime_shm_$holder && -e /dev/shm/sem.faketime_sem_$holder ]]; then
+            FAKETIME_SHARED="/faketime_sem_$holder /faketime_shm_$holder"
+            return 0
+        fi
+        sleep 0.05
+    done
+    diag "libfaketime made no shared memory for its holder (pid $holder) within 5 s"
+    return 1
+}
+
+_faketime_cleanup() {
+    local pid
+    for pid in "${_faketime_holders[@]}"; do
+        kill "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        rm -f "/dev/shm/faketime_shm_$pid" "/dev/shm/sem.faketime_sem_$pid"
+    done
 }
 
 # faketime_or_skip: this file needs a faked wall clock.
@@ -526,6 +563,7 @@ _mount_cleanup() {
     for mnt in "${_lockfs_mnts[@]}"; do
         is_mounted_any "$mnt" && _unmount_force "$mnt"
     done
+    _faketime_cleanup
     eval "$_backend_stop"
     if [[ -n ${LOCKFS_TEST_KEEP:-} ]] || ((_tap_failed > 0 && ${LOCKFS_TEST_KEEP_FAILED:-0})); then
         diag "keeping $TESTDIR"
