@@ -53,10 +53,19 @@ typedef struct {
 	bool released;    /* release() answered 0 or -ENOENT */
 } etcd_priv;
 
+/* A key to delete before the next keep-alive: a lock declared lost (by its
+ * create revision), or one a put of ours may have taken although its
+ * answer was lost (by the value put, which no other holder's can equal). */
 typedef struct {
 	char *key;
 	int64_t create_rev;
+	char *value; /* base64; the put's, or NULL */
+	int rounds;  /* keep-alive rounds a put's key is still looked for */
 } abandoned_key;
+
+/* How many keep-alive rounds a put whose answer was lost is looked for: it
+ * may still reach etcd after the call gave up (queued in a socket). */
+#define UNANSWERED_ROUNDS 3
 
 struct etcd_backend {
 	lockfs_backend base;
@@ -234,23 +243,38 @@ static void abandoned_free(gpointer p)
 {
 	abandoned_key *a = p;
 	g_free(a->key);
+	g_free(a->value);
 	g_free(a);
 }
 
 
 /* Delete the keys of locks the mount declared lost while the lease may live
- * on, so the shared lease does not keep them (each only if still ours). */
+ * on, and of puts whose answer was lost, so the shared lease does not keep
+ * them for nobody (each only if still ours). */
 static void delete_abandoned(etcd_backend *b, GPtrArray *keys, int64_t deadline)
 {
 	for (guint i = 0; i < keys->len; i++) {
 		abandoned_key *a = keys->pdata[i];
-		g_autofree char *body = etcd_txn_delete_body(a->key, a->create_rev, 0);
+		const char *key = a->key + b->prefix_len;
+		g_autofree char *body = a->value ? etcd_txn_delete_value_body(a->key, a->value)
+		                                 : etcd_txn_delete_body(a->key, a->create_rev, 0);
 		JsonNode *out = NULL;
-		int r = call(b, a->key + b->prefix_len, "deleting a lost lock", "/v3/kv/txn", body,
-		             deadline, &out);
+		int r = call(b, key, a->value ? "deleting a lock taken by an unanswered put"
+		                              : "deleting a lost lock",
+		             "/v3/kv/txn", body, deadline, &out);
+		bool done = r == 0 || r == -ESTALE;
+		if (r == 0 && a->value) {
+			if (etcd_json_bool(json_node_get_object(out), "succeeded"))
+				lockfs_log(G_LOG_LEVEL_WARNING, key,
+				           "etcd: deleted %s: a put of this mount had taken it, but "
+				           "its answer was lost and its taker was told EIO",
+				           key);
+			else
+				done = --a->rounds <= 0;
+		}
 		if (out)
 			json_node_unref(out);
-		if (r == 0 || r == -ESTALE) {
+		if (done) {
 			abandoned_free(a);
 			keys->pdata[i] = NULL;
 		}
@@ -563,8 +587,21 @@ static int etcd_acquire(lockfs_backend *be, const char *key, const lockfs_holder
 			continue;
 		}
 		if (r) {
-			if (r == -ESTALE)
+			if (r == -ESTALE) {
 				r = -EIO;
+				break;
+			}
+			/* etcd may have applied the put and its answer been
+			 * lost: the key would stay, on the mount lease every
+			 * keep-alive extends, held for nobody.  Delete it if
+			 * it holds this very value, before the next keep-alive. */
+			abandoned_key *a = g_new0(abandoned_key, 1);
+			a->key = g_strdup(full);
+			a->value = g_strdup(v);
+			a->rounds = UNANSWERED_ROUNDS;
+			g_mutex_lock(&b->mu);
+			g_ptr_array_add(b->abandoned, a);
+			g_mutex_unlock(&b->mu);
 			break;
 		}
 		JsonObject *o = json_node_get_object(reply);

@@ -593,3 +593,12 @@ char *etcd_txn_delete_body(const char *key, int64_t create_rev, int64_t mod_rev)
 	                       "\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]}",
 	                       k, create_rev, mod, k);
 }
+
+char *etcd_txn_delete_value_body(const char *key, const char *value_b64)
+{
+	g_autofree char *k = etcd_b64(key, strlen(key));
+	return g_strdup_printf("{\"compare\":[{\"key\":\"%s\",\"target\":\"VALUE\",\"result\":"
+	                       "\"EQUAL\",\"value\":\"%s\"}],"
+	                       "\"success\":[{\"request_delete_range\":{\"key\":\"%s\"}}]}",
+	                       k, value_b64, k);
+}

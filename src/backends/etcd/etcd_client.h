@@ -77,6 +77,8 @@ const char *etcd_json_str(JsonObject *o, const char *member);
  * newer holder's key.  To free.  (The backend's, and lockbench's raw cycle.) */
 char *etcd_txn_create_body(const char *key_b64, const char *value_b64, int64_t lease);
 char *etcd_txn_delete_body(const char *key, int64_t create_rev, int64_t mod_rev);
+/* A txn deleting KEY only while its value is still exactly VALUE_B64. */
+char *etcd_txn_delete_value_body(const char *key, const char *value_b64);
 /* Base64 of LEN bytes of DATA, to free. */
 char *etcd_b64(const void *data, size_t len);
 
