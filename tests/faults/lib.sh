@@ -397,7 +397,7 @@ _park() { # HOST WID
     [[ -e $RUN/park.$1 ]] || return 1
     local g
     read -r g <"$RUN/park.$1" 2>/dev/null
-    printf '%s\n' "$g" >|"$RUN/parked.$2"
+    printf '%s\n' "$g" >|"$RUN/parked.$2.tmp" && mv -f "$RUN/parked.$2.tmp" "$RUN/parked.$2"
     while [[ -e $RUN/park.$1 && ! -e $RUN/stop ]] && ((EPOCHSECONDS < FAULTS_DEADLINE)); do nap 50; done
     return 0
 }
@@ -850,7 +850,9 @@ pick_holder() {
 # the workers "parked" while they run.
 park_host() {
     local h=$1 w i left tenths=$(((FAULTS_LONG_MS + 10000 + 5000) / 100)) tok=${NEM_ID:-0}.${EPOCHREALTIME/./}
-    printf '%s\n' "$tok" >"$RUN/park.$h"
+    # By rename: a worker reading it mid-write would park with an empty
+    # token and never be counted (seen once in the etcd long run).
+    printf '%s\n' "$tok" >"$RUN/park.$h.tmp" && mv -f "$RUN/park.$h.tmp" "$RUN/park.$h"
     for ((i = 0; i < tenths; i++)); do
         left=''
         for w in ${H_WIDS[$h]}; do
