@@ -840,6 +840,16 @@ pick_holder() {
     done
     rm -f "$RUN"/want-long.*
     diag "no section on $h${tool:+ with $tool} took R.lock within 20 s"
+    # Why: who holds R.lock by $h's mount, whose turn it is, where each of
+    # $h's workers stands (cur.WID: "HOST acq" while taking, "HOST FENCE"
+    # while holding), and the last lines of its lockfs log.
+    local line w
+    line=$(timeout 5 awk '$1 == "R.lock"' "$TESTDIR/$h/.lockfs/status" 2>&1)
+    diag "  R.lock by $h's mount: ${line:-not held}; turn: $(cat "$RUN/turn" 2>/dev/null)"
+    for w in ${H_WIDS[$h]}; do
+        diag "  $w: $(cat "$RUN/cur.$w" 2>/dev/null || echo 'no cur file')$([[ -e $RUN/park.$h ]] && echo ', host parked')"
+    done
+    [[ -n ${H_LOG[$h]:-} ]] && diag "$(tail -n 5 "${H_LOG[$h]}" 2>/dev/null)"
     return 1
 }
 
