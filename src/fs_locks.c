@@ -1186,15 +1186,26 @@ void locks_release_all(lfs *fs)
 	g_hash_table_iter_init(&it, fs->held);
 	while (g_hash_table_iter_next(&it, &k, NULL))
 		g_ptr_array_add(keys, g_strdup(k));
-	guint n = 0;
+	guint n = 0, left = 0;
+	bool down = false;
 	for (guint i = 0; i < keys->len; i++) {
 		const char *key = keys->pdata[i];
 		locks_claim(fs, key);
 		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
 		if (d) {
-			if (!d->lost && UNLOCKED(fs, fs->be->release(fs->be, d->lease)) == 0) {
+			/* Once the backend does not answer, the rest are left
+			 * to run out with their leases: asking for each would
+			 * hold the unmount a network timeout per lock (hours
+			 * for 100,000), and a release never made is safe. */
+			int r = d->lost ? -ENOENT
+			        : down  ? -EIO
+			                : UNLOCKED(fs, fs->be->release(fs->be, d->lease));
+			if (r == 0) {
 				log_release(fs, d, 0);
 				n++;
+			} else if (r == -EIO) {
+				down = true;
+				left++;
 			}
 			remove_broken(fs, d);
 		}
@@ -1203,6 +1214,12 @@ void locks_release_all(lfs *fs)
 	if (n)
 		lockfs_log(G_LOG_LEVEL_INFO, NULL, "released %u lock%s at unmount", n,
 		           n == 1 ? "" : "s");
+	if (left)
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "the backend did not answer at unmount: %u lock%s left to run out "
+		           "with %s lease%s (ttl %" G_GINT64_FORMAT " ms)",
+		           left, left == 1 ? "" : "s", left == 1 ? "its" : "their",
+		           left == 1 ? "" : "s", (gint64)fs->set->ttl_ms);
 	/* The renewal workers are stopped: what is left runs out by itself. */
 	orphans_free(fs);
 }

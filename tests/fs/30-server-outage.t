@@ -37,6 +37,8 @@
 #    it is released once the server answers, long before it would run out.
 # 8. A lockfsctl hold whose lock is lost stops its command and unlinks the
 #    lost name: left, nobody on its host could take the lock again.
+# 9. A mount stopped while the server hangs exits within seconds, leaving
+#    its locks to run out with their leases, not a network timeout per lock.
 set -u
 TEST_TIMEOUT=300
 . "$(dirname "$0")/../lib/mount.sh"
@@ -474,5 +476,32 @@ ok "a hold's loss: back, a process on hostP takes h.lock (the lost name went wit
     wait_until 10 takes "$P/h.lock"
 close_fd "$hfd_num"
 rm -f "$P/h.lock"
+
+# ---------------------------------------------------------------- 9. unmount while hung
+
+# hostU holds ten locks and is stopped (SIGTERM) while the server hangs:
+# it asks the backend to release one, and once that call fails leaves the
+# rest to run out with their leases.  Asking for each would hold the
+# unmount a network timeout per lock (a mount of 100,000 locks: a day).
+lockfs_start_or_bail -o host=hostU -o ttl=12s -o network_timeout=1s
+U=$MNT pid_u=$LOCKFS_PID log_u=$LOCKFS_LOG
+n=0
+for i in 0 1 2 3 4 5 6 7 8 9; do takes "$U/u$i.lock" && n=$((n + 1)); done
+is "$n" 10 "unmount while hung: hostU takes ten locks"
+server_pause
+t_stop=$(date +%s%N)
+lockfs_stop "$pid_u"
+stop_ms=$(ms_since "$t_stop")
+cmp_ok "$stop_ms" -le 5000 "unmount while hung: hostU's lockfs exits within 5 s, not a network timeout per lock (${stop_ms} ms)"
+ok "unmount while hung: ... saying what it left" log_has 'did not answer at unmount: [0-9]+ locks? left to run out' "$log_u"
+server_resume
+lockfs_start_or_bail -o host=hostW -o ttl=12s -o network_timeout=1s
+W=$MNT
+all_taken() {
+    local i
+    for i in 0 1 2 3 4 5 6 7 8 9; do [[ -e $TESTDIR/w$i.ok ]] || { takes "$W/u$i.lock" && : >"$TESTDIR/w$i.ok"; } || return 1; done
+}
+ok "unmount while hung: hostW takes all ten once their leases ran out" wait_until 40 all_taken
+for i in 0 1 2 3 4 5 6 7 8 9; do rm -f "$W/u$i.lock"; done
 
 done_testing
