@@ -452,7 +452,8 @@ faketime_lib() {
 # cleanup removes them.
 _faketime_shared() {
     local holder i
-    env FAKETIME=+0s "LD_PRELOAD=$FAKETIME_LIB" sleep 100000 </dev/null >/dev/null 2>&1 &
+    # As long as the test may run (its watchdog's TEST_TIMEOUT), and a minute.
+    env FAKETIME=+0s "LD_PRELOAD=$FAKETIME_LIB" sleep $((${TEST_TIMEOUT:-300} + 60)) </dev/null >/dev/null 2>&1 &
     holder=$!
     _faketime_holders+=("$holder")
     for ((i = 0; i < 100; i++)); do
