@@ -21,9 +21,9 @@ TEST_TIMEOUT=150
 [[ $LOCKFS_BACKEND != local ]] ||
     skip_all "the local backend has no lease a backend could keep: its locks live in the lockfs process"
 
-# ttl 20 s, renewals every second: stopped 16.5 s right after holding, the
-# mount finds its lost deadline (16 s after the last renewal) passed, and
-# has at least 2.5 s before it releases the lease.
+# ttl 20 s, renewals every second: stopped 16.5 s within a second of its
+# last renewal, the mount finds its lost deadline (16 s after that renewal)
+# passed, and has at least 2.5 s before it releases the lease (20 s after).
 TTL_S=20 STOP_S=16.5
 opts=(-o ttl=${TTL_S}s -o renew_interval=1s -o network_timeout=1s)
 lockfs_start_or_bail -o host=hostP "${opts[@]}"
