@@ -806,6 +806,9 @@ _backend_start() {
         printf '[ldap]\nuri = %s\nbind_dn = %s\npassword_file = %s\nca_file = %s\nbase = ou=locks,%s\n' \
             "$SLAPD_URI" "$SLAPD_USERDN" "$SLAPD_USERPW_FILE" "$SLAPD_CA" "$SLAPD_SUFFIX" \
             >"$BACKEND_CONFIG"
+        # LOCKFS_TEST_LDAP_SESSIONS=no: each lock renewed by itself (the old way).
+        [[ -n ${LOCKFS_TEST_LDAP_SESSIONS:-} ]] &&
+            printf 'sessions = %s\n' "$LOCKFS_TEST_LDAP_SESSIONS" >>"$BACKEND_CONFIG"
         BACKEND_OPTS="backend=ldap"
         _backend_stop="bash \"\$TESTLIB/slapd.sh\" stop \"\$SLAPD_TOP/slapd\" >/dev/null 2>&1; rm -rf -- \"\$SLAPD_TOP\""
         ;;

@@ -122,6 +122,8 @@ write_config() {
 		echo "maxsize 268435456"
 		echo "index objectClass eq"
 		echo "index cn eq,sub"
+		# Each mount searches for the locks naming its session once a round.
+		echo "index description eq"
 		if [ "$dds" = 1 ]; then
 			echo "overlay dds"
 			echo "dds-max-ttl 1d"

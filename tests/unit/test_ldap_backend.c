@@ -242,7 +242,9 @@ typedef enum {
 
 /* A backend on S for HOST under BASE, with OPTS ("key=value", NULL-ended) after
  * the defaults: simple bind with the password file, StartTLS with the test CA,
- * ttl 4s, network_timeout 2s, stale_after 0. */
+ * ttl 4s, network_timeout 2s, stale_after 0, and each lock renewed by its own
+ * writes (sessions = no: these tests judge lock entries; the session tests
+ * below and the contract suite run with sessions). */
 static lockfs_backend *backend_opts(slapd *s, auth_kind auth, const char *host, const char *base,
                                     const char *const *opts, GError **error)
 {
@@ -254,6 +256,8 @@ static lockfs_backend *backend_opts(slapd *s, auth_kind auth, const char *host, 
 	g_ptr_array_add(o, g_strdup("stale_after=0"));
 	g_ptr_array_add(o, g_strdup("heartbeat_min_interval=1s"));
 	g_ptr_array_add(o, g_strdup_printf("ldap_base=%s", base));
+	g_ptr_array_add(o, g_strdup_printf("ldap_sessions=%s",
+	                                   g_getenv("LDAP_TEST_SESSIONS") ? "yes" : "no"));
 	if (auth == AUTH_SIMPLE) {
 		g_ptr_array_add(o, g_strdup_printf("ldap_uri=%s", E(s, "SLAPD_URI")));
 		g_ptr_array_add(o, g_strdup_printf("ldap_ca_file=%s", E(s, "SLAPD_CA")));
@@ -822,6 +826,168 @@ static gpointer renew_run(gpointer p)
 		g_usleep(400 * 1000);
 	}
 	return NULL;
+}
+
+/* ---- sessions (issue 14): one write a round keeps every lock ---- */
+
+/* The session a lock entry names (its DN), or NULL. */
+static char *session_dn_of(slapd *s, const char *lock, const char *base)
+{
+	g_autoptr(GPtrArray) desc = raw_values(s, lock, "description");
+	for (guint i = 0; desc && i < desc->len; i++)
+		if (g_str_has_prefix(desc->pdata[i], "session="))
+			return ll_dn((const char *)desc->pdata[i] + 8, base);
+	return NULL;
+}
+
+static char *csn_of(slapd *s, const char *dn)
+{
+	g_autoptr(GPtrArray) v = raw_values(s, dn, "entryCSN");
+	return v && v->len ? g_strdup(v->pdata[0]) : NULL;
+}
+
+#define SESSION_LOCKS 20
+
+/* Hosts A and B with sessions on S (ttl 4 s, renewals every 1 s): A's locks
+ * are renewed by its session's writes alone, judged by B by that session,
+ * broken or lost each as the holder learns at its next round. */
+static void test_sessions(gconstpointer data)
+{
+	if (!need_slapd())
+		return;
+	slapd *srv = *(slapd *const *)data;
+	bool dds = srv == srv_dds;
+	g_autofree char *base = base_of(srv, dds ? "sess-dds" : "sess-plain");
+	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
+	lockfs_backend *a = backend(srv, "hosta", base, opts);
+	lockfs_backend *b = backend(srv, "hostb", base, opts);
+	lockfs_lease *l[SESSION_LOCKS];
+	char *dn[SESSION_LOCKS], *csn[SESSION_LOCKS];
+	for (int i = 0; i < SESSION_LOCKS; i++) {
+		g_autofree char *key = g_strdup_printf("s%d.lock", i);
+		l[i] = take_ok(a, key, "hosta");
+		dn[i] = lock_dn(key, base);
+		csn[i] = csn_of(srv, dn[i]);
+		g_assert_nonnull(csn[i]);
+	}
+	/* Plain entries, naming one session entry. */
+	g_autoptr(GPtrArray) classes = raw_values(srv, dn[0], "objectClass");
+	g_assert_cmpuint(classes->len, ==, 2);
+	g_autofree char *sdn = session_dn_of(srv, dn[0], base);
+	g_assert_nonnull(sdn);
+	for (int i = 1; i < SESSION_LOCKS; i++) {
+		g_autofree char *other = session_dn_of(srv, dn[i], base);
+		g_assert_cmpstr(other, ==, sdn);
+	}
+	g_autoptr(GPtrArray) sclasses = raw_values(srv, sdn, "objectClass");
+	g_assert_cmpuint(sclasses->len, ==, dds ? 3 : 2);
+	g_autofree char *scsn0 = csn_of(srv, sdn);
+
+	/* Renew every lock for twice ttl (every 0.5 s, as the filesystem's
+	 * workers would): the lock entries are not written, the session is,
+	 * and B is refused all along, though each lock entry's last write is
+	 * older than ttl by then. */
+	int64_t t0 = mono();
+	while (mono() - t0 < 8 * SEC) {
+		for (int i = 0; i < SESSION_LOCKS; i++)
+			g_assert_cmpint(a->renew(a, l[i]), ==, 0);
+		g_assert_cmpint(take(b, "s0.lock", "hostb", NULL, NULL), ==, -EEXIST);
+		g_usleep(500 * 1000);
+	}
+	for (int i = 0; i < SESSION_LOCKS; i++) {
+		g_autofree char *now = csn_of(srv, dn[i]);
+		g_assert_cmpstr(now, ==, csn[i]);
+	}
+	g_autofree char *scsn1 = csn_of(srv, sdn);
+	g_assert_cmpstr(scsn1, !=, scsn0);
+	lockfs_lock_info info;
+	g_assert_cmpint(b->inspect(b, "s1.lock", &info), ==, 0);
+	g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
+	g_assert_cmpint(info.lease_left_ms, >, 0);
+	g_assert_cmpint(info.lease_left_ms, <=, 5000); /* ttl + renew interval */
+	lockfs_lock_info_clear(&info);
+
+	/* Broken by B (lockfsctl unlock): A learns at its next round. */
+	g_assert_cmpint(b->break_lock(b, "s2.lock", l[2]->fence, NULL, NULL), ==, 0);
+	int64_t broke = mono();
+	int r2 = 0;
+	while (mono() - broke < 3 * SEC && (r2 = a->renew(a, l[2])) == 0)
+		g_usleep(100 * 1000);
+	g_assert_cmpint(r2, ==, -ESTALE);
+	g_test_message("a break seen by the holder after %.1f s", (mono() - broke) / 1e6);
+	g_assert_cmpint(a->renew(a, l[3]), ==, 0);
+	a->lease_free(a, l[2]);
+	l[2] = NULL;
+
+	/* Let go without a release (the filesystem gave it up as lost): the
+	 * next round deletes it, rather than the session keeping it. */
+	a->lease_free(a, l[4]);
+	l[4] = NULL;
+	int64_t freed = mono();
+	while (raw_exists(srv, dn[4]) && mono() - freed < 4 * SEC) {
+		g_assert_cmpint(a->renew(a, l[5]), ==, 0);
+		g_usleep(100 * 1000);
+	}
+	g_assert_false(raw_exists(srv, dn[4]));
+
+	/* A stops renewing: B is refused until ttl less a fifth has passed
+	 * since A's last renewal, and granted once the session ran out (ttl +
+	 * renew interval after its last write, and a second of stamps). */
+	int64_t last = mono();
+	g_assert_cmpint(a->renew(a, l[0]), ==, 0);
+	lockfs_lease *won = NULL;
+	int rb = -EEXIST;
+	while (mono() - last < 12 * SEC) {
+		int64_t sent = mono();
+		rb = take(b, "s0.lock", "hostb", &won, NULL);
+		if (rb == 0) {
+			g_assert_cmpint(sent - last, >=, 4 * SEC * 4 / 5);
+			break;
+		}
+		g_assert_cmpint(rb, ==, -EEXIST);
+		g_usleep(200 * 1000);
+	}
+	g_assert_cmpint(rb, ==, 0);
+	g_test_message("granted to B %.1f s after A's last renewal", (mono() - last) / 1e6);
+	/* The lock is B's now: A's renewal says so (the filesystem had
+	 * declared it lost at its deadline, before B could be granted it). */
+	g_assert_cmpint(a->renew(a, l[0]), ==, -ESTALE);
+	lockfs_lease *again = take_ok(a, "fresh.lock", "hosta");
+	g_autofree char *fresh_dn = lock_dn("fresh.lock", base);
+	g_autofree char *sdn2 = session_dn_of(srv, fresh_dn, base);
+	g_assert_nonnull(sdn2);
+	g_assert_cmpint(a->renew(a, again), ==, 0);
+
+	/* An administrator deletes the session: its locks are lost. */
+	raw_delete(srv, sdn2);
+	int rr = 0;
+	int64_t del = mono();
+	while (mono() - del < 3 * SEC && (rr = a->renew(a, again)) == 0)
+		g_usleep(100 * 1000);
+	g_assert_cmpint(rr, ==, -ESTALE);
+	g_assert_true(log_has("every lock of this mount on it is lost"));
+
+	/* Unmount: the session entry goes with it. */
+	lockfs_lease *last_lease = take_ok(a, "end.lock", "hosta");
+	g_autofree char *end_dn = lock_dn("end.lock", base);
+	g_autofree char *sdn3 = session_dn_of(srv, end_dn, base);
+	g_assert_cmpstr(sdn3, !=, sdn2); /* a new session */
+	g_assert_true(raw_exists(srv, sdn3));
+	release_ok(a, last_lease);
+	a->release(a, again);
+	a->lease_free(a, again);
+	for (int i = 0; i < SESSION_LOCKS; i++) {
+		if (l[i]) {
+			a->release(a, l[i]);
+			a->lease_free(a, l[i]);
+		}
+		g_free(dn[i]);
+		g_free(csn[i]);
+	}
+	a->destroy(a);
+	g_assert_false(raw_exists(srv, sdn3));
+	release_ok(b, won);
+	b->destroy(b);
 }
 
 static void test_race_stale(void)
@@ -1567,7 +1733,7 @@ static void test_key_encoding(void)
 	g_assert_true(g_str_has_prefix(hashed3, "%58%58%58%58%58%58%58%58%h"));
 	g_assert_false(ll_cn_hashed("x%h0123456789abcdef0123456789abcdeg"));
 	lockfs_holder h = { .host = "h" };
-	g_autoptr(GPtrArray) notes = ll_notes_build(lng, &h, "fence=1", 0, 1234567, NULL);
+	g_autoptr(GPtrArray) notes = ll_notes_build(lng, &h, "fence=1", NULL, 0, 1234567, NULL);
 	ll_lock l = { 0 };
 	ll_notes_parse(&l, (char **)notes->pdata, notes->len);
 	g_assert_cmpstr(l.note_key, ==, lng);
@@ -1674,6 +1840,8 @@ int main(int argc, char **argv)
 	g_test_add_func("/ldap/race/stale-heartbeat", test_race_stale);
 	g_test_add_func("/ldap/dds/expiry", test_dds_expiry);
 	g_test_add_func("/ldap/nodds/lease", test_nodds_lease);
+	g_test_add_data_func("/ldap/sessions/dds", &srv_dds, test_sessions);
+	g_test_add_data_func("/ldap/sessions/plain", &srv_plain, test_sessions);
 	g_test_add_func("/ldap/clock/matrix-dds", test_clock_matrix_dds);
 	g_test_add_func("/ldap/clock/matrix-plain", test_clock_matrix_plain);
 	g_test_add_func("/ldap/clock/bound", test_clock_bound);

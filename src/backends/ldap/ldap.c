@@ -1,9 +1,11 @@
 /* The LDAP backend: a lock is an entry cn=KEY under the configured base, made by
  * a plain LDAP add (atomic at the server), with its holder's notes as
- * description values.  The lease is a dynamic entry (RFC 2589) refreshed by
- * renew where the server offers them, and the holder's own renewal note judged
- * by the stale rules everywhere.  Fences come from one counter entry that is
- * never deleted.  See docs/backends.md. */
+ * description values.  The lease is the mount's session entry, named in the
+ * lock's notes and rewritten once a renew interval (ldap_session.c); with
+ * sessions = no, each lock entry is rewritten by its own renewals and, where
+ * the server offers them, is a dynamic entry (RFC 2589).  Either way the stale
+ * rules judge the last write on the server's clock.  Fences come from one
+ * counter entry that is never deleted.  See docs/backends.md. */
 #include "holder.h"
 #include "ldap_int.h"
 #include "log.h"
@@ -14,17 +16,6 @@
 #include <unistd.h>
 
 #define SKEW_LOG_EVERY_US (60 * G_USEC_PER_SEC)
-
-typedef struct {
-	GMutex mu; /* one write at a time on this lease */
-	char *dn;
-	char *fence_value;  /* "fence=N": the note that says the entry is still ours */
-	uint64_t block_end; /* the fence's block, for the check in confirm() */
-	bool unchecked;     /* the fence is not checked yet */
-	int64_t hb_mono_us; /* the holder's last heartbeat on our monotonic clock */
-	lockfs_holder holder;
-	GBytes *content;
-} ll_lease;
 
 /* The DN of KEY, or NULL with -EINVAL in *err. */
 static char *lock_dn(ll_backend *be, const char *key, int *err)
@@ -378,7 +369,8 @@ static int refresh(ll_op *op, const char *dn, const char *key)
  * note.  LDAP_SUCCESS, LDAP_NO_SUCH_OBJECT (the entry is no longer ours) or
  * another LDAP error. */
 static int check_fence(ll_op *op, const char *key, const char *dn, uint64_t end,
-                       const lockfs_holder *h, int64_t idle_us, GBytes *content, char **fence_value)
+                       const lockfs_holder *h, const char *session, int64_t idle_us,
+                       GBytes *content, char **fence_value)
 {
 	ll_backend *be = op->be;
 	int rc = ll_fence_counter_is(op, end);
@@ -391,7 +383,8 @@ static int check_fence(ll_op *op, const char *key, const char *dn, uint64_t end,
 	if ((rc = take_fence(op, &again, &end)) != LDAP_SUCCESS)
 		return rc;
 	g_autofree char *value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, again);
-	g_autoptr(GPtrArray) desc = ll_notes_build(key, h, value, ll_now_us(be), idle_us, content);
+	g_autoptr(GPtrArray) desc =
+	        ll_notes_build(key, h, value, session, ll_now_us(be), idle_us, content);
 	rc = ll_replace_notes(op, dn, *fence_value, desc);
 	if (rc == LDAP_NO_SUCH_ATTRIBUTE)
 		rc = LDAP_NO_SUCH_OBJECT;
@@ -407,11 +400,12 @@ static int check_fence(ll_op *op, const char *key, const char *dn, uint64_t end,
  * checked later, by confirm(), before anyone is shown it: most locks are
  * let go unseen, and an unseen fence orders nothing. */
 static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t fence, uint64_t end,
-                          int64_t sent, lockfs_holder *h, GBytes *content, lockfs_lease **out)
+                          int64_t sent, lockfs_holder *h, GBytes *content, const char *session,
+                          uint64_t gen, lockfs_lease **out)
 {
 	ll_backend *be = op->be;
 	g_autofree char *fence_value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, fence);
-	if ((be->caps & LL_CAP_DDS) && !default_ttl_will_do(be) &&
+	if (!session && (be->caps & LL_CAP_DDS) && !default_ttl_will_do(be) &&
 	    refresh(op, dn, key) != LDAP_SUCCESS) {
 		int e = failed(op, "make dynamic", key);
 		undo_add(op, dn, fence_value);
@@ -425,7 +419,11 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 	p->unchecked = true;
 	p->hb_mono_us = sent;
 	p->content = content ? g_bytes_ref(content) : NULL;
+	p->session = g_strdup(session);
+	p->gen = gen;
 	lockfs_holder_copy(&p->holder, h);
+	if (session)
+		ll_session_track(be, p);
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
 	lease->key = g_strdup(key);
 	g_strlcpy(lease->fence, fence_value + 6, sizeof(lease->fence));
@@ -449,6 +447,13 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 	if (!dn)
 		return r;
 	g_autofree char *cn = ll_key_encode(key);
+	/* The session is fresh before the add, so a new lock has the margin
+	 * of one renewed just now. */
+	g_autofree char *session = NULL;
+	uint64_t gen = 0;
+	if (be->cfg.sessions &&
+	    (r = ll_session_fresh(be, lockfs_mono_us(), 0, &gen, &session)) != 0)
+		return r == -ESTALE ? -EIO : r;
 	ll_op op;
 	if (ll_op_begin(be, &op) != 0)
 		return -EIO;
@@ -473,11 +478,14 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 	/* Add; if a stale lock is in the way, break it and add once more. */
 	for (int round = 0; round < 3; round++) {
 		g_autoptr(GPtrArray) desc =
-		        ll_notes_build(key, &h, fence_value, h.acquired_us, 0, initial);
+		        ll_notes_build(key, &h, fence_value, session, h.acquired_us, 0, initial);
 		int64_t sent = lockfs_mono_us();
-		int rc = ll_add(&op, dn, (be->caps & LL_CAP_DDS) ? dynamic : plain, "cn", cn, desc);
+		/* A session's locks live as long as it does: plain entries. */
+		bool dyn = (be->caps & LL_CAP_DDS) && !session;
+		int rc = ll_add(&op, dn, dyn ? dynamic : plain, "cn", cn, desc);
 		if (rc == LDAP_SUCCESS) {
-			r = finish_acquire(&op, key, dn, fence, end, sent, &h, initial, out);
+			r = finish_acquire(&op, key, dn, fence, end, sent, &h, initial, session, gen,
+			                   out);
 			break;
 		}
 		if (rc != LDAP_ALREADY_EXISTS) {
@@ -488,8 +496,12 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 		rc = ll_read_lock(&op, dn, &cur);
 		if (rc == LDAP_NO_SUCH_OBJECT)
 			continue; /* released meanwhile */
+		if (rc == LDAP_SUCCESS && cur.session && ll_session_resolve(&op, &cur) != LDAP_SUCCESS &&
+		    op.broken)
+			rc = op.rc;
 		if (rc != LDAP_SUCCESS) {
 			r = failed(&op, "look up", key);
+			ll_lock_clear(&cur);
 			break;
 		}
 		bool eio = false;
@@ -533,8 +545,9 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
  * ours.  Called with the lease's mutex held. */
 static int write_notes(ll_op *op, const char *key, ll_lease *p, int64_t now)
 {
-	g_autoptr(GPtrArray) desc = ll_notes_build(key, &p->holder, p->fence_value, now,
-	                                           lockfs_mono_us() - p->hb_mono_us, p->content);
+	g_autoptr(GPtrArray) desc =
+	        ll_notes_build(key, &p->holder, p->fence_value, p->session, now,
+	                       lockfs_mono_us() - p->hb_mono_us, p->content);
 	int rc = ll_replace_notes(op, p->dn, p->fence_value, desc);
 	if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_NO_SUCH_ATTRIBUTE)
 		return -ESTALE;
@@ -598,6 +611,15 @@ static int ll_renew(lockfs_backend *b, lockfs_lease *lease)
 {
 	ll_backend *be = (ll_backend *)b;
 	ll_lease *p = lease->priv;
+	if (p->session) {
+		/* The session's write renews every lock on it. */
+		if (g_atomic_int_get(&p->gone) || p->released)
+			return -ESTALE;
+		int r = ll_session_fresh(be, lockfs_mono_us(), p->gen, NULL, NULL);
+		if (r == 0 && g_atomic_int_get(&p->gone))
+			return -ESTALE; /* found missing by the round just made */
+		return r;
+	}
 	ll_op op;
 	if (lease_begin(be, p, &op) != 0)
 		return -EIO;
@@ -629,7 +651,7 @@ static int ll_confirm(lockfs_backend *b, lockfs_lease *lease, char *fence)
 	int r = 0;
 	if (p->unchecked) {
 		g_autofree char *old = g_strdup(p->fence_value + 6);
-		int rc = check_fence(&op, lease->key, p->dn, p->block_end, &p->holder,
+		int rc = check_fence(&op, lease->key, p->dn, p->block_end, &p->holder, p->session,
 		                     lockfs_mono_us() - p->hb_mono_us, p->content, &p->fence_value);
 		if (rc == LDAP_SUCCESS) {
 			p->unchecked = false;
@@ -674,8 +696,10 @@ static int ll_release(lockfs_backend *b, lockfs_lease *lease)
 	                ? -ENOENT
 	                : failed(&op, "release", lease->key);
 	/* The fence confirm() settled on, which lease->fence need not be. */
-	if (r != -EIO)
+	if (r != -EIO) {
 		mine_drop(be, lease->key, p->fence_value + 6);
+		p->released = true;
+	}
 	lease_end(p, &op);
 	return r;
 }
@@ -698,6 +722,8 @@ static int with_lock(ll_backend *be, const char *key,
 		r = -ENOENT;
 	else if (rc != LDAP_SUCCESS)
 		r = failed(&op, "look up", key);
+	else if (cur.session && ll_session_resolve(&op, &cur) != LDAP_SUCCESS && op.broken)
+		r = failed(&op, "look up the session of", key);
 	else
 		r = fn(&op, &cur, user);
 	ll_lock_clear(&cur);
@@ -744,9 +770,8 @@ static int ll_inspect(lockfs_backend *b, const char *key, lockfs_lock_info *out)
 }
 
 struct collect {
-	ll_backend *be;
 	const char *prefix;
-	GPtrArray *infos;
+	GArray *locks; /* ll_lock */
 };
 
 static void collect_one(ll_lock *l, void *user)
@@ -754,9 +779,29 @@ static void collect_one(ll_lock *l, void *user)
 	struct collect *c = user;
 	if (!g_str_has_prefix(l->key, c->prefix))
 		return;
-	lockfs_lock_info *info = g_new(lockfs_lock_info, 1);
-	fill_info(c->be, l, info);
-	g_ptr_array_add(c->infos, info);
+	g_array_append_val(c->locks, *l);
+	memset(l, 0, sizeof(*l)); /* now the array's */
+}
+
+/* Read each session the locks name, once. */
+static void resolve_sessions(ll_op *op, GArray *locks)
+{
+	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
+	for (guint i = 0; i < locks->len; i++) {
+		ll_lock *l = &g_array_index(locks, ll_lock, i);
+		if (!l->session)
+			continue;
+		ll_lock *first = g_hash_table_lookup(seen, l->session);
+		if (first) {
+			l->sess_state = first->sess_state;
+			l->sess_last_us = first->sess_last_us;
+			l->sess_res_us = first->sess_res_us;
+			l->sess_lease_us = first->sess_lease_us;
+			continue;
+		}
+		ll_session_resolve(op, l);
+		g_hash_table_insert(seen, l->session, l);
+	}
 }
 
 /* Keys with PREFIX have cn values starting with the prefix itself (plain keys)
@@ -791,19 +836,24 @@ static int ll_list(lockfs_backend *b, const char *prefix, lockfs_list_cb cb, voi
 	if (ll_op_begin(be, &op) != 0)
 		return -EIO;
 	g_autofree char *filter = list_filter(prefix ? prefix : "");
-	struct collect c = { be, prefix ? prefix : "", g_ptr_array_new() };
+	struct collect c = { prefix ? prefix : "", g_array_new(FALSE, FALSE, sizeof(ll_lock)) };
 	int rc = ll_search_locks(&op, filter, collect_one, &c);
 	int r = rc == LDAP_SUCCESS ? 0 : failed(&op, "list locks under", be->cfg.base);
+	if (r == 0)
+		resolve_sessions(&op, c.locks);
 	ll_op_end(&op);
 	/* Call back without a connection held: callbacks may call us. */
-	for (guint i = 0; i < c.infos->len; i++) {
-		lockfs_lock_info *info = c.infos->pdata[i];
-		if (r == 0)
-			cb(info, user);
-		lockfs_lock_info_clear(info);
-		g_free(info);
+	for (guint i = 0; i < c.locks->len; i++) {
+		ll_lock *l = &g_array_index(c.locks, ll_lock, i);
+		if (r == 0) {
+			lockfs_lock_info info;
+			fill_info(be, l, &info);
+			cb(&info, user);
+			lockfs_lock_info_clear(&info);
+		}
+		ll_lock_clear(l);
 	}
-	g_ptr_array_free(c.infos, TRUE);
+	g_array_free(c.locks, TRUE);
 	return r;
 }
 
@@ -823,6 +873,12 @@ static void ll_lease_free(lockfs_backend *b, lockfs_lease *lease)
 	ll_backend *be = (ll_backend *)b;
 	ll_lease *p = lease->priv;
 	mine_drop(be, lease->key, p ? p->fence_value + 6 : lease->fence);
+	if (p && p->session) {
+		ll_session_untrack(be, p);
+		if (!p->released && !g_atomic_int_get(&p->gone))
+			ll_session_abandon(be, p);
+		g_free(p->session);
+	}
 	if (p) {
 		g_mutex_clear(&p->mu);
 		g_free(p->dn);
@@ -839,6 +895,9 @@ static void ll_lease_free(lockfs_backend *b, lockfs_lease *lease)
 static void ll_destroy(lockfs_backend *b)
 {
 	ll_backend *be = (ll_backend *)b;
+	if (be->set_up)
+		ll_session_end(be);
+	ll_session_clear(be);
 	if (be->idle) {
 		ll_unbind_all(be->idle);
 		g_ptr_array_free(be->idle, TRUE);
@@ -881,6 +940,7 @@ static lockfs_backend *ldap_backend_new(const lockfs_config *cfg, const char *mo
 	g_mutex_init(&be->log_mu);
 	g_mutex_init(&be->fence_mu);
 	g_mutex_init(&be->clock_mu);
+	ll_session_init(be);
 	be->idle = g_ptr_array_new();
 	be->mine = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	if (!ll_config_load(&be->cfg, cfg, error)) {
@@ -907,6 +967,6 @@ const lockfs_backend_type lockfs_ldap_backend_type = {
 	.group = "ldap",
 	.keys = (const char *const[]){ "uri", "bind_dn", "password_file", "sasl_mech", "starttls",
 	                               "ca_file", "verify", "base", "dynamic", "max_clock_offset",
-	                               NULL },
+	                               "sessions", NULL },
 	.create = ldap_backend_new,
 };

@@ -182,6 +182,7 @@ bool ll_config_load(ll_config *c, const lockfs_config *cfg, GError **error)
 	c->timeout_us = s->network_timeout_ms * 1000;
 	c->ttl_us = s->ttl_ms * 1000;
 	c->stale_after_us = s->stale_after_ms * 1000;
+	c->renew_us = (s->renew_ms ? s->renew_ms : s->ttl_ms / 3) * 1000;
 	c->host = g_strdup(s->host ? s->host : lockfs_holder_host());
 	if (!get_uri(c, cfg, error) || !get_auth(c, cfg, error) || !get_tls(c, cfg, error))
 		return false;
@@ -208,6 +209,9 @@ bool ll_config_load(ll_config *c, const lockfs_config *cfg, GError **error)
 		return false;
 	}
 	c->clock_bound_us = bound_ms * 1000;
+
+	if (!lockfs_config_get_bool(cfg, GROUP, "sessions", true, &c->sessions, error))
+		return false;
 
 	g_autofree char *dyn = NULL;
 	if (!lockfs_config_get_string(cfg, GROUP, "dynamic", "auto", &dyn, error))
@@ -1106,6 +1110,30 @@ int ll_search_locks(ll_op *op, const char *filter, void (*cb)(ll_lock *l, void *
 {
 	struct lock_cb c = { op, cb, user };
 	return search_all(op, op->be->cfg.base, LDAP_SCOPE_ONELEVEL, filter, lock_attrs, each_lock,
+	                  &c);
+}
+
+struct cn_cb {
+	void (*cb)(const char *cn, void *user);
+	void *user;
+};
+
+static void each_cn(LDAP *ld, LDAPMessage *e, void *user)
+{
+	struct cn_cb *c = user;
+	char *dn = ldap_get_dn(ld, e);
+	g_autofree char *cn = dn ? ll_dn_cn(dn) : NULL;
+	ldap_memfree(dn);
+	if (cn)
+		c->cb(cn, c->user);
+}
+
+int ll_search_cns(ll_op *op, const char *filter, void (*cb)(const char *cn, void *user),
+                  void *user)
+{
+	char *no_attrs[] = { LDAP_NO_ATTRS, NULL };
+	struct cn_cb c = { cb, user };
+	return search_all(op, op->be->cfg.base, LDAP_SCOPE_ONELEVEL, filter, no_attrs, each_cn,
 	                  &c);
 }
 

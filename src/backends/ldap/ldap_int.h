@@ -3,6 +3,8 @@
  *   ldap_names.c  lock keys as cn values, DNs, holder notes, the stale rules
  *   ldap_conn.c   configuration, connections (TLS, bind, timeouts, backoff),
  *                 what the server offers, the base and the fence counter
+ *   ldap_session.c the mount's session entry: one write a round keeps every
+ *                 lock of the mount (issue 14)
  *   ldap.c        the backend functions
  *
  * Layout under BASE:
@@ -10,6 +12,9 @@
  *                          holder notes as description values "name=value"
  *   ou=fence,BASE          the fence counter, never deleted (an ou RDN cannot
  *                          collide with a lock's cn)
+ *   cn=%session%HOST-..,BASE  a mount's session (+ dynamicObject with dds): its
+ *                          last write is when every lock naming it (session=)
+ *                          was last renewed
  */
 #ifndef LOCKFS_LDAP_INT_H
 #define LOCKFS_LDAP_INT_H
@@ -71,7 +76,27 @@ typedef struct {
 	char *host;  /* this mount's identity */
 	int64_t timeout_us, ttl_us, stale_after_us;
 	int64_t clock_bound_us; /* max_clock_offset */
+	int64_t renew_us;       /* the renew interval */
+	bool sessions;          /* a session entry renews every lock (sessions = yes) */
 } ll_config;
+
+/* A lease of this instance. */
+typedef struct {
+	GMutex mu; /* one write at a time on this lease */
+	char *dn;
+	char *fence_value;  /* "fence=N": the note that says the entry is still ours */
+	uint64_t block_end; /* the fence's block, for the check in confirm() */
+	bool unchecked;     /* the fence is not checked yet */
+	int64_t hb_mono_us; /* the holder's last heartbeat on our monotonic clock */
+	lockfs_holder holder;
+	GBytes *content;
+	/* With sessions: the session named in the notes, its generation in
+	 * the backend, and what became of the lease. */
+	char *session;
+	uint64_t gen;
+	gint gone;     /* found missing from the session's locks (atomic) */
+	bool released; /* release() answered 0 or -ENOENT */
+} ll_lease;
 
 typedef struct {
 	lockfs_backend base;
@@ -102,6 +127,18 @@ typedef struct {
 	ll_clock_sample clock; /* the latest; clock.recv_mono_us 0: none yet */
 
 	gint stale_seq;
+
+	/* The session (ldap_session.c).  sess_cn NULL: none yet; each new
+	 * one has the next generation. */
+	GMutex sess_mu;
+	GCond sess_cv;
+	char *sess_cn, *sess_started;
+	uint64_t sess_gen;
+	bool sess_lost, sess_busy;
+	int64_t sess_ok_sent; /* when the last write that succeeded was sent (mono) */
+	GHashTable *sess_held;     /* ll_lease * → itself: leases on a session */
+	GHashTable *sess_seen;     /* cn → ll_session_seen: sessions read live */
+	GPtrArray *sess_abandoned; /* ll_abandoned *: entries to delete next round */
 #ifdef LOCKFS_TEST_HOOKS
 	int64_t clock_offset_us; /* this instance's clock runs this far off (ldap_test.c) */
 #endif
@@ -146,7 +183,19 @@ typedef struct {
 	int64_t ttl_s; /* entryTtl as read: seconds left by the server; -1 when absent */
 	int64_t read_sent_mono_us, read_recv_mono_us; /* when it was read */
 	GBytes *content;
+	/* A lock that names its holder's session (session=): what was found of
+	 * it (ll_session_resolve()).  A session entry's own lease_ms=. */
+	char *session;
+	int sess_state;
+	int64_t sess_last_us, sess_res_us, sess_lease_us;
+	int64_t lease_us; /* lease_ms= of a session entry; -1 when absent */
 } ll_lock;
+
+enum {
+	LL_SESS_UNREAD = 0, /* not read (or could not be): cannot judge */
+	LL_SESS_LIVE,       /* read: sess_last_us, sess_res_us, sess_lease_us */
+	LL_SESS_GONE,       /* no such entry: expired or ended */
+};
 
 typedef enum {
 	LL_HELD,
@@ -180,6 +229,9 @@ char *ll_dn_cn(const char *dn);
 /* Unique names for a lock being broken and for the dds probe; never a lock's. */
 char *ll_stale_cn(const char *key, const char *host, int64_t now_us, guint seq);
 char *ll_probe_cn(const char *host);
+/* A new session's cn; whether CN is a session's. */
+char *ll_session_cn(const char *host);
+bool ll_is_session_cn(const char *cn);
 
 char *ll_time_format(int64_t us);
 bool ll_time_parse(const char *s, int64_t *us);
@@ -187,14 +239,18 @@ bool ll_gentime_parse(const char *s, int64_t *us);
 
 /* The description values of a lock. */
 GPtrArray *ll_notes_build(const char *key, const lockfs_holder *h, const char *fence_value,
-                          int64_t renewed_us, int64_t idle_us, GBytes *content);
+                          const char *session, int64_t renewed_us, int64_t idle_us,
+                          GBytes *content);
 /* Fill L's holder and notes from description values. */
 void ll_notes_parse(ll_lock *l, char **values, size_t n);
 
 void ll_lock_clear(ll_lock *l);
 /* The stale rules, on the server's clock alone: NOW is the server's time
  * (ll_server_now()); the holder's notes count only for the gap between its
- * heartbeat and its last write (idle_ms=), never against another clock. */
+ * heartbeat and its last write (idle_ms=), never against another clock.  A
+ * lock naming a session is renewed by its session's writes: its lease ran
+ * out when the session is gone, or its last write is older than the
+ * session's lease_ms= (ll_session_resolve() must have read it). */
 ll_verdict ll_judge(const ll_lock *l, const ll_server_now *now, int64_t ttl_us,
                     int64_t stale_after_us);
 int64_t ll_lease_left_ms(const ll_lock *l, const ll_server_now *now, int64_t ttl_us);
@@ -247,6 +303,11 @@ int64_t ll_now_us(ll_backend *be);
  * up, since servers count expiry from the start of the current second. */
 int ll_ttl_seconds(ll_backend *be);
 
+/* Every entry one level under the base matching FILTER, by cn value only
+ * (CB gets each cn). */
+int ll_search_cns(ll_op *op, const char *filter, void (*cb)(const char *cn, void *user),
+                  void *user);
+
 /* Each returns the LDAP result code (also in op->rc), bounded by the deadline. */
 int ll_add(ll_op *op, const char *dn, const char *const *classes, const char *rdn_attr,
            const char *rdn_value, GPtrArray *desc);
@@ -277,6 +338,28 @@ bool ll_setup(ll_backend *be, GError **error);
 #define LL_FENCE_BLOCK 1000
 int ll_reserve_fences(ll_op *op, uint64_t n, uint64_t *end);
 int ll_fence_counter_is(ll_op *op, uint64_t value);
+
+/* ---- ldap_session.c ---- */
+
+/* Make sure the session was written by a write sent no earlier than a renew
+ * interval before START (a call's start), making a session when there is
+ * none.  WANT: the generation the caller's lease is on (-ESTALE when that
+ * session is gone or replaced), or 0 for the current one.  On 0, *GEN and
+ * *CN (the caller frees it; CN may be NULL) name the session. */
+int ll_session_fresh(ll_backend *be, int64_t start, uint64_t want, uint64_t *gen, char **cn);
+/* A lease taken on a session, and let go. */
+void ll_session_track(ll_backend *be, ll_lease *p);
+void ll_session_untrack(ll_backend *be, ll_lease *p);
+/* Delete P's entry at the next round: a lease freed without a release
+ * would otherwise be kept by the session's writes, held for nobody. */
+void ll_session_abandon(ll_backend *be, ll_lease *p);
+/* What L's session says (sets L's sess_* fields); LDAP_SUCCESS, or the
+ * failure of the read (then LL_SESS_UNREAD). */
+int ll_session_resolve(ll_op *op, ll_lock *l);
+/* At unmount: delete the session entry (its locks are released). */
+void ll_session_end(ll_backend *be);
+void ll_session_init(ll_backend *be);
+void ll_session_clear(ll_backend *be);
 
 /* Text of an LDAP failure for logs ("Invalid credentials (49): ..."). */
 char *ll_error_text(const ll_op *op);

@@ -212,6 +212,18 @@ char *ll_probe_cn(const char *host)
 	                       (int)getpid(), g_random_int());
 }
 
+char *ll_session_cn(const char *host)
+{
+	g_autofree char *h = ll_key_escape(host);
+	return g_strdup_printf("%%session%%%.*s-%d-%08x%08x", (int)ll_cn_prefix_len(h, 28), h,
+	                       (int)getpid(), g_random_int(), g_random_int());
+}
+
+bool ll_is_session_cn(const char *cn)
+{
+	return cn && g_str_has_prefix(cn, "%session%") && strlen(cn) <= LL_CN_MAX;
+}
+
 /* ---- times ---- */
 
 char *ll_time_format(int64_t us)
@@ -310,7 +322,8 @@ static char *note_text(const char *value, size_t max)
 }
 
 GPtrArray *ll_notes_build(const char *key, const lockfs_holder *h, const char *fence_value,
-                          int64_t renewed_us, int64_t idle_us, GBytes *content)
+                          const char *session, int64_t renewed_us, int64_t idle_us,
+                          GBytes *content)
 {
 	GPtrArray *d = g_ptr_array_new_with_free_func(g_free);
 	g_autofree char *cn = ll_key_encode(key);
@@ -340,6 +353,8 @@ GPtrArray *ll_notes_build(const char *key, const lockfs_holder *h, const char *f
 	if (idle_us >= 0)
 		g_ptr_array_add(d, g_strdup_printf("idle_ms=%" G_GINT64_FORMAT, idle_us / 1000));
 	g_ptr_array_add(d, g_strdup(fence_value));
+	if (session)
+		g_ptr_array_add(d, g_strconcat("session=", session, NULL));
 	g_ptr_array_add(d, g_strdup_printf("mode=%o", h->mode));
 	/* Times the holder set apart from its heartbeats (utimes, touch -d). */
 	const struct {
@@ -385,6 +400,7 @@ void ll_notes_parse(ll_lock *l, char **values, size_t n)
 {
 	g_autoptr(GPtrArray) chunks = g_ptr_array_new();
 	l->idle_us = -1;
+	l->lease_us = -1;
 	for (size_t i = 0; i < n; i++) {
 		const char *v = values[i];
 		const char *eq = strchr(v, '=');
@@ -451,6 +467,14 @@ void ll_notes_parse(ll_lock *l, char **values, size_t n)
 		} else if (IS("ctime")) {
 			if (ll_time_parse(val, &t))
 				l->holder.ctime_us = t;
+		} else if (IS("session")) {
+			g_free(l->session);
+			l->session = g_strdup(val);
+		} else if (IS("lease_ms")) {
+			char *end = NULL;
+			int64_t ms = g_ascii_strtoll(val, &end, 10);
+			if (end != val && !*end && ms > 0 && ms < G_MAXINT64 / 1000)
+				l->lease_us = ms * 1000;
 		} else if (IS("mode")) {
 			l->holder.mode = (uint32_t)g_ascii_strtoull(val, NULL, 8);
 		} else if (IS("content") || (nl > 8 && strncmp(v, "content.", 8) == 0)) {
@@ -484,6 +508,7 @@ void ll_lock_clear(ll_lock *l)
 	g_free(l->heartbeat_value);
 	g_free(l->renewed_value);
 	g_free(l->note_key);
+	g_free(l->session);
 	if (l->content)
 		g_bytes_unref(l->content);
 	memset(l, 0, sizeof(*l));
@@ -522,7 +547,11 @@ static int64_t holder_idle(const ll_lock *l)
  * less the holder's idle time, is older than stale_after.  The holder
  * declares its lease lost ttl less a fifth after it *sent* its last renewal
  * (before W) by its monotonic clock, so no wall clock — ours or the
- * holder's — can make a live lease look expired. */
+ * holder's — can make a live lease look expired.  With a session, W of the
+ * lease is the session entry's last write and the lease its lease_ms= (ttl
+ * and a renew interval: a renewal may count on a session write sent up to a
+ * renew interval before it); the lock entry's own W still dates its
+ * heartbeat. */
 ll_verdict ll_judge(const ll_lock *l, const ll_server_now *now, int64_t ttl_us,
                     int64_t stale_after_us)
 {
@@ -532,8 +561,16 @@ ll_verdict ll_judge(const ll_lock *l, const ll_server_now *now, int64_t ttl_us,
 	if (w > now->hi_us)
 		return LL_UNSURE; /* written in the server's future: a reading is wrong */
 	int64_t since = now->lo_us - (w + res);
-	if (since > ttl_us)
+	if (l->session) {
+		if (l->sess_state == LL_SESS_GONE)
+			return LL_EXPIRED;
+		if (l->sess_state != LL_SESS_LIVE || l->sess_last_us > now->hi_us)
+			return LL_UNSURE;
+		if (now->lo_us - (l->sess_last_us + l->sess_res_us) > l->sess_lease_us)
+			return LL_EXPIRED;
+	} else if (since > ttl_us) {
 		return LL_EXPIRED;
+	}
 	if (stale_after_us > 0 && since + holder_idle(l) > stale_after_us)
 		return LL_STALE;
 	return LL_HELD;
@@ -542,11 +579,20 @@ ll_verdict ll_judge(const ll_lock *l, const ll_server_now *now, int64_t ttl_us,
 int64_t ll_lease_left_ms(const ll_lock *l, const ll_server_now *now, int64_t ttl_us)
 {
 	int64_t res = 0, w = ll_server_last(l, &res);
+	if (l->session) {
+		if (l->sess_state == LL_SESS_GONE)
+			return 0;
+		if (l->sess_state != LL_SESS_LIVE)
+			return ttl_us / 1000;
+		w = l->sess_last_us;
+		res = l->sess_res_us;
+		ttl_us = l->sess_lease_us;
+	}
 	if (!w || !now->hi_us)
 		return ttl_us / 1000;
 	int64_t mid = now->lo_us + (now->hi_us - now->lo_us) / 2;
 	int64_t left = ttl_us - (mid - (w + res / 2));
-	if (l->ttl_s >= 0)
+	if (l->ttl_s >= 0 && !l->session)
 		left = MIN(left, l->ttl_s * G_USEC_PER_SEC);
 	return CLAMP(left, 0, ttl_us) / 1000;
 }

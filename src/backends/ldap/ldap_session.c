@@ -1,0 +1,444 @@
+/* The mount's session entry (issue 14): one entry per mount, cn=%session%…,
+ * whose last write renews every lock naming it (session= in the lock's
+ * notes).  So keeping N locks costs one write a renew interval (and a dds
+ * refresh), not two per lock.
+ *
+ * Like etcd's one lease per mount: renew() of any lock answers at once when
+ * a session write that succeeded was *sent* within the last renew interval
+ * before the call, else it makes one (one at a time; callers meanwhile wait
+ * and share it).  Because a renewal may count on a write sent up to a renew
+ * interval before the call the filesystem dates it from, the session's lease
+ * is ttl + renew interval (its lease_ms= note, which contenders judge it by):
+ * the holder declares a lock lost ttl less a fifth after that call, a fifth
+ * of ttl before any contender may.
+ *
+ * What a per-lock write used to tell the holder — that its lock was broken
+ * (stale, or by lockfsctl unlock) — one search a round tells it now: the cn
+ * values of the entries naming the session.  A lock of ours missing from it
+ * answers -ESTALE to its next renew(). */
+#include "holder.h"
+#include "ldap_int.h"
+#include "log.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+/* A lease's entry to delete at the next round (ll_session_abandon()). */
+typedef struct {
+	char *dn, *fence_value;
+} ll_abandoned;
+
+/* A session read live: its last write, which later writes only move on,
+ * so while it alone says the session is live, it is (sessions_seen). */
+typedef struct {
+	int64_t last_us, res_us, lease_us;
+} ll_session_seen;
+
+/* Remembered sessions at most: a base has a few per host. */
+#define SEEN_MAX 4096
+
+static void abandoned_free(gpointer p)
+{
+	ll_abandoned *a = p;
+	g_free(a->dn);
+	g_free(a->fence_value);
+	g_free(a);
+}
+
+void ll_session_init(ll_backend *be)
+{
+	g_mutex_init(&be->sess_mu);
+	g_cond_init(&be->sess_cv);
+	be->sess_held = g_hash_table_new(g_direct_hash, g_direct_equal);
+	be->sess_seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	be->sess_abandoned = g_ptr_array_new_with_free_func(abandoned_free);
+}
+
+void ll_session_clear(ll_backend *be)
+{
+	g_free(be->sess_cn);
+	g_free(be->sess_started);
+	if (be->sess_held)
+		g_hash_table_destroy(be->sess_held);
+	if (be->sess_seen)
+		g_hash_table_destroy(be->sess_seen);
+	if (be->sess_abandoned)
+		g_ptr_array_free(be->sess_abandoned, TRUE);
+	g_mutex_clear(&be->sess_mu);
+	g_cond_clear(&be->sess_cv);
+}
+
+/* The session's notes: who, since when, its last write (renewed=, by our
+ * clock, for the shown times), and its lease. */
+static GPtrArray *session_notes(ll_backend *be, const char *started)
+{
+	GPtrArray *d = g_ptr_array_new_with_free_func(g_free);
+	g_autofree char *now = ll_time_format(ll_now_us(be));
+	g_ptr_array_add(d, g_strconcat("host=", be->cfg.host, NULL));
+	g_ptr_array_add(d, g_strdup_printf("pid=%d", (int)getpid()));
+	g_ptr_array_add(d, g_strdup(started));
+	g_ptr_array_add(d, g_strconcat("renewed=", now, NULL));
+	g_ptr_array_add(d, g_strdup_printf("lease_ms=%" G_GINT64_FORMAT,
+	                                   (be->cfg.ttl_us + be->cfg.renew_us) / 1000));
+	return d;
+}
+
+/* The dds TTL of the session: its lease in whole seconds, one more since
+ * servers count from the start of the current second. */
+static int session_ttl_s(ll_backend *be)
+{
+	return (int)((be->cfg.ttl_us + be->cfg.renew_us + G_USEC_PER_SEC - 1) / G_USEC_PER_SEC) +
+	       1;
+}
+
+static int dds_refresh(ll_op *op, const char *dn)
+{
+	int granted = 0;
+	int rc = ll_refresh(op, dn, session_ttl_s(op->be), &granted);
+	if (rc == LDAP_SUCCESS && granted && granted < session_ttl_s(op->be))
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "ldap: the server grants the session entry %d s only, less than ttl + "
+		           "renew interval (%d s): its locks may expire early; raise dds-max-ttl",
+		           granted, session_ttl_s(op->be));
+	return rc;
+}
+
+static int create(ll_op *op, char **cn_out, char **started_out)
+{
+	ll_backend *be = op->be;
+	g_autofree char *cn = ll_session_cn(be->cfg.host);
+	g_autofree char *dn = ll_dn(cn, be->cfg.base);
+	g_autofree char *t = ll_time_format(ll_now_us(be));
+	g_autofree char *started = g_strconcat("started=", t, NULL);
+	g_autoptr(GPtrArray) desc = session_notes(be, started);
+	const char *plain[] = { "top", "organizationalRole", NULL };
+	const char *dynamic[] = { "top", "organizationalRole", "dynamicObject", NULL };
+	bool dyn = be->caps & LL_CAP_DDS;
+	int rc = ll_add(op, dn, dyn ? dynamic : plain, "cn", cn, desc);
+	if (rc == LDAP_SUCCESS && dyn && (rc = dds_refresh(op, dn)) != LDAP_SUCCESS)
+		ll_delete(op, dn, NULL);
+	if (rc != LDAP_SUCCESS) {
+		g_autofree char *why = ll_error_text(op);
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL, "ldap: cannot make the session entry %s: %s",
+		           dn, why);
+		return -EIO;
+	}
+	*cn_out = g_steal_pointer(&cn);
+	*started_out = g_steal_pointer(&started);
+	return 0;
+}
+
+/* Rewrite the session's notes (its modifyTimestamp and entryCSN are then
+ * the renewal's time on the server's clock) and, with dds, refresh it.
+ * -ESTALE: it is gone. */
+static int refresh(ll_op *op, const char *cn, const char *started)
+{
+	ll_backend *be = op->be;
+	g_autofree char *dn = ll_dn(cn, be->cfg.base);
+	g_autoptr(GPtrArray) desc = session_notes(be, started);
+	int rc = ll_replace_notes(op, dn, started, desc);
+	if (rc == LDAP_SUCCESS && (be->caps & LL_CAP_DDS))
+		rc = dds_refresh(op, dn);
+	if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_NO_SUCH_ATTRIBUTE)
+		return -ESTALE;
+	if (rc != LDAP_SUCCESS) {
+		g_autofree char *why = ll_error_text(op);
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL, "ldap: cannot renew the session %s: %s", cn,
+		           why);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Delete the entries of leases freed without a release, each only while it
+ * still has its fence (never a newer holder's). */
+static void delete_abandoned(ll_op *op, GPtrArray *gone)
+{
+	for (guint i = 0; i < gone->len; i++) {
+		ll_abandoned *a = gone->pdata[i];
+		g_autofree char *filter = ll_filter_eq("description", a->fence_value);
+		if (op->be->caps & LL_CAP_ASSERT)
+			ll_delete(op, a->dn, filter);
+		else if (ll_compare(op, a->dn, "description", a->fence_value) == LDAP_COMPARE_TRUE)
+			ll_delete(op, a->dn, NULL);
+	}
+}
+
+struct present {
+	GHashTable *cns;
+};
+
+static void each_present(const char *cn, void *user)
+{
+	struct present *p = user;
+	g_hash_table_add(p->cns, g_strdup(cn));
+}
+
+/* Which of our locks on session CN (generation GEN) are gone or another's:
+ * one search for the entries naming the session.  Only leases whose add was
+ * answered before the search count (a later one may not be found yet). */
+static void check_mine(ll_op *op, const char *cn, uint64_t gen)
+{
+	ll_backend *be = op->be;
+	GPtrArray *held = g_ptr_array_new();
+	g_mutex_lock(&be->sess_mu);
+	GHashTableIter it;
+	gpointer k;
+	g_hash_table_iter_init(&it, be->sess_held);
+	while (g_hash_table_iter_next(&it, &k, NULL)) {
+		ll_lease *p = k;
+		if (p->gen == gen && !g_atomic_int_get(&p->gone)) {
+			g_ptr_array_add(held, g_strdup(p->dn));
+			g_ptr_array_add(held, g_strdup(p->fence_value));
+			g_ptr_array_add(held, p);
+		}
+	}
+	g_mutex_unlock(&be->sess_mu);
+	if (held->len) {
+		g_autofree char *note = g_strconcat("session=", cn, NULL);
+		g_autofree char *filter = ll_filter_eq("description", note);
+		struct present pr = { g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL) };
+		if (ll_search_cns(op, filter, each_present, &pr) == LDAP_SUCCESS) {
+			for (guint i = 0; i < held->len; i += 3) {
+				g_autofree char *lcn = ll_dn_cn(held->pdata[i]);
+				if (lcn && g_hash_table_contains(pr.cns, lcn))
+					continue;
+				/* Only the very lease still tracked: one released
+				 * meanwhile was freed (and its memory may be a new
+				 * lease's, with another fence). */
+				g_mutex_lock(&be->sess_mu);
+				ll_lease *p = held->pdata[i + 2];
+				if (g_hash_table_contains(be->sess_held, p) && !p->released &&
+				    g_strcmp0(p->fence_value, held->pdata[i + 1]) == 0) {
+					g_atomic_int_set(&p->gone, 1);
+					lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+					           "ldap: %s is no longer this mount's lock (broken by "
+					           "another host, or deleted)",
+					           (const char *)held->pdata[i]);
+				}
+				g_mutex_unlock(&be->sess_mu);
+			}
+		}
+		g_hash_table_destroy(pr.cns);
+	}
+	for (guint i = 0; i < held->len; i += 3) {
+		g_free(held->pdata[i]);
+		g_free(held->pdata[i + 1]);
+	}
+	g_ptr_array_free(held, TRUE);
+}
+
+int ll_session_fresh(ll_backend *be, int64_t start, uint64_t want, uint64_t *gen, char **cn)
+{
+	int64_t deadline = start + be->cfg.timeout_us;
+	g_mutex_lock(&be->sess_mu);
+	for (;;) {
+		if (want && (be->sess_gen != want || be->sess_lost)) {
+			g_mutex_unlock(&be->sess_mu);
+			return -ESTALE;
+		}
+		if (be->sess_cn && !be->sess_lost && be->sess_ok_sent >= start - be->cfg.renew_us) {
+			if (gen)
+				*gen = be->sess_gen;
+			if (cn)
+				*cn = g_strdup(be->sess_cn);
+			g_mutex_unlock(&be->sess_mu);
+			return 0;
+		}
+		if (be->sess_busy) {
+			if (!lockfs_cond_wait_until(&be->sess_cv, &be->sess_mu, deadline)) {
+				g_mutex_unlock(&be->sess_mu);
+				return -EIO;
+			}
+			continue;
+		}
+		be->sess_busy = true;
+		g_autofree char *cur = be->sess_lost ? NULL : g_strdup(be->sess_cn);
+		g_autofree char *started = g_strdup(be->sess_started);
+		uint64_t cur_gen = be->sess_gen;
+		GPtrArray *gone = be->sess_abandoned;
+		be->sess_abandoned = g_ptr_array_new_with_free_func(abandoned_free);
+		g_mutex_unlock(&be->sess_mu);
+
+		ll_op op;
+		int r = -EIO;
+		bool have_op = ll_op_begin(be, &op) == 0;
+		char *new_cn = NULL, *new_started = NULL;
+		int64_t sent = 0;
+		if (have_op) {
+			if (op.deadline_mono_us > deadline)
+				op.deadline_mono_us = deadline;
+			delete_abandoned(&op, gone);
+			sent = lockfs_mono_us();
+			r = cur ? refresh(&op, cur, started) : create(&op, &new_cn, &new_started);
+		}
+		g_ptr_array_free(gone, TRUE);
+
+		g_mutex_lock(&be->sess_mu);
+		be->sess_busy = false;
+		g_cond_broadcast(&be->sess_cv);
+		if (r == 0) {
+			if (!cur) {
+				g_free(be->sess_cn);
+				g_free(be->sess_started);
+				be->sess_cn = new_cn;
+				be->sess_started = new_started;
+				be->sess_gen++;
+				be->sess_lost = false;
+			}
+			be->sess_ok_sent = sent;
+			if (cur) {
+				/* Once a round, after the others were let go:
+				 * which of our locks were broken? */
+				g_mutex_unlock(&be->sess_mu);
+				check_mine(&op, cur, cur_gen);
+				g_mutex_lock(&be->sess_mu);
+			}
+		}
+		if (have_op) {
+			g_mutex_unlock(&be->sess_mu);
+			ll_op_end(&op);
+			g_mutex_lock(&be->sess_mu);
+		}
+		if (r == 0)
+			continue;
+		if (r == -ESTALE) {
+			/* A session with no lock on it lapses quietly: an idle
+			 * mount is not kept alive. */
+			guint on_it = 0;
+			GHashTableIter it;
+			gpointer k;
+			g_hash_table_iter_init(&it, be->sess_held);
+			while (g_hash_table_iter_next(&it, &k, NULL))
+				on_it += ((ll_lease *)k)->gen == cur_gen;
+			if (!be->sess_lost)
+				lockfs_log(on_it ? G_LOG_LEVEL_WARNING : G_LOG_LEVEL_DEBUG, NULL,
+				           "ldap: the session entry %s is gone (it expired at the "
+				           "server, or was deleted): every lock of this mount on it "
+				           "is lost (%u)",
+				           cur, on_it);
+			be->sess_lost = true;
+			continue;
+		}
+		g_mutex_unlock(&be->sess_mu);
+		return r;
+	}
+}
+
+void ll_session_track(ll_backend *be, ll_lease *p)
+{
+	g_mutex_lock(&be->sess_mu);
+	g_hash_table_add(be->sess_held, p);
+	g_mutex_unlock(&be->sess_mu);
+}
+
+void ll_session_untrack(ll_backend *be, ll_lease *p)
+{
+	g_mutex_lock(&be->sess_mu);
+	g_hash_table_remove(be->sess_held, p);
+	g_mutex_unlock(&be->sess_mu);
+}
+
+void ll_session_abandon(ll_backend *be, ll_lease *p)
+{
+	ll_abandoned *a = g_new0(ll_abandoned, 1);
+	a->dn = g_strdup(p->dn);
+	a->fence_value = g_strdup(p->fence_value);
+	g_mutex_lock(&be->sess_mu);
+	/* Only the current session's: an old one's locks went with it. */
+	if (p->gen == be->sess_gen && !be->sess_lost) {
+		g_ptr_array_add(be->sess_abandoned, a);
+		a = NULL;
+	}
+	g_mutex_unlock(&be->sess_mu);
+	if (a)
+		abandoned_free(a);
+}
+
+/* Whether the session's last write as remembered still says it is live
+ * now: then it is, whatever was written since (a write only moves it on),
+ * and a lookup costs one read, not two.  Anything else is read again: a
+ * session is never found run out, or gone, from memory. */
+static bool seen_live(ll_backend *be, ll_lock *l)
+{
+	ll_server_now now;
+	ll_server_now_of(be, NULL, &now);
+	if (!now.hi_us)
+		return false;
+	g_mutex_lock(&be->sess_mu);
+	ll_session_seen *s = g_hash_table_lookup(be->sess_seen, l->session);
+	bool live = s && s->last_us <= now.hi_us &&
+	            now.lo_us - (s->last_us + s->res_us) <= s->lease_us;
+	if (live) {
+		l->sess_last_us = s->last_us;
+		l->sess_res_us = s->res_us;
+		l->sess_lease_us = s->lease_us;
+		l->sess_state = LL_SESS_LIVE;
+	}
+	g_mutex_unlock(&be->sess_mu);
+	return live;
+}
+
+static void seen_note(ll_backend *be, const ll_lock *l)
+{
+	g_mutex_lock(&be->sess_mu);
+	if (l->sess_state != LL_SESS_LIVE) {
+		g_hash_table_remove(be->sess_seen, l->session);
+	} else {
+		if (g_hash_table_size(be->sess_seen) >= SEEN_MAX)
+			g_hash_table_remove_all(be->sess_seen);
+		ll_session_seen *s = g_new(ll_session_seen, 1);
+		*s = (ll_session_seen){ l->sess_last_us, l->sess_res_us, l->sess_lease_us };
+		g_hash_table_replace(be->sess_seen, g_strdup(l->session), s);
+	}
+	g_mutex_unlock(&be->sess_mu);
+}
+
+int ll_session_resolve(ll_op *op, ll_lock *l)
+{
+	l->sess_state = LL_SESS_UNREAD;
+	if (!ll_is_session_cn(l->session))
+		return LDAP_SUCCESS; /* not a session of ours: never judged gone */
+	if (seen_live(op->be, l))
+		return LDAP_SUCCESS;
+	g_autofree char *dn = ll_dn(l->session, op->be->cfg.base);
+	if (!dn)
+		return LDAP_SUCCESS;
+	ll_lock s;
+	int rc = ll_read_lock(op, dn, &s);
+	if (rc == LDAP_NO_SUCH_OBJECT) {
+		l->sess_state = LL_SESS_GONE;
+		seen_note(op->be, l);
+		return LDAP_SUCCESS;
+	}
+	if (rc == LDAP_SUCCESS && s.lease_us > 0) {
+		l->sess_last_us = ll_server_last(&s, &l->sess_res_us);
+		l->sess_lease_us = s.lease_us;
+		if (l->sess_last_us)
+			l->sess_state = LL_SESS_LIVE;
+		seen_note(op->be, l);
+	}
+	ll_lock_clear(&s);
+	return rc;
+}
+
+void ll_session_end(ll_backend *be)
+{
+	g_mutex_lock(&be->sess_mu);
+	g_autofree char *cn = be->sess_lost ? NULL : g_strdup(be->sess_cn);
+	bool busy = be->sess_busy;
+	GPtrArray *gone = be->sess_abandoned;
+	be->sess_abandoned = g_ptr_array_new_with_free_func(abandoned_free);
+	g_mutex_unlock(&be->sess_mu);
+	ll_op op;
+	if ((cn || gone->len) && !busy && ll_op_begin(be, &op) == 0) {
+		delete_abandoned(&op, gone);
+		if (cn) {
+			g_autofree char *dn = ll_dn(cn, be->cfg.base);
+			ll_delete(&op, dn, NULL);
+		}
+		ll_op_end(&op);
+	}
+	g_ptr_array_free(gone, TRUE);
+}
