@@ -7,6 +7,7 @@
  * every call bounded.  Without etcd every test that needs it skips, saying
  * why. */
 #include "backend_contract.h"
+#include "fault_proxy.h"
 #include "backends/etcd/etcd_client.h"
 #include "backends/etcd/etcd_record.h"
 #include "holder.h"
@@ -404,50 +405,12 @@ static void test_abandoned(void)
 
 /* ---- a link that loses answers (tests/faults/proxy.py) ---- */
 
-static GPid proxy_pid;
-static char *proxy_sock;
-
-/* proxy.py ctl COMMAND...; asserts it answered ok. */
-static void proxy_ctl(const char *cmd, const char *arg)
-{
-	const char *argv[] = { "python3", PROXY_PY, "ctl", proxy_sock, cmd, arg, NULL };
-	int status = -1;
-	g_autofree char *out = NULL, *err = NULL;
-	g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-	                           &out, &err, &status, NULL));
-	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
-		g_error("proxy.py ctl %s: %s%s", cmd, out ? out : "", err ? err : "");
-}
-
-/* A proxy to member 0 on a free port: its endpoint ("http://127.0.0.1:P"). */
+/* A proxy to member 0: its endpoint ("http://127.0.0.1:P"). */
 static char *proxy_start(void)
 {
 	const char *up = strstr(endpoint[0], "://");
 	g_assert_nonnull(up);
-	g_autofree char *port_file = g_build_filename(tmpdir, "proxy.port", NULL);
-	proxy_sock = g_build_filename(tmpdir, "proxy.sock", NULL);
-	g_autofree char *self = g_strdup_printf("%d", (int)getpid());
-	const char *argv[] = { "python3",     PROXY_PY,   "serve",     "--upstream", up + 3,
-		               "--control",   proxy_sock, "--port-file", port_file, "--watch",
-		               self,          "--deadline", "300",         NULL };
-	GError *e = NULL;
-	g_assert_true(g_spawn_async(NULL, (char **)argv, NULL,
-	                            G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,
-	                            &proxy_pid, &e));
-	g_assert_no_error(e);
-	g_autofree char *port = NULL;
-	for (int i = 0; i < 100 && !g_file_get_contents(port_file, &port, NULL, NULL); i++)
-		g_usleep(50 * 1000);
-	g_assert_nonnull(port);
-	g_strstrip(port);
-	return g_strdup_printf("http://127.0.0.1:%s", port);
-}
-
-static void proxy_stop(void)
-{
-	proxy_ctl("quit", NULL);
-	waitpid(proxy_pid, NULL, 0);
-	g_spawn_close_pid(proxy_pid);
+	return g_strdup_printf("http://127.0.0.1:%d", fault_proxy_start(up + 3, tmpdir));
 }
 
 /* A put that etcd applied but whose answer was lost (the fault run's
@@ -467,7 +430,7 @@ static void test_unanswered_put(void)
 	lockfs_lease *l1 = take(a, k1, "host-a", NULL);
 	/* Answers vanish: the put right after the grant reuses its keep-alive,
 	 * reaches etcd and is applied, and its answer never comes. */
-	proxy_ctl("drop", "s2c");
+	fault_proxy_ctl("drop", "s2c");
 	lockfs_holder who = lockfs_contract_holder("host-a", 7);
 	lockfs_lease *l2 = NULL;
 	g_assert_cmpint(a->acquire(a, k2, &who, NULL, 0, &l2, NULL), ==, -EIO);
@@ -475,7 +438,7 @@ static void test_unanswered_put(void)
 	g_assert_cmpint(b->inspect(b, k2, &info), ==, 0);
 	g_assert_cmpstr(info.holder.host, ==, "host-a");
 	lockfs_lock_info_clear(&info);
-	proxy_ctl("forward", NULL);
+	fault_proxy_ctl("forward", NULL);
 	/* The mount's renewals go on; the key must go within a keep-alive
 	 * round or two (renewals every 2 s), far less than the stale rules. */
 	int64_t t0 = lockfs_mono_us(), end = t0 + 8 * G_USEC_PER_SEC;
@@ -496,7 +459,7 @@ static void test_unanswered_put(void)
 	give(a, l1);
 	a->destroy(a);
 	b->destroy(b);
-	proxy_stop();
+	fault_proxy_stop();
 }
 
 /* Time CALL and assert it returned within the network timeout (plus

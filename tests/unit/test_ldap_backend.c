@@ -3,6 +3,7 @@
  * without, and one to stop and restart).  Without slapd every test skips and
  * says why. */
 #include "backend_contract.h"
+#include "fault_proxy.h"
 #include "backends/ldap/ldap_int.h"
 #include "backends/ldap/ldap_test.h"
 #include "holder.h"
@@ -990,6 +991,63 @@ static void test_sessions(gconstpointer data)
 	b->destroy(b);
 }
 
+/* An add that slapd applied but whose answer was lost: its taker was told
+ * EIO, so nobody holds the lock, yet its entry names the session, which the
+ * mount's other locks keep alive: held for nobody until the stale rules
+ * broke it.  The mount deletes it, by that add's own fence note, at its
+ * next rounds.  Through the fault suite's proxy, dropping answers. */
+static void test_unanswered_add(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_dds, "unanswered");
+	g_autofree char *up = g_strdup_printf("127.0.0.1:%s", E(srv_dds, "SLAPD_PORT"));
+	g_autofree char *pdir = g_dir_make_tmp("lockfs-proxy-XXXXXX", NULL);
+	int port = fault_proxy_start(up, pdir);
+	g_autofree char *via = g_strdup_printf("ldap_uri=ldap://127.0.0.1:%d", port);
+	const char *opts_a[] = { "ldap_sessions=yes", "renew_interval=1s", via, NULL };
+	const char *opts_b[] = { "ldap_sessions=yes", NULL };
+	lockfs_backend *a = backend(srv_dds, "hosta", base, opts_a);
+	lockfs_backend *b = backend(srv_dds, "hostb", base, opts_b);
+	lockfs_lease *l1 = take_ok(a, "kept.lock", "hosta");
+	fault_proxy_ctl("drop", "s2c");
+	lockfs_holder who = holder("hosta", 7);
+	lockfs_lease *l2 = NULL;
+	g_assert_cmpint(a->acquire(a, "unanswered.lock", &who, NULL, 0, &l2, NULL), ==, -EIO);
+	lockfs_holder_clear(&who);
+	lockfs_lock_info info;
+	g_assert_cmpint(b->inspect(b, "unanswered.lock", &info), ==, 0);
+	g_assert_cmpstr(info.holder.host, ==, "hosta");
+	lockfs_lock_info_clear(&info);
+	fault_proxy_ctl("forward", NULL);
+	/* The mount's renewals go on (a call on a connection the drop broke
+	 * may fail once); the entry must go within a round or two. */
+	int64_t t0 = mono();
+	int r;
+	while ((r = b->inspect(b, "unanswered.lock", &info)) == 0) {
+		lockfs_lock_info_clear(&info);
+		g_assert_cmpint(mono() - t0, <, 8 * SEC);
+		g_assert_cmpint(a->renew(a, l1), !=, -ESTALE);
+		g_usleep(100 * 1000);
+	}
+	g_assert_cmpint(r, ==, -ENOENT);
+	g_test_message("the unanswered add's entry was deleted %.1f s after the link came back",
+	               (mono() - t0) / 1e6);
+	/* The mount's own lock stays. */
+	g_assert_cmpint(b->inspect(b, "kept.lock", &info), ==, 0);
+	g_assert_cmpstr(info.fence, ==, l1->fence);
+	lockfs_lock_info_clear(&info);
+	release_ok(a, l1);
+	a->destroy(a);
+	b->destroy(b);
+	fault_proxy_stop();
+	g_autofree char *sock = g_build_filename(pdir, "proxy.sock", NULL);
+	g_autofree char *pf = g_build_filename(pdir, "proxy.port", NULL);
+	g_unlink(sock);
+	g_unlink(pf);
+	g_rmdir(pdir);
+}
+
 static void test_race_stale(void)
 {
 	if (!need_slapd())
@@ -1842,6 +1900,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/ldap/nodds/lease", test_nodds_lease);
 	g_test_add_data_func("/ldap/sessions/dds", &srv_dds, test_sessions);
 	g_test_add_data_func("/ldap/sessions/plain", &srv_plain, test_sessions);
+	g_test_add_func("/ldap/sessions/unanswered-add", test_unanswered_add);
 	g_test_add_func("/ldap/clock/matrix-dds", test_clock_matrix_dds);
 	g_test_add_func("/ldap/clock/matrix-plain", test_clock_matrix_plain);
 	g_test_add_func("/ldap/clock/bound", test_clock_bound);

@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #define SKEW_LOG_EVERY_US (60 * G_USEC_PER_SEC)
+/* Rounds that delete an add whose answer was lost (it may arrive late). */
+#define UNANSWERED_ROUNDS 3
 
 /* The DN of KEY, or NULL with -EINVAL in *err. */
 static char *lock_dn(ll_backend *be, const char *key, int *err)
@@ -489,6 +491,12 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 			break;
 		}
 		if (rc != LDAP_ALREADY_EXISTS) {
+			/* The server may have made the entry (or may yet: the add can
+			 * reach it late) though we never heard: it would be held for
+			 * nobody while the session lives.  Its fence note is this
+			 * add's alone. */
+			if (session && op.broken)
+				ll_session_abandon(be, dn, fence_value, gen, UNANSWERED_ROUNDS);
 			r = failed(&op, "take", key);
 			break;
 		}
@@ -876,7 +884,7 @@ static void ll_lease_free(lockfs_backend *b, lockfs_lease *lease)
 	if (p && p->session) {
 		ll_session_untrack(be, p);
 		if (!p->released && !g_atomic_int_get(&p->gone))
-			ll_session_abandon(be, p);
+			ll_session_abandon(be, p->dn, p->fence_value, p->gen, 1);
 		g_free(p->session);
 	}
 	if (p) {

@@ -350,9 +350,12 @@ int ll_session_fresh(ll_backend *be, int64_t start, uint64_t want, uint64_t *gen
 /* A lease taken on a session, and let go. */
 void ll_session_track(ll_backend *be, ll_lease *p);
 void ll_session_untrack(ll_backend *be, ll_lease *p);
-/* Delete P's entry at the next round: a lease freed without a release
- * would otherwise be kept by the session's writes, held for nobody. */
-void ll_session_abandon(ll_backend *be, ll_lease *p);
+/* Delete DN at the next ROUNDS rounds while it has FENCE_VALUE, if GEN is
+ * still the session: a lease freed without a release, or an add whose
+ * answer was lost, would otherwise be kept by the session's writes, held
+ * for nobody. */
+void ll_session_abandon(ll_backend *be, const char *dn, const char *fence_value, uint64_t gen,
+                        int rounds);
 /* What L's session says (sets L's sess_* fields); LDAP_SUCCESS, or the
  * failure of the read (then LL_SESS_UNREAD). */
 int ll_session_resolve(ll_op *op, ll_lock *l);

@@ -24,9 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A lease's entry to delete at the next round (ll_session_abandon()). */
+/* An entry to delete at the next rounds (ll_session_abandon()). */
 typedef struct {
 	char *dn, *fence_value;
+	int rounds; /* tries left */
 } ll_abandoned;
 
 /* A session read live: its last write, which later writes only move on,
@@ -41,6 +42,8 @@ typedef struct {
 static void abandoned_free(gpointer p)
 {
 	ll_abandoned *a = p;
+	if (!a)
+		return;
 	g_free(a->dn);
 	g_free(a->fence_value);
 	g_free(a);
@@ -152,16 +155,23 @@ static int refresh(ll_op *op, const char *cn, const char *started)
 }
 
 /* Delete the entries of leases freed without a release, each only while it
- * still has its fence (never a newer holder's). */
-static void delete_abandoned(ll_op *op, GPtrArray *gone)
+ * still has its fence (never a newer holder's).  An add whose answer was
+ * lost may reach the server late: it is tried again next round, *KEEP. */
+static void delete_abandoned(ll_op *op, GPtrArray *gone, GPtrArray *keep)
 {
 	for (guint i = 0; i < gone->len; i++) {
 		ll_abandoned *a = gone->pdata[i];
 		g_autofree char *filter = ll_filter_eq("description", a->fence_value);
+		int rc;
 		if (op->be->caps & LL_CAP_ASSERT)
-			ll_delete(op, a->dn, filter);
-		else if (ll_compare(op, a->dn, "description", a->fence_value) == LDAP_COMPARE_TRUE)
-			ll_delete(op, a->dn, NULL);
+			rc = ll_delete(op, a->dn, filter);
+		else if ((rc = ll_compare(op, a->dn, "description", a->fence_value)) ==
+		         LDAP_COMPARE_TRUE)
+			rc = ll_delete(op, a->dn, NULL);
+		if (rc != LDAP_SUCCESS && --a->rounds > 0 && keep) {
+			g_ptr_array_add(keep, a);
+			gone->pdata[i] = NULL;
+		}
 	}
 }
 
@@ -269,7 +279,12 @@ int ll_session_fresh(ll_backend *be, int64_t start, uint64_t want, uint64_t *gen
 		if (have_op) {
 			if (op.deadline_mono_us > deadline)
 				op.deadline_mono_us = deadline;
-			delete_abandoned(&op, gone);
+			g_autoptr(GPtrArray) keep = g_ptr_array_new();
+			delete_abandoned(&op, gone, keep);
+			g_mutex_lock(&be->sess_mu);
+			for (guint i = 0; i < keep->len; i++)
+				g_ptr_array_add(be->sess_abandoned, keep->pdata[i]);
+			g_mutex_unlock(&be->sess_mu);
 			sent = lockfs_mono_us();
 			r = cur ? refresh(&op, cur, started) : create(&op, &new_cn, &new_started);
 		}
@@ -340,20 +355,21 @@ void ll_session_untrack(ll_backend *be, ll_lease *p)
 	g_mutex_unlock(&be->sess_mu);
 }
 
-void ll_session_abandon(ll_backend *be, ll_lease *p)
+void ll_session_abandon(ll_backend *be, const char *dn, const char *fence_value, uint64_t gen,
+                        int rounds)
 {
 	ll_abandoned *a = g_new0(ll_abandoned, 1);
-	a->dn = g_strdup(p->dn);
-	a->fence_value = g_strdup(p->fence_value);
+	a->dn = g_strdup(dn);
+	a->fence_value = g_strdup(fence_value);
+	a->rounds = rounds;
 	g_mutex_lock(&be->sess_mu);
 	/* Only the current session's: an old one's locks went with it. */
-	if (p->gen == be->sess_gen && !be->sess_lost) {
+	if (gen == be->sess_gen && !be->sess_lost) {
 		g_ptr_array_add(be->sess_abandoned, a);
 		a = NULL;
 	}
 	g_mutex_unlock(&be->sess_mu);
-	if (a)
-		abandoned_free(a);
+	abandoned_free(a);
 }
 
 /* Whether the session's last write as remembered still says it is live
@@ -433,7 +449,7 @@ void ll_session_end(ll_backend *be)
 	g_mutex_unlock(&be->sess_mu);
 	ll_op op;
 	if ((cn || gone->len) && !busy && ll_op_begin(be, &op) == 0) {
-		delete_abandoned(&op, gone);
+		delete_abandoned(&op, gone, NULL);
 		if (cn) {
 			g_autofree char *dn = ll_dn(cn, be->cfg.base);
 			ll_delete(&op, dn, NULL);
