@@ -100,7 +100,10 @@ static void log_unsure(ll_backend *be, const ll_lock *l, const ll_server_now *no
 		return;
 	int64_t res = 0, w = ll_server_last(l, &res);
 	const char *why =
-	        !w ? "the entry shows no modifyTimestamp: let the bind user read it"
+	        l->session && l->sess_state == LL_SESS_UNREAD
+	                ? "its session entry could not be read (or shows no modifyTimestamp or "
+	                  "lease_ms=)"
+	        : !w ? "the entry shows no modifyTimestamp: let the bind user read it"
 	        : !now->hi_us
 	                ? "the server's clock is not known here (no stamped write answered yet)"
 	                : "its last write is stamped ahead of the server's clock as this host "
