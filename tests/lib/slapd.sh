@@ -11,6 +11,8 @@
 #                                   life of a new dynamic entry before any refresh
 #                                   (default 3600; lockfs skips its refresh at
 #                                   acquisition when this is ttl + 1 s)
+#   slapd.sh start DIR --size-limit=N  the bind user's search size limit (default
+#                                   unlimited; slapd's own default is 500)
 #   slapd.sh restart DIR            start the instance in DIR again (same port, same
 #                                   database), stopping it first if it runs; prints the facts
 #   slapd.sh stop DIR               stop it (SIGTERM, SIGKILL after 10 s); the
@@ -95,7 +97,7 @@ make_certs() {
 }
 
 write_config() {
-	local dir=$1 dds=$2 dds_default=${3:-3600}
+	local dir=$1 dds=$2 dds_default=${3:-3600} size_limit=${4:-unlimited}
 	local rootpw
 	rootpw=$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')
 	{
@@ -120,6 +122,9 @@ write_config() {
 		echo "rootpw $rootpw"
 		echo "directory $dir/db"
 		echo "maxsize 268435456"
+		# The lockfs user lists every lock, and each mount every lock of
+		# its session, once a round: no size limit (slapd's default is 500).
+		echo "limits dn.exact=\"$USERDN\" size=$size_limit"
 		echo "index objectClass eq"
 		echo "index cn eq,sub"
 		# Each mount searches for the locks naming its session once a round.
@@ -202,13 +207,14 @@ watch() {
 }
 
 start() {
-	local dir=$1 dds=1 dds_default=3600 port ldaps_port watch_pid=
+	local dir=$1 dds=1 dds_default=3600 port ldaps_port watch_pid= size_limit=unlimited
 	shift
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--no-dds) dds=0 ;;
 		--dds-default-ttl) dds_default=${2:?--dds-default-ttl needs seconds}; shift ;;
 		--watch) watch_pid=${2:?--watch needs a pid}; shift ;;
+		--size-limit=*) size_limit=${1#--size-limit=} ;;
 		*) die "start: unknown option $1" ;;
 		esac
 		shift
@@ -219,7 +225,7 @@ start() {
 	local why
 	why=$(check) || die "$why"
 	make_certs "$dir"
-	write_config "$dir" "$dds" "$dds_default"
+	write_config "$dir" "$dds" "$dds_default" "$size_limit"
 	load_base "$dir"
 	local i
 	for i in 1 2 3 4 5; do

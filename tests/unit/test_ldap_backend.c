@@ -77,18 +77,24 @@ static bool slapd_cmd(slapd *s, const char *verb, const char *arg, char **why)
 	return true;
 }
 
-static slapd *slapd_start(bool dds)
+/* A slapd started with ARG (one option of slapd.sh start, or NULL). */
+static slapd *slapd_start_with(const char *arg)
 {
 	slapd *s = g_new0(slapd, 1);
 	s->dir = g_dir_make_tmp("lockfs-slapd-XXXXXX", NULL);
 	s->env = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	char *why = NULL;
-	if (!s->dir || !slapd_cmd(s, "start", dds ? NULL : "--no-dds", &why)) {
+	if (!s->dir || !slapd_cmd(s, "start", arg, &why)) {
 		skip_why = g_strdup_printf("slapd did not start: %s", why ? why : "no temp dir");
 		g_free(why);
 		return s;
 	}
 	return s;
+}
+
+static slapd *slapd_start(bool dds)
+{
+	return slapd_start_with(dds ? NULL : "--no-dds");
 }
 
 static void slapd_free(slapd *s)
@@ -1048,6 +1054,48 @@ static void test_unanswered_add(void)
 	g_rmdir(pdir);
 }
 
+/* A server whose size limit is below the locks held: the round's search
+ * fails, and each lock's fence is compared instead, so a break is still
+ * seen (and the log says how to lift the limit). */
+static void test_sessions_size_limit(void)
+{
+	if (!need_slapd())
+		return;
+	slapd *srv = slapd_start_with("--size-limit=3");
+	g_assert_null(skip_why);
+	g_autofree char *base = base_of(srv, "limited");
+	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
+	lockfs_backend *a = backend(srv, "hosta", base, opts);
+	lockfs_backend *b = backend(srv, "hostb", base, opts);
+	lockfs_lease *l[6];
+	for (int i = 0; i < 6; i++) {
+		g_autofree char *key = g_strdup_printf("m%d.lock", i);
+		l[i] = take_ok(a, key, "hosta");
+	}
+	log_reset();
+	g_assert_cmpint(b->break_lock(b, "m4.lock", l[4]->fence, NULL, NULL), ==, 0);
+	int64_t broke = mono();
+	int r4 = 0;
+	while (mono() - broke < 4 * SEC && (r4 = a->renew(a, l[4])) == 0) {
+		for (int i = 0; i < 6; i++)
+			if (i != 4)
+				g_assert_cmpint(a->renew(a, l[i]), ==, 0);
+		g_usleep(100 * 1000);
+	}
+	g_assert_cmpint(r4, ==, -ESTALE);
+	g_assert_true(log_has("cannot search for the locks of session"));
+	g_assert_true(log_has("size=unlimited"));
+	for (int i = 0; i < 6; i++) {
+		if (i != 4)
+			g_assert_cmpint(a->renew(a, l[i]), ==, 0);
+		a->release(a, l[i]);
+		a->lease_free(a, l[i]);
+	}
+	a->destroy(a);
+	b->destroy(b);
+	slapd_free(srv);
+}
+
 static void test_race_stale(void)
 {
 	if (!need_slapd())
@@ -1901,6 +1949,7 @@ int main(int argc, char **argv)
 	g_test_add_data_func("/ldap/sessions/dds", &srv_dds, test_sessions);
 	g_test_add_data_func("/ldap/sessions/plain", &srv_plain, test_sessions);
 	g_test_add_func("/ldap/sessions/unanswered-add", test_unanswered_add);
+	g_test_add_func("/ldap/sessions/size-limit", test_sessions_size_limit);
 	g_test_add_func("/ldap/clock/matrix-dds", test_clock_matrix_dds);
 	g_test_add_func("/ldap/clock/matrix-plain", test_clock_matrix_plain);
 	g_test_add_func("/ldap/clock/bound", test_clock_bound);

@@ -850,6 +850,10 @@ static int ll_list(lockfs_backend *b, const char *prefix, lockfs_list_cb cb, voi
 	struct collect c = { prefix ? prefix : "", g_array_new(FALSE, FALSE, sizeof(ll_lock)) };
 	int rc = ll_search_locks(&op, filter, collect_one, &c);
 	int r = rc == LDAP_SUCCESS ? 0 : failed(&op, "list locks under", be->cfg.base);
+	if (rc == LDAP_SIZELIMIT_EXCEEDED)
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "ldap: lift the bind identity's size limit to list every lock (OpenLDAP: "
+		           "limits dn.exact=\"BIND_DN\" size=unlimited)");
 	if (r == 0)
 		resolve_sessions(&op, c.locks);
 	ll_op_end(&op);

@@ -136,6 +136,7 @@ typedef struct {
 	uint64_t sess_gen;
 	bool sess_lost, sess_busy;
 	int64_t sess_ok_sent; /* when the last write that succeeded was sent (mono) */
+	int64_t sess_logged_mono_us;
 	GHashTable *sess_held;     /* ll_lease * → itself: leases on a session */
 	GHashTable *sess_seen;     /* cn → ll_session_seen: sessions read live */
 	GPtrArray *sess_abandoned; /* ll_abandoned *: entries to delete next round */

@@ -175,6 +175,18 @@ static void delete_abandoned(ll_op *op, GPtrArray *gone, GPtrArray *keep)
 	}
 }
 
+/* At most once a minute. */
+static bool log_due_once(ll_backend *be)
+{
+	int64_t now = lockfs_mono_us();
+	g_mutex_lock(&be->sess_mu);
+	bool due = !be->sess_logged_mono_us || now - be->sess_logged_mono_us >= 60 * G_USEC_PER_SEC;
+	if (due)
+		be->sess_logged_mono_us = now;
+	g_mutex_unlock(&be->sess_mu);
+	return due;
+}
+
 struct present {
 	GHashTable *cns;
 };
@@ -185,9 +197,27 @@ static void each_present(const char *cn, void *user)
 	g_hash_table_add(p->cns, g_strdup(cn));
 }
 
+static void mark_gone(ll_backend *be, ll_lease *p, const char *dn, const char *fence_value)
+{
+	/* Only the very lease still tracked: one released meanwhile was freed
+	 * (and its memory may be a new lease's, with another fence). */
+	g_mutex_lock(&be->sess_mu);
+	if (g_hash_table_contains(be->sess_held, p) && !p->released &&
+	    g_strcmp0(p->fence_value, fence_value) == 0) {
+		g_atomic_int_set(&p->gone, 1);
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "ldap: %s is no longer this mount's lock (broken by another host, or "
+		           "deleted)",
+		           dn);
+	}
+	g_mutex_unlock(&be->sess_mu);
+}
+
 /* Which of our locks on session CN (generation GEN) are gone or another's:
  * one search for the entries naming the session.  Only leases whose add was
- * answered before the search count (a later one may not be found yet). */
+ * answered before the search count (a later one may not be found yet).
+ * Where the search fails (a size limit below the locks held), one compare
+ * of each lock's fence instead: what a per-lock renewal cost, in reads. */
 static void check_mine(ll_op *op, const char *cn, uint64_t gen)
 {
 	ll_backend *be = op->be;
@@ -209,26 +239,30 @@ static void check_mine(ll_op *op, const char *cn, uint64_t gen)
 		g_autofree char *note = g_strconcat("session=", cn, NULL);
 		g_autofree char *filter = ll_filter_eq("description", note);
 		struct present pr = { g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL) };
-		if (ll_search_cns(op, filter, each_present, &pr) == LDAP_SUCCESS) {
-			for (guint i = 0; i < held->len; i += 3) {
-				g_autofree char *lcn = ll_dn_cn(held->pdata[i]);
+		int rc = ll_search_cns(op, filter, each_present, &pr);
+		if (rc != LDAP_SUCCESS && !op->broken && log_due_once(be)) {
+			g_autofree char *why = ll_error_text(op);
+			lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+			           "ldap: cannot search for the locks of session %s (%s): checking "
+			           "each lock instead; %s",
+			           cn, why,
+			           rc == LDAP_SIZELIMIT_EXCEEDED
+			                   ? "lift the bind identity's size limit (OpenLDAP: limits "
+			                     "dn.exact=\"BIND_DN\" size=unlimited)"
+			                   : "let the bind identity search the base");
+		}
+		for (guint i = 0; i < held->len && !op->broken; i += 3) {
+			const char *dn = held->pdata[i], *fence_value = held->pdata[i + 1];
+			if (rc == LDAP_SUCCESS) {
+				g_autofree char *lcn = ll_dn_cn(dn);
 				if (lcn && g_hash_table_contains(pr.cns, lcn))
 					continue;
-				/* Only the very lease still tracked: one released
-				 * meanwhile was freed (and its memory may be a new
-				 * lease's, with another fence). */
-				g_mutex_lock(&be->sess_mu);
-				ll_lease *p = held->pdata[i + 2];
-				if (g_hash_table_contains(be->sess_held, p) && !p->released &&
-				    g_strcmp0(p->fence_value, held->pdata[i + 1]) == 0) {
-					g_atomic_int_set(&p->gone, 1);
-					lockfs_log(G_LOG_LEVEL_WARNING, NULL,
-					           "ldap: %s is no longer this mount's lock (broken by "
-					           "another host, or deleted)",
-					           (const char *)held->pdata[i]);
-				}
-				g_mutex_unlock(&be->sess_mu);
+			} else {
+				int c = ll_compare(op, dn, "description", fence_value);
+				if (c != LDAP_COMPARE_FALSE && c != LDAP_NO_SUCH_OBJECT)
+					continue; /* ours, or not known now */
 			}
+			mark_gone(be, held->pdata[i + 2], dn, fence_value);
 		}
 		g_hash_table_destroy(pr.cns);
 	}
