@@ -156,11 +156,14 @@ static int refresh(ll_op *op, const char *cn, const char *started)
 
 /* Delete the entries of leases freed without a release, each only while it
  * still has its fence (never a newer holder's).  An add whose answer was
- * lost may reach the server late: it is tried again next round, *KEEP. */
-static void delete_abandoned(ll_op *op, GPtrArray *gone, GPtrArray *keep)
+ * lost may reach the server late: it stays in GONE for the next rounds, as
+ * does whatever the call's deadline left untried; the rest are set to NULL. */
+static void delete_abandoned(ll_op *op, GPtrArray *gone)
 {
 	for (guint i = 0; i < gone->len; i++) {
 		ll_abandoned *a = gone->pdata[i];
+		if (op->broken || lockfs_mono_us() >= op->deadline_mono_us)
+			return; /* the rest next round */
 		g_autofree char *filter = ll_filter_eq("description", a->fence_value);
 		int rc;
 		if (op->be->caps & LL_CAP_ASSERT)
@@ -168,8 +171,8 @@ static void delete_abandoned(ll_op *op, GPtrArray *gone, GPtrArray *keep)
 		else if ((rc = ll_compare(op, a->dn, "description", a->fence_value)) ==
 		         LDAP_COMPARE_TRUE)
 			rc = ll_delete(op, a->dn, NULL);
-		if (rc != LDAP_SUCCESS && --a->rounds > 0 && keep) {
-			g_ptr_array_add(keep, a);
+		if (rc == LDAP_SUCCESS || --a->rounds <= 0) {
+			abandoned_free(a);
 			gone->pdata[i] = NULL;
 		}
 	}
@@ -313,16 +316,9 @@ int ll_session_fresh(ll_backend *be, int64_t start, uint64_t want, uint64_t *gen
 		if (have_op) {
 			if (op.deadline_mono_us > deadline)
 				op.deadline_mono_us = deadline;
-			g_autoptr(GPtrArray) keep = g_ptr_array_new();
-			delete_abandoned(&op, gone, keep);
-			g_mutex_lock(&be->sess_mu);
-			for (guint i = 0; i < keep->len; i++)
-				g_ptr_array_add(be->sess_abandoned, keep->pdata[i]);
-			g_mutex_unlock(&be->sess_mu);
 			sent = lockfs_mono_us();
 			r = cur ? refresh(&op, cur, started) : create(&op, &new_cn, &new_started);
 		}
-		g_ptr_array_free(gone, TRUE);
 
 		g_mutex_lock(&be->sess_mu);
 		be->sess_busy = false;
@@ -337,14 +333,22 @@ int ll_session_fresh(ll_backend *be, int64_t start, uint64_t want, uint64_t *gen
 				be->sess_lost = false;
 			}
 			be->sess_ok_sent = sent;
-			if (cur) {
-				/* Once a round, after the others were let go:
-				 * which of our locks were broken? */
-				g_mutex_unlock(&be->sess_mu);
+			/* Once a round, after the renewals waiting were let
+			 * go: which of our locks were broken, and the entries
+			 * held for nobody. */
+			g_mutex_unlock(&be->sess_mu);
+			if (cur)
 				check_mine(&op, cur, cur_gen);
-				g_mutex_lock(&be->sess_mu);
-			}
+			delete_abandoned(&op, gone);
+			g_mutex_lock(&be->sess_mu);
 		}
+		/* What is left for the next round: the same session's only
+		 * (a lost session's entries are judged run out with it). */
+		bool keep = cur && (r == 0 || r == -EIO);
+		for (guint i = 0; i < gone->len; i++)
+			if (gone->pdata[i] && keep)
+				g_ptr_array_add(be->sess_abandoned, g_steal_pointer(&gone->pdata[i]));
+		g_ptr_array_free(gone, TRUE);
 		if (have_op) {
 			g_mutex_unlock(&be->sess_mu);
 			ll_op_end(&op);
@@ -483,7 +487,7 @@ void ll_session_end(ll_backend *be)
 	g_mutex_unlock(&be->sess_mu);
 	ll_op op;
 	if ((cn || gone->len) && !busy && ll_op_begin(be, &op) == 0) {
-		delete_abandoned(&op, gone, NULL);
+		delete_abandoned(&op, gone);
 		if (cn) {
 			g_autofree char *dn = ll_dn(cn, be->cfg.base);
 			ll_delete(&op, dn, NULL);
