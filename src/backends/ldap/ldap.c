@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#define SKEW_LOG_EVERY_US (60 * G_USEC_PER_SEC)
 /* Rounds that delete an add whose answer was lost (it may arrive late). */
 #define UNANSWERED_ROUNDS 3
 
@@ -60,23 +59,12 @@ static void mine_drop(ll_backend *be, const char *key, const char *fence)
 	g_mutex_unlock(&be->mine_mu);
 }
 
-static bool log_due(ll_backend *be, int64_t *last)
-{
-	int64_t now = lockfs_mono_us();
-	g_mutex_lock(&be->log_mu);
-	bool due = !*last || now - *last >= SKEW_LOG_EVERY_US;
-	if (due)
-		*last = now;
-	g_mutex_unlock(&be->log_mu);
-	return due;
-}
-
 /* This host's clock is too far from the server's to judge L, which the
  * server's clock says may be broken: say so (at most once a minute), to the
  * log and the notify command. */
 static void log_refusal(ll_backend *be, const ll_lock *l, bool known, int64_t off, int64_t unc)
 {
-	if (!log_due(be, &be->skew_logged_mono_us))
+	if (!ll_log_due(be, &be->skew_logged_mono_us))
 		return;
 	g_autofree char *bound = ll_duration_text(be->cfg.clock_bound_us);
 	g_autofree char *clock = known ? ll_offset_text(off, unc) : g_strdup("not known");
@@ -96,7 +84,7 @@ static void log_refusal(ll_backend *be, const ll_lock *l, bool known, int64_t of
 /* L cannot be judged: say why (at most once a minute). */
 static void log_unsure(ll_backend *be, const ll_lock *l, const ll_server_now *now)
 {
-	if (!log_due(be, &be->unsure_logged_mono_us))
+	if (!ll_log_due(be, &be->unsure_logged_mono_us))
 		return;
 	int64_t res = 0, w = ll_server_last(l, &res);
 	const char *why =
@@ -287,16 +275,6 @@ static int break_entry(ll_op *op, const ll_lock *l, bool judged)
 	return 0;
 }
 
-/* Delete the entry we just added, when taking it could not be completed. */
-static void undo_add(ll_op *op, const char *dn, const char *note)
-{
-	g_autofree char *filter = ll_filter_eq("description", note);
-	if (op->be->caps & LL_CAP_ASSERT)
-		ll_delete(op, dn, filter);
-	else if (ll_compare(op, dn, "description", note) == LDAP_COMPARE_TRUE)
-		ll_delete(op, dn, NULL);
-}
-
 /* Fences come from blocks reserved on the counter (ll_reserve_fences()):
  * a lock is added with the next fence of this instance's block already in
  * its notes, and the fence is good if the counter, read after the add, still
@@ -350,21 +328,10 @@ static bool default_ttl_will_do(ll_backend *be)
 	return be->dds_default_s + 1 >= want && be->dds_default_s <= 2 * want;
 }
 
-/* Refresh a dynamic entry to ttl; say once if the server grants less. */
-static int refresh(ll_op *op, const char *dn, const char *key)
+/* Refresh a dynamic lock entry to ttl. */
+static int refresh(ll_op *op, const char *dn)
 {
-	ll_backend *be = op->be;
-	int granted = 0;
-	int rc = ll_refresh(op, dn, ll_ttl_seconds(be), &granted);
-	if (rc == LDAP_SUCCESS && granted && granted < ll_ttl_seconds(be) &&
-	    !be->short_grant_logged) {
-		be->short_grant_logged = true;
-		lockfs_log(G_LOG_LEVEL_WARNING, key,
-		           "ldap: the server grants dynamic entries %d s only, less than ttl "
-		           "(%d s); lower ttl or raise the server's maximum",
-		           granted, ll_ttl_seconds(be));
-	}
-	return rc;
+	return ll_refresh_to(op, dn, ll_ttl_seconds(op->be), "dynamic entries");
 }
 
 /* Check FENCE (of the block ending at END, in the notes of our entry DN as
@@ -411,9 +378,9 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 	ll_backend *be = op->be;
 	g_autofree char *fence_value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, fence);
 	if (!session && (be->caps & LL_CAP_DDS) && !default_ttl_will_do(be) &&
-	    refresh(op, dn, key) != LDAP_SUCCESS) {
+	    refresh(op, dn) != LDAP_SUCCESS) {
 		int e = failed(op, "make dynamic", key);
-		undo_add(op, dn, fence_value);
+		ll_delete_if_note(op, dn, fence_value); /* the entry we just added */
 		return e;
 	}
 	ll_lease *p = g_new0(ll_lease, 1);
@@ -636,7 +603,7 @@ static int ll_renew(lockfs_backend *b, lockfs_lease *lease)
 		return -EIO;
 	int r = write_notes(&op, lease->key, p, ll_now_us(be));
 	if (r == 0 && (be->caps & LL_CAP_DDS)) {
-		int rc = refresh(&op, p->dn, lease->key);
+		int rc = refresh(&op, p->dn);
 		r = rc == LDAP_SUCCESS ? 0 : rc == LDAP_NO_SUCH_OBJECT ? -ESTALE : -EIO;
 	}
 	if (r == -EIO)
@@ -688,20 +655,7 @@ static int ll_release(lockfs_backend *b, lockfs_lease *lease)
 	ll_op op;
 	if (lease_begin(be, p, &op) != 0)
 		return -EIO;
-	int rc;
-	if (be->caps & LL_CAP_ASSERT) {
-		g_autofree char *filter = ll_filter_eq("description", p->fence_value);
-		rc = ll_delete(&op, p->dn, filter);
-	} else {
-		/* Without assertions: compare, then delete.  Only a break of our lock
-		 * and a new grant within that one round trip could make the delete
-		 * hit the next holder's lock. */
-		rc = ll_compare(&op, p->dn, "description", p->fence_value);
-		if (rc == LDAP_COMPARE_TRUE)
-			rc = ll_delete(&op, p->dn, NULL);
-		else if (rc == LDAP_COMPARE_FALSE)
-			rc = LDAP_ASSERTION_FAILED;
-	}
+	int rc = ll_delete_if_note(&op, p->dn, p->fence_value);
 	int r = rc == LDAP_SUCCESS ? 0
 	        : rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_ASSERTION_FAILED
 	                ? -ENOENT

@@ -853,6 +853,21 @@ int ll_delete(ll_op *op, const char *dn, const char *assert_filter)
 	return op_done(op, rc);
 }
 
+int ll_delete_if_note(ll_op *op, const char *dn, const char *note)
+{
+	if (op->be->caps & LL_CAP_ASSERT) {
+		g_autofree char *filter = ll_filter_eq("description", note);
+		return ll_delete(op, dn, filter);
+	}
+	/* Without assertions: compare, then delete.  Only a break of the entry
+	 * and a new grant within that one round trip could make the delete hit
+	 * the next holder's. */
+	int rc = ll_compare(op, dn, "description", note);
+	if (rc == LDAP_COMPARE_TRUE)
+		return ll_delete(op, dn, NULL);
+	return rc == LDAP_COMPARE_FALSE ? (op->rc = LDAP_ASSERTION_FAILED) : rc;
+}
+
 int ll_rename(ll_op *op, const char *dn, const char *new_cn, const char *assert_filter)
 {
 	LDAPAVA ava = {
@@ -897,6 +912,32 @@ int ll_refresh(ll_op *op, const char *dn, int ttl_s, int *granted_s)
 	if (granted_s)
 		*granted_s = got;
 	return rc;
+}
+
+int ll_refresh_to(ll_op *op, const char *dn, int ttl_s, const char *what)
+{
+	ll_backend *be = op->be;
+	int granted = 0;
+	int rc = ll_refresh(op, dn, ttl_s, &granted);
+	if (rc == LDAP_SUCCESS && granted && granted < ttl_s &&
+	    !g_atomic_int_exchange(&be->short_grant_logged, 1))
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "ldap: the server grants %s %d s only, less than the %d s asked: their "
+		           "locks may run out early; lower ttl or raise the server's maximum "
+		           "(OpenLDAP: dds-max-ttl)",
+		           what, granted, ttl_s);
+	return rc;
+}
+
+bool ll_log_due(ll_backend *be, int64_t *last)
+{
+	int64_t now = lockfs_mono_us();
+	g_mutex_lock(&be->log_mu);
+	bool due = !*last || now - *last >= LL_LOG_EVERY_US;
+	if (due)
+		*last = now;
+	g_mutex_unlock(&be->log_mu);
+	return due;
 }
 
 int ll_replace_notes(ll_op *op, const char *dn, const char *guard, GPtrArray *desc)

@@ -117,7 +117,7 @@ typedef struct {
 	GMutex fence_mu;
 	uint64_t block_next, block_end; /* this instance's fence block; end 0: none */
 	int dds_default_s;              /* the entryTtl a new dynamic entry gets; 0: unknown */
-	bool short_grant_logged;
+	gint short_grant_logged; /* atomic */
 	bool set_up; /* ll_setup() succeeded: the mount is up */
 	GMutex log_mu;
 	int64_t skew_logged_mono_us;
@@ -136,7 +136,7 @@ typedef struct {
 	uint64_t sess_gen;
 	bool sess_lost, sess_busy;
 	int64_t sess_ok_sent; /* when the last write that succeeded was sent (mono) */
-	int64_t sess_logged_mono_us;
+	int64_t sess_logged_mono_us; /* under log_mu (ll_log_due()) */
 	GHashTable *sess_held;     /* ll_lease * → itself: leases on a session */
 	GHashTable *sess_seen;     /* cn → ll_session_seen: sessions read live */
 	GPtrArray *sess_abandoned; /* ll_abandoned *: entries to delete next round */
@@ -313,9 +313,16 @@ int ll_search_cns(ll_op *op, const char *filter, void (*cb)(const char *cn, void
 int ll_add(ll_op *op, const char *dn, const char *const *classes, const char *rdn_attr,
            const char *rdn_value, GPtrArray *desc);
 int ll_delete(ll_op *op, const char *dn, const char *assert_filter);
+/* Delete DN only while NOTE is one of its description values (the assertion
+ * control where offered, else compare then delete): never an entry that has
+ * become another holder's.  LDAP_ASSERTION_FAILED when it is not. */
+int ll_delete_if_note(ll_op *op, const char *dn, const char *note);
 int ll_rename(ll_op *op, const char *dn, const char *new_cn, const char *assert_filter);
 int ll_compare(ll_op *op, const char *dn, const char *attr, const char *value);
 int ll_refresh(ll_op *op, const char *dn, int ttl_s, int *granted_s);
+/* ll_refresh(), saying once per mount if the server grants WHAT ("dynamic
+ * entries", "the session entry") less than TTL_S. */
+int ll_refresh_to(ll_op *op, const char *dn, int ttl_s, const char *what);
 /* Replace the description values, only while GUARD ("fence=N") is one of them:
  * the delete of GUARD fails the whole modify otherwise. */
 int ll_replace_notes(ll_op *op, const char *dn, const char *guard, GPtrArray *desc);
@@ -364,6 +371,12 @@ int ll_session_resolve(ll_op *op, ll_lock *l);
 void ll_session_end(ll_backend *be);
 void ll_session_init(ll_backend *be);
 void ll_session_clear(ll_backend *be);
+
+/* Warnings that could repeat go out at most once this often. */
+#define LL_LOG_EVERY_US (60 * G_USEC_PER_SEC)
+/* Whether a warning last given at *LAST may be given again (then *LAST is
+ * now). */
+bool ll_log_due(ll_backend *be, int64_t *last);
 
 /* Text of an LDAP failure for logs ("Invalid credentials (49): ..."). */
 char *ll_error_text(const ll_op *op);

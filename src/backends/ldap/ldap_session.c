@@ -97,14 +97,7 @@ static int session_ttl_s(ll_backend *be)
 
 static int dds_refresh(ll_op *op, const char *dn)
 {
-	int granted = 0;
-	int rc = ll_refresh(op, dn, session_ttl_s(op->be), &granted);
-	if (rc == LDAP_SUCCESS && granted && granted < session_ttl_s(op->be))
-		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
-		           "ldap: the server grants the session entry %d s only, less than ttl + "
-		           "renew interval (%d s): its locks may expire early; raise dds-max-ttl",
-		           granted, session_ttl_s(op->be));
-	return rc;
+	return ll_refresh_to(op, dn, session_ttl_s(op->be), "the session entry");
 }
 
 static int create(ll_op *op, char **cn_out, char **started_out)
@@ -164,13 +157,7 @@ static void delete_abandoned(ll_op *op, GPtrArray *gone)
 		ll_abandoned *a = gone->pdata[i];
 		if (op->broken || lockfs_mono_us() >= op->deadline_mono_us)
 			return; /* the rest next round */
-		g_autofree char *filter = ll_filter_eq("description", a->fence_value);
-		int rc;
-		if (op->be->caps & LL_CAP_ASSERT)
-			rc = ll_delete(op, a->dn, filter);
-		else if ((rc = ll_compare(op, a->dn, "description", a->fence_value)) ==
-		         LDAP_COMPARE_TRUE)
-			rc = ll_delete(op, a->dn, NULL);
+		int rc = ll_delete_if_note(op, a->dn, a->fence_value);
 		if (rc == LDAP_SUCCESS || --a->rounds <= 0) {
 			abandoned_free(a);
 			gone->pdata[i] = NULL;
@@ -178,26 +165,9 @@ static void delete_abandoned(ll_op *op, GPtrArray *gone)
 	}
 }
 
-/* At most once a minute. */
-static bool log_due_once(ll_backend *be)
-{
-	int64_t now = lockfs_mono_us();
-	g_mutex_lock(&be->sess_mu);
-	bool due = !be->sess_logged_mono_us || now - be->sess_logged_mono_us >= 60 * G_USEC_PER_SEC;
-	if (due)
-		be->sess_logged_mono_us = now;
-	g_mutex_unlock(&be->sess_mu);
-	return due;
-}
-
-struct present {
-	GHashTable *cns;
-};
-
 static void each_present(const char *cn, void *user)
 {
-	struct present *p = user;
-	g_hash_table_add(p->cns, g_strdup(cn));
+	g_hash_table_add(user, g_strdup(cn));
 }
 
 static void mark_gone(ll_backend *be, ll_lease *p, const char *dn, const char *fence_value)
@@ -216,6 +186,19 @@ static void mark_gone(ll_backend *be, ll_lease *p, const char *dn, const char *f
 	g_mutex_unlock(&be->sess_mu);
 }
 
+/* A lease as check_mine() found it, copied while it was tracked. */
+typedef struct {
+	char *dn, *fence_value;
+	ll_lease *lease; /* compared, never followed, until mark_gone() */
+} held_copy;
+
+static void held_copy_clear(gpointer p)
+{
+	held_copy *h = p;
+	g_free(h->dn);
+	g_free(h->fence_value);
+}
+
 /* Which of our locks on session CN (generation GEN) are gone or another's:
  * one search for the entries naming the session.  Only leases whose add was
  * answered before the search count (a later one may not be found yet).
@@ -224,7 +207,8 @@ static void mark_gone(ll_backend *be, ll_lease *p, const char *dn, const char *f
 static void check_mine(ll_op *op, const char *cn, uint64_t gen)
 {
 	ll_backend *be = op->be;
-	GPtrArray *held = g_ptr_array_new();
+	g_autoptr(GArray) held = g_array_new(FALSE, FALSE, sizeof(held_copy));
+	g_array_set_clear_func(held, held_copy_clear);
 	g_mutex_lock(&be->sess_mu);
 	GHashTableIter it;
 	gpointer k;
@@ -232,48 +216,41 @@ static void check_mine(ll_op *op, const char *cn, uint64_t gen)
 	while (g_hash_table_iter_next(&it, &k, NULL)) {
 		ll_lease *p = k;
 		if (p->gen == gen && !g_atomic_int_get(&p->gone)) {
-			g_ptr_array_add(held, g_strdup(p->dn));
-			g_ptr_array_add(held, g_strdup(p->fence_value));
-			g_ptr_array_add(held, p);
+			held_copy h = { g_strdup(p->dn), g_strdup(p->fence_value), p };
+			g_array_append_val(held, h);
 		}
 	}
 	g_mutex_unlock(&be->sess_mu);
-	if (held->len) {
-		g_autofree char *note = g_strconcat("session=", cn, NULL);
-		g_autofree char *filter = ll_filter_eq("description", note);
-		struct present pr = { g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL) };
-		int rc = ll_search_cns(op, filter, each_present, &pr);
-		if (rc != LDAP_SUCCESS && !op->broken && log_due_once(be)) {
-			g_autofree char *why = ll_error_text(op);
-			lockfs_log(G_LOG_LEVEL_WARNING, NULL,
-			           "ldap: cannot search for the locks of session %s (%s): checking "
-			           "each lock instead; %s",
-			           cn, why,
-			           rc == LDAP_SIZELIMIT_EXCEEDED
-			                   ? "lift the bind identity's size limit (OpenLDAP: limits "
-			                     "dn.exact=\"BIND_DN\" size=unlimited)"
-			                   : "let the bind identity search the base");
-		}
-		for (guint i = 0; i < held->len && !op->broken; i += 3) {
-			const char *dn = held->pdata[i], *fence_value = held->pdata[i + 1];
-			if (rc == LDAP_SUCCESS) {
-				g_autofree char *lcn = ll_dn_cn(dn);
-				if (lcn && g_hash_table_contains(pr.cns, lcn))
-					continue;
-			} else {
-				int c = ll_compare(op, dn, "description", fence_value);
-				if (c != LDAP_COMPARE_FALSE && c != LDAP_NO_SUCH_OBJECT)
-					continue; /* ours, or not known now */
-			}
-			mark_gone(be, held->pdata[i + 2], dn, fence_value);
-		}
-		g_hash_table_destroy(pr.cns);
+	if (!held->len)
+		return;
+	g_autofree char *note = g_strconcat("session=", cn, NULL);
+	g_autofree char *filter = ll_filter_eq("description", note);
+	g_autoptr(GHashTable) present = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	int rc = ll_search_cns(op, filter, each_present, present);
+	if (rc != LDAP_SUCCESS && !op->broken && ll_log_due(be, &be->sess_logged_mono_us)) {
+		g_autofree char *why = ll_error_text(op);
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "ldap: cannot search for the locks of session %s (%s): checking each "
+		           "lock instead; %s",
+		           cn, why,
+		           rc == LDAP_SIZELIMIT_EXCEEDED
+		                   ? "lift the bind identity's size limit (OpenLDAP: limits "
+		                     "dn.exact=\"BIND_DN\" size=unlimited)"
+		                   : "let the bind identity search the base");
 	}
-	for (guint i = 0; i < held->len; i += 3) {
-		g_free(held->pdata[i]);
-		g_free(held->pdata[i + 1]);
+	for (guint i = 0; i < held->len && !op->broken; i++) {
+		held_copy *h = &g_array_index(held, held_copy, i);
+		if (rc == LDAP_SUCCESS) {
+			g_autofree char *lcn = ll_dn_cn(h->dn);
+			if (lcn && g_hash_table_contains(present, lcn))
+				continue;
+		} else {
+			int c = ll_compare(op, h->dn, "description", h->fence_value);
+			if (c != LDAP_COMPARE_FALSE && c != LDAP_NO_SUCH_OBJECT)
+				continue; /* ours, or not known now */
+		}
+		mark_gone(be, h->lease, h->dn, h->fence_value);
 	}
-	g_ptr_array_free(held, TRUE);
 }
 
 int ll_session_fresh(ll_backend *be, int64_t start, uint64_t want, uint64_t *gen, char **cn)
