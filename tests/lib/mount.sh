@@ -826,10 +826,21 @@ _backend_start() {
         fi
         eval "$facts"
         BACKEND_OPTS="backend=etcd,etcd_endpoints=${ETCD_ENDPOINTS//,/;}"
-        _backend_stop="bash \"\$TESTLIB/etcd.sh\" stop \"\$ETCD_TOP\" >/dev/null 2>&1; rm -rf -- \"\$ETCD_TOP\""
+        _backend_stop="bash \"\$TESTLIB/etcd.sh\" stop \"\$ETCD_TOP\" >/dev/null 2>&1; _keep_etcd_logs; rm -rf -- \"\$ETCD_TOP\""
         ;;
     *) BAIL_OUT "unknown LOCKFS_BACKEND '$LOCKFS_BACKEND' (local, tinystore, ldap, etcd)" ;;
     esac
+}
+
+# _keep_etcd_logs: when the test directory is kept, the members' logs go
+# with it (the cluster's own directory is removed).
+_keep_etcd_logs() {
+    local m
+    [[ -n ${LOCKFS_TEST_KEEP:-} ]] || ((_tap_failed > 0 && ${LOCKFS_TEST_KEEP_FAILED:-0})) || return 0
+    for m in "$ETCD_TOP"/m*; do
+        [[ -f $m/log ]] && cp -- "$m/log" "$TESTDIR/etcd-${m##*/}.log"
+    done
+    return 0
 }
 
 # ---------------------------------------------------------------- init
