@@ -566,7 +566,7 @@ _mount_cleanup() {
     done
     _faketime_cleanup
     eval "$_backend_stop"
-    if [[ -n ${LOCKFS_TEST_KEEP:-} ]] || ((_tap_failed > 0 && ${LOCKFS_TEST_KEEP_FAILED:-0})); then
+    if _keeping_testdir; then
         diag "keeping $TESTDIR"
         return
     fi
@@ -832,11 +832,15 @@ _backend_start() {
     esac
 }
 
+# _keeping_testdir: the cleanup keeps $TESTDIR (LOCKFS_TEST_KEEP, or
+# LOCKFS_TEST_KEEP_FAILED after a failure).
+_keeping_testdir() { [[ -n ${LOCKFS_TEST_KEEP:-} ]] || ((_tap_failed > 0 && ${LOCKFS_TEST_KEEP_FAILED:-0})); }
+
 # _keep_etcd_logs: when the test directory is kept, the members' logs go
 # with it (the cluster's own directory is removed).
 _keep_etcd_logs() {
     local m
-    [[ -n ${LOCKFS_TEST_KEEP:-} ]] || ((_tap_failed > 0 && ${LOCKFS_TEST_KEEP_FAILED:-0})) || return 0
+    _keeping_testdir || return 0
     for m in "$ETCD_TOP"/m*; do
         [[ -f $m/log ]] && cp -- "$m/log" "$TESTDIR/etcd-${m##*/}.log"
     done
