@@ -55,8 +55,14 @@
 extern "C" {
 #endif
 
-/* 5: watch(), optional.  6: shared keys; held() and wait_free(), optional. */
-#define LOCKFS_BACKEND_VERSION 6
+/* 5: watch(), optional.  6: shared keys; held() and wait_free(), optional.
+ * 7: restart: destroy() lets go of nothing; identity(), lease_token() and
+ * adopt() required, session_token() and resume() where a backend has a
+ * session (see "Restart" below). */
+#define LOCKFS_BACKEND_VERSION 7
+
+/* Longest token lease_token() or session_token() may write (bytes). */
+#define LOCKFS_TOKEN_MAX 1024
 
 /* Fences are decimal strings: tinystore's are u128, LDAP's and local's u64. */
 #define LOCKFS_FENCE_MAX 40
@@ -227,6 +233,11 @@ struct lockfs_backend {
 	int (*confirm)(lockfs_backend *be, lockfs_lease *lease, char *fence);
 
 	void (*lease_free)(lockfs_backend *be, lockfs_lease *lease);
+	/* Frees the instance.  Lets go of nothing at the backend: no release,
+	 * no revocation of a lease or session, no deletion of a record (see
+	 * "Restart"); what the instance still holds runs out with its lease
+	 * unless a later instance takes it back.  Bounded by the network
+	 * timeout. */
 	void (*destroy)(lockfs_backend *be);
 
 	/* This instance's clock against the server's, for lockfsctl check: 0,
@@ -263,6 +274,62 @@ struct lockfs_backend {
 	 * backend with a blocking primitive and no watch() (tinystore: a hold
 	 * that stands in line); NULL elsewhere. */
 	int (*wait_free)(lockfs_backend *be, const char *key, int timeout_ms);
+
+	/* ---- Restart (version 7) ----
+	 * A lock belongs to the program that took it, not to the lockfs
+	 * process that asked for it: stopping lockfs (destroy() without a
+	 * release) leaves every lease at the backend, and a lockfs started
+	 * again for the same mount takes them back.  The filesystem records,
+	 * in its state file, identity(), session_token() and, for each lease
+	 * it holds, its key, fence and lease_token(), as grants happen.  A new
+	 * instance of the same mount calls resume() with the recorded session
+	 * token (where there is one), then adopt() for each recorded lease,
+	 * before any other call.  Tokens are one line of printable ASCII
+	 * (0x21..0x7e), at most LOCKFS_TOKEN_MAX bytes; they are read back from
+	 * a file anyone with write access to state_dir could edit: a backend
+	 * checks each one and answers -EINVAL, never a grant, for one it did
+	 * not write. */
+
+	/* What names the server(s) and the namespace this instance's locks
+	 * live in (URIs, base DN, key prefix, lock name), one printable line,
+	 * g_free'd by the caller: a state file recorded for another is refused.
+	 * Excludes what may change without moving a lock (credentials,
+	 * timeouts). */
+	char *(*identity)(lockfs_backend *be);
+
+	/* This instance's session (one lease for all its locks: etcd's mount
+	 * lease, LDAP's session entry), written to OUT: 0, or -ENOENT while it
+	 * has none (nothing was granted yet).  NULL where every lock has a
+	 * lease of its own (tinystore) or none (local). */
+	int (*session_token)(lockfs_backend *be, GString *out);
+
+	/* Before any other call but identity(): carry on the previous
+	 * instance's session TOKEN, renewed now, instead of making one.  0;
+	 * -ESTALE when it ran out or was deleted (every lock of it is lost: the
+	 * instance makes a new session at its next grant, as a fresh one does);
+	 * -EIO when the backend did not answer (the caller may try again while
+	 * the session could still be alive); -EINVAL for a token it did not
+	 * write.  NULL where session_token() is. */
+	int (*resume)(lockfs_backend *be, const char *token);
+
+	/* LEASE's own part of its record (tinystore: its lease id; etcd: the
+	 * key's create revision), written to OUT: 0 or -EIO.  What adopt()
+	 * needs beside key and fence. */
+	int (*lease_token)(lockfs_backend *be, const lockfs_lease *lease, GString *out);
+
+	/* Take back KEY, granted to a previous instance of this mount with
+	 * FENCE and lease token TOKEN (after resume(), where there is a
+	 * session), and renew it now.  WHO is its holder record and CONTENT
+	 * (CONTENT_LEN bytes, NULL when empty) its content, as recorded: a
+	 * backend that keeps holder records writes them again where they may
+	 * be missing.  0 with *OUT a lease of this instance, as acquire()
+	 * gives one, its fence FENCE; -ESTALE when the lock is no longer that
+	 * lease's (ran out, broken, taken by another: it is lost, and nothing
+	 * is deleted); -EIO when the backend did not answer; -EINVAL for a
+	 * token it did not write. */
+	int (*adopt)(lockfs_backend *be, const char *key, const char *fence, const char *token,
+	             const lockfs_holder *who, const void *content, size_t content_len,
+	             lockfs_lease **out);
 };
 
 /* The common header of a backend instance, first in its constructor's
