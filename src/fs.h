@@ -105,6 +105,8 @@ struct lfs_dentry {
 	int64_t granted_mono;   /* when it was granted */
 	uint64_t serial;        /* which grant: a claim re-finds the dentry by it */
 	bool fence_final;       /* the backend has confirmed lease->fence */
+	char *token;            /* the backend's lease_token(), for the lock record */
+	uint64_t holder_start;  /* flocks: the holder's start time (lockstate.h) */
 	bool lost;              /* the lease is gone: shown as lost until unlinked */
 	bool let_go;            /* unlinked while the backend did not answer */
 };
@@ -168,6 +170,11 @@ typedef struct {
 	/* POSIX locks held (records of fs->flocks), read without fs->mu so
 	 * that a close (FUSE_FLUSH) of a mount without any costs no lock. */
 	gint posix_records;
+	/* fs_restart.c: the record of this mount's locks in state_dir (NULL:
+	 * none kept), written under fs->mu. */
+	struct lockfs_lockstate *state;
+	bool state_failing; /* the last write of it failed (said once) */
+	char *session;      /* the backend session token last recorded */
 } lfs;
 
 /* Run EXPR, a backend call (of a claimed key), without fs->mu: it may wait
@@ -271,8 +278,28 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 bool locks_past_stale(lfs *fs, const lfs_dentry *d);
 /* Break D if its lock is stale; true when it was removed. */
 bool locks_expire_if_stale(lfs *fs, lfs_dentry *d);
-void locks_release_all(lfs *fs);
+/* At unmount: let go of nothing (the locks are their holders'), say so. */
+void locks_stop(lfs *fs);
 int locks_check_writable(lfs *fs, lfs_node *n);
+
+/* What this mount lost of KEY without a dentry to show it (a lock the
+ * restart could not take back): logged, notified, shown lost a while. */
+void locks_note_lost(lfs *fs, const char *key, const lockfs_holder *h, const char *fence,
+                     pid_t ppid, const char *why);
+
+/* ---- fs_restart.c: the lock record in state_dir; taking locks back ---- */
+struct lockfs_lockstate_found;
+/* Record D's grant or its new state (fs->mu held): 0 or a negative errno. */
+int restart_record(lfs *fs, lfs_dentry *d);
+/* D leaves the namespace (fs->mu held). */
+void restart_forget(lfs *fs, lfs_dentry *d);
+/* After a grant, without fs->mu: LEASE's token and (*SESSION) the
+ * backend's session token, both g_free'd, NULL when there is none. */
+char *restart_token(lfs *fs, lockfs_lease *lease, char **session);
+/* Record SESSION (owned) if it is new (fs->mu held). */
+void restart_session(lfs *fs, char *session);
+/* Take back what FOUND records, before any request is answered. */
+void restart_reclaim(lfs *fs, struct lockfs_lockstate_found *found);
 
 /* ---- fs_passthrough.c: disk nodes ---- */
 int disk_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out);

@@ -8,6 +8,7 @@
  * dentry cannot be removed by anyone else, so it stays valid across the
  * unlocked call. */
 #include "fs.h"
+#include "lockstate.h"
 #include "holder.h"
 #include "log.h"
 #include "metrics.h"
@@ -276,8 +277,15 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	node->nlookup++;
 	dir->nlookup++;
 	int64_t sent = lockfs_mono_us();
-	int r = backend_errno(UNLOCKED(
-	        fs, fs->be->acquire(fs->be, key, &holder, initial, initial_len, &lease, &res)));
+	g_autofree char *token = NULL;
+	char *session = NULL;
+	pthread_mutex_unlock(&fs->mu);
+	int r = backend_errno(
+	        fs->be->acquire(fs->be, key, &holder, initial, initial_len, &lease, &res));
+	if (r == 0) /* for the lock record, while the network is not waited on */
+		token = restart_token(fs, lease, &session);
+	pthread_mutex_lock(&fs->mu);
+	restart_session(fs, session);
 	node->nlookup--;
 	dir->nlookup--;
 	if (!r && S_ISDIR(dir->mode) && dir != fs->root && dir->kind == NODE_MEM && !dir->nlink) {
@@ -323,7 +331,23 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	d->fence_final = !fs->be->confirm;
 	d->renewed_mono = sent;
 	node->lost = false;
+	d->token = g_steal_pointer(&token);
+	if (flock_key_parse(key, &(const char *){NULL}, &(const char *){NULL}))
+		d->holder_start = lockfs_pid_start(who->pid);
 	g_hash_table_insert(fs->held, lease->key, d);
+	if (restart_record(fs, d) != 0) {
+		/* Unrecorded, a restart would lose it while its holder runs. */
+		lockfs_log_event(G_LOG_LEVEL_WARNING, "error", key, &d->holder, NULL,
+		                 lease->fence,
+		                 "cannot take %s: its grant could not be recorded in state_dir; "
+		                 "let go, answered EIO",
+		                 key);
+		UNLOCKED(fs, (fs->be->release(fs->be, lease), 0));
+		dentry_remove(fs, d);
+		metrics_count(M_ACQ_ERROR);
+		locks_unclaim(fs, key);
+		return -EIO;
+	}
 	lost_before(fs, d);
 	if (fs->lost_recent) /* taken again: the new lock is what counts */
 		g_hash_table_remove(fs->lost_recent, key);
@@ -609,7 +633,9 @@ static void lost_free(gpointer p)
 	g_free(l);
 }
 
-static void lost_remember(lfs *fs, lfs_dentry *d, bool released)
+/* A new entry of lost_recent for KEY, held by H (fence FENCE, parent PPID). */
+static lfs_lost *lost_add(lfs *fs, const char *key, const lockfs_holder *h, int64_t heartbeat_us,
+                          const char *fence, pid_t ppid, bool released)
 {
 	if (!fs->lost_recent)
 		fs->lost_recent = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, lost_free);
@@ -626,15 +652,23 @@ static void lost_remember(lfs *fs, lfs_dentry *d, bool released)
 	}
 	lfs_lost *l = g_new0(lfs_lost, 1);
 	l->at_mono = mono;
-	l->ppid = d->holder_ppid;
-	l->info.key = g_strdup(d->lease->key);
-	lockfs_holder_copy(&l->info.holder, &d->holder);
-	l->info.holder.heartbeat_us = d->heartbeat_us;
-	g_strlcpy(l->info.fence, d->lease->fence, sizeof(l->info.fence));
+	l->ppid = ppid;
+	l->info.key = g_strdup(key);
+	lockfs_holder_copy(&l->info.holder, h);
+	l->info.holder.heartbeat_us = heartbeat_us;
+	g_strlcpy(l->info.fence, fence, sizeof(l->info.fence));
 	l->info.lease_left_ms = (fs->be->flags & LOCKFS_BACKEND_LEASES) ? 0 : -1;
 	l->info.state = LOCKFS_STATE_LOST;
 	l->info.mine = true;
 	l->released = released;
+	g_hash_table_replace(fs->lost_recent, g_strdup(key), l);
+	return l;
+}
+
+static void lost_remember(lfs *fs, lfs_dentry *d, bool released)
+{
+	lfs_lost *l = lost_add(fs, d->lease->key, &d->holder, d->heartbeat_us, d->lease->fence,
+	                       d->holder_ppid, released);
 	if (!released) { /* for xattrs read through descriptors still open on it */
 		lfs_node *n = d->node;
 		if (!n->lost_info)
@@ -643,7 +677,17 @@ static void lost_remember(lfs *fs, lfs_dentry *d, bool released)
 			lockfs_lock_info_clear(n->lost_info);
 		remote_info_copy(n->lost_info, &l->info);
 	}
-	g_hash_table_replace(fs->lost_recent, g_strdup(d->lease->key), l);
+}
+
+void locks_note_lost(lfs *fs, const char *key, const lockfs_holder *h, const char *fence,
+                     pid_t ppid, const char *why)
+{
+	metrics_count(M_LOSSES);
+	lockfs_log_event(G_LOG_LEVEL_WARNING, "lost", key, h, NULL, fence,
+	                 "lost %s (fence %s, held by %s:%" G_GINT64_FORMAT " uid %u): %s", key,
+	                 fence, h->host, h->pid, h->uid, why);
+	lockfs_notify("lost", key, h, NULL, fence);
+	lost_add(fs, key, h, h->heartbeat_us, fence, ppid, false);
 }
 
 /* D, just granted: note who this mount lost the key's previous lock from,
@@ -832,11 +876,17 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
 		if (!policy_may_touch(who, d->holder.uid))
 			return -EPERM;
+	int64_t now = lockfs_now_us(), mono = lockfs_mono_us();
+	/* The record a restart takes back shows what the holder changed. */
+	for (lfs_dentry *d = n->locks; d; d = d->next_lock) {
+		if (what & BEAT_HEARTBEAT)
+			d->heartbeat_us = now;
+		restart_record(fs, d);
+	}
 	/* Only a heartbeat or new content matters where no other host shows
 	 * the lock file. */
 	if (!fs->shared && !(what & (BEAT_HEARTBEAT | BEAT_CONTENT)))
 		return 0;
-	int64_t now = lockfs_now_us(), mono = lockfs_mono_us();
 	/* Collect first: the list may change while a call runs unlocked. */
 	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock) {
@@ -891,6 +941,7 @@ static void confirm_key(lfs *fs, const char *key)
 		if (r == 0) {
 			g_strlcpy(d->lease->fence, fence, sizeof(d->lease->fence));
 			d->fence_final = true;
+			restart_record(fs, d);
 		} else if (r == -ESTALE || r == -ENOENT) {
 			locks_mark_lost(fs, d, "the backend no longer has it");
 		}
@@ -1178,48 +1229,17 @@ void locks_renew_stop(lfs *fs)
 	}
 }
 
-void locks_release_all(lfs *fs)
+void locks_stop(lfs *fs)
 {
-	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
-	GHashTableIter it;
-	gpointer k;
-	g_hash_table_iter_init(&it, fs->held);
-	while (g_hash_table_iter_next(&it, &k, NULL))
-		g_ptr_array_add(keys, g_strdup(k));
-	guint n = 0, left = 0;
-	bool down = false;
-	for (guint i = 0; i < keys->len; i++) {
-		const char *key = keys->pdata[i];
-		locks_claim(fs, key);
-		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
-		if (d) {
-			/* Once the backend does not answer, the rest are left
-			 * to run out with their leases: asking for each would
-			 * hold the unmount a network timeout per lock (hours
-			 * for 100,000), and a release never made is safe. */
-			int r = d->lost ? -ENOENT
-			        : down  ? -EIO
-			                : UNLOCKED(fs, fs->be->release(fs->be, d->lease));
-			if (r == 0) {
-				log_release(fs, d, 0);
-				n++;
-			} else if (r == -EIO) {
-				down = true;
-				left++;
-			}
-			remove_broken(fs, d);
-		}
-		locks_unclaim(fs, key);
-	}
+	guint n = g_hash_table_size(fs->held);
 	if (n)
-		lockfs_log(G_LOG_LEVEL_INFO, NULL, "released %u lock%s at unmount", n,
-		           n == 1 ? "" : "s");
-	if (left)
-		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
-		           "the backend did not answer at unmount: %u lock%s left to run out "
-		           "with %s lease%s (ttl %" G_GINT64_FORMAT " ms)",
-		           left, left == 1 ? "" : "s", left == 1 ? "its" : "their",
-		           left == 1 ? "" : "s", (gint64)fs->set->ttl_ms);
+		lockfs_log(G_LOG_LEVEL_INFO, NULL,
+		           "%u lock%s left to %s holder%s: the next lockfs of %s takes them back%s",
+		           n, n == 1 ? "" : "s", n == 1 ? "its" : "their", n == 1 ? "" : "s",
+		           fs->mountpoint,
+		           (fs->be->flags & LOCKFS_BACKEND_LEASES)
+		                   ? "; without one they run out with their leases (ttl)"
+		                   : "");
 	/* The renewal workers are stopped: what is left runs out by itself. */
 	orphans_free(fs);
 }

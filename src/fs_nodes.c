@@ -133,8 +133,10 @@ void dentry_remove(lfs *fs, lfs_dentry *d)
 				break;
 			}
 		node->lock_names--;
-		if (d->lease && g_hash_table_lookup(fs->held, d->lease->key) == d)
+		if (d->lease && g_hash_table_lookup(fs->held, d->lease->key) == d) {
 			g_hash_table_remove(fs->held, d->lease->key);
+			restart_forget(fs, d);
+		}
 	}
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
@@ -143,6 +145,7 @@ void dentry_remove(lfs *fs, lfs_dentry *d)
 	if (d->lease)
 		locks_lease_gone(fs, d);
 	lockfs_holder_clear(&d->holder);
+	g_free(d->token);
 	g_free(d->name);
 	g_free(d);
 	node_maybe_free(fs, node);

@@ -9,6 +9,7 @@
 #include "daemon.h"
 #include "fs.h"
 #include "holder.h"
+#include "lockstate.h"
 #include "log.h"
 #include "service.h"
 
@@ -91,10 +92,25 @@ int main(int argc, char **argv)
 	bool passthrough = set->passthrough == LOCKFS_PASSTHROUGH_YES ||
 	                   (set->passthrough == LOCKFS_PASSTHROUGH_AUTO && !dir_is_empty(under_fd));
 
+	/* The record of this mount's locks, before the backend: a previous
+	 * lockfs of the mount may still be exiting, holding it (and the local
+	 * backend's fence counter). */
+	lockfs_lockstate_id id = {abs, lockfs_holder_host(), set->backend, NULL};
+	lockfs_lockstate_found found;
+	int wait_ms = 2 * (int)set->network_timeout_ms + 2000;
+	lockfs_lockstate *state = lockfs_lockstate_open(set->state_dir, &id, wait_ms, &found, &err);
+	if (!state)
+		die(EXIT_BACKEND, "%s", err->message);
 	lockfs_backend *be = lockfs_backend_new(cfg, abs, &err);
 	if (!be)
 		die(EXIT_BACKEND, "%s", err->message);
+	g_autofree char *server = be->identity ? be->identity(be) : g_strdup("");
+	id.server = server;
+	if (!lockfs_lockstate_check(lockfs_lockstate_file(state), &found, &id, &err))
+		die(EXIT_BACKEND, "%s", err->message);
+	lockfs_lockstate_set_id(state, &id);
 	lfs *fs = lfs_new(set, be, abs, under_fd, passthrough);
+	fs->state = state;
 	lockfs_notify_init(set->notify, abs);
 
 	char *fargv[] = {argv[0], "-o", fuse_opts->str, debug ? "-d" : NULL, NULL};
@@ -112,6 +128,11 @@ int main(int argc, char **argv)
 		    abs);
 	lockfs_log(G_LOG_LEVEL_INFO, NULL, "mounted %s (backend %s%s)", abs, be->name,
 	           passthrough ? ", passthrough" : "");
+	/* Mounted first, so the gap a restart leaves is as short as it can be
+	 * (requests wait in the kernel meanwhile); answered only once the
+	 * locks of the previous lockfs are back. */
+	restart_reclaim(fs, &found);
+	lockfs_lockstate_found_clear(&found);
 	inval_start(fs);
 	leases_start(fs);
 	flock_start(fs);
@@ -126,12 +147,15 @@ int main(int argc, char **argv)
 	int r = cl.single_thread ? fuse_session_loop(se) : fuse_session_loop_mt(se, lc);
 	fuse_loop_cfg_destroy(lc);
 
-	/* SIGTERM/SIGINT end the loop: let go of this mount's locks, unmount. */
+	/* SIGTERM/SIGINT end the loop, as an unmount does: the locks belong
+	 * to their holders, not to this process, so none is let go.  Their
+	 * leases run out at the backend unless the next lockfs of this mount
+	 * takes them back (fs_restart.c); lockfsctl release frees them. */
 	service_stopping(fs);
 	flock_stop(fs);
 	leases_stop(fs);
 	pthread_mutex_lock(&fs->mu);
-	locks_release_all(fs);
+	locks_stop(fs);
 	pthread_mutex_unlock(&fs->mu);
 	inval_stop(fs);
 	fuse_session_unmount(se);
@@ -139,6 +163,7 @@ int main(int argc, char **argv)
 	fuse_session_destroy(se);
 	lockfs_notify_shutdown();
 	be->destroy(be);
+	lockfs_lockstate_close(state);
 	lockfs_log(G_LOG_LEVEL_INFO, NULL, "unmounted %s", abs);
 	g_string_free(fuse_opts, TRUE);
 	lockfs_cmdline_clear(&cl);

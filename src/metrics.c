@@ -162,6 +162,35 @@ static int t_wait_free(lockfs_backend *be, const char *key, int timeout_ms)
 	return IN(be)->wait_free(IN(be), key, timeout_ms);
 }
 
+static char *t_identity(lockfs_backend *be)
+{
+	return IN(be)->identity(IN(be));
+}
+
+static int t_session_token(lockfs_backend *be, GString *out)
+{
+	return IN(be)->session_token(IN(be), out);
+}
+
+/* A resumed session and an adopted lease are renewed: timed as renewals. */
+static int t_resume(lockfs_backend *be, const char *token)
+{
+	return TIMED(OP_RENEW, IN(be)->resume(IN(be), token));
+}
+
+static int t_lease_token(lockfs_backend *be, const lockfs_lease *lease, GString *out)
+{
+	return IN(be)->lease_token(IN(be), lease, out);
+}
+
+static int t_adopt(lockfs_backend *be, const char *key, const char *fence, const char *token,
+                   const lockfs_holder *who, const void *content, size_t content_len,
+                   lockfs_lease **out)
+{
+	return TIMED(OP_RENEW,
+	             IN(be)->adopt(IN(be), key, fence, token, who, content, content_len, out));
+}
+
 static void t_lease_free(lockfs_backend *be, lockfs_lease *lease)
 {
 	IN(be)->lease_free(IN(be), lease);
@@ -193,6 +222,11 @@ lockfs_backend *metrics_wrap_backend(lockfs_backend *inner)
 		.watch = inner->watch ? t_watch : NULL,
 		.held = inner->held ? t_held : NULL,
 		.wait_free = inner->wait_free ? t_wait_free : NULL,
+		.identity = inner->identity ? t_identity : NULL,
+		.session_token = inner->session_token ? t_session_token : NULL,
+		.resume = inner->resume ? t_resume : NULL,
+		.lease_token = inner->lease_token ? t_lease_token : NULL,
+		.adopt = inner->adopt ? t_adopt : NULL,
 		.lease_free = t_lease_free,
 		.destroy = t_destroy,
 	};

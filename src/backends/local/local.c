@@ -204,6 +204,56 @@ static int local_list(lockfs_backend *be, const char *prefix, lockfs_list_cb cb,
 	return 0;
 }
 
+/* The local backend's locks live in this process: its lease token says
+ * only whose it is; the record in state_dir (fs_restart.c) is what keeps a
+ * lock across a restart, given back here through adopt(). */
+#define LOCAL_TOKEN "local"
+
+static char *local_identity(lockfs_backend *be)
+{
+	(void)be;
+	return g_strdup("local");
+}
+
+static int local_lease_token(lockfs_backend *be, const lockfs_lease *lease, GString *out)
+{
+	(void)be;
+	(void)lease;
+	g_string_assign(out, LOCAL_TOKEN);
+	return 0;
+}
+
+/* KEY, granted with FENCE by the previous lockfs of this mount, held again
+ * for WHO: its heartbeat counts from when it was recorded. */
+static int local_adopt(lockfs_backend *be, const char *key, const char *fence, const char *token,
+                       const lockfs_holder *who, const void *content, size_t content_len,
+                       lockfs_lease **out)
+{
+	(void)content;
+	(void)content_len;
+	local_backend *lb = (local_backend *)be;
+	uint64_t f;
+	if (strcmp(token, LOCAL_TOKEN) != 0 || !*key ||
+	    !g_ascii_string_to_unsigned(fence, 10, 1, UINT64_MAX, &f, NULL))
+		return -EINVAL;
+	g_mutex_lock(&lb->mu);
+	if (g_hash_table_contains(lb->locks, key)) {
+		g_mutex_unlock(&lb->mu);
+		return -ESTALE; /* recorded twice: the first record holds it */
+	}
+	local_lock *l = g_new0(local_lock, 1);
+	lockfs_holder_copy(&l->holder, who);
+	l->fence = f;
+	l->beat_boot = lockfs_mono_us() - MAX(lockfs_now_us() - who->heartbeat_us, 0);
+	g_hash_table_insert(lb->locks, g_strdup(key), l);
+	g_mutex_unlock(&lb->mu);
+	lockfs_lease *lease = g_new0(lockfs_lease, 1);
+	lease->key = g_strdup(key);
+	snprintf(lease->fence, sizeof(lease->fence), "%" PRIu64, f);
+	*out = lease;
+	return 0;
+}
+
 static void local_lease_free(lockfs_backend *be, lockfs_lease *lease)
 {
 	(void)be;
@@ -243,6 +293,9 @@ static lockfs_backend *local_backend_new(const lockfs_config *cfg, const char *m
 		.list = local_list,
 		.lease_free = local_lease_free,
 		.destroy = local_destroy,
+		.identity = local_identity,
+		.lease_token = local_lease_token,
+		.adopt = local_adopt,
 	};
 	g_mutex_init(&lb->mu);
 	lb->locks = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, local_lock_free);

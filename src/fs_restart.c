@@ -1,0 +1,334 @@
+/* A restart keeps every lock: the record of this mount's locks in state_dir
+ * (lockstate.h), kept as grants, heartbeats and releases happen, and the
+ * locks taken back from it when lockfs starts again, before any request is
+ * answered.
+ *
+ * A lock belongs to the program that took it, not to the lockfs process:
+ * stopping lockfs lets go of nothing (main.c), the backend keeps each lease
+ * until its ttl, and the next lockfs of the mount adopts it (backend.h,
+ * "Restart") and shows the same name, holder record, fence, content, owner,
+ * mode and times.  A lease that ran out meanwhile is declared lost. */
+#include "fs.h"
+#include "holder.h"
+#include "lockstate.h"
+#include "log.h"
+#include "metrics.h"
+
+#include <errno.h>
+#include <string.h>
+
+static int64_t us_of(struct timespec ts)
+{
+	return (int64_t)ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
+}
+
+static struct timespec ts_of(int64_t us)
+{
+	return (struct timespec){.tv_sec = us / G_USEC_PER_SEC,
+	                         .tv_nsec = (us % G_USEC_PER_SEC) * 1000};
+}
+
+/* D's record as it stands (fs->mu held); the strings are borrowed from D. */
+static void rec_of(lfs *fs, lfs_dentry *d, lockfs_lockrec *rec)
+{
+	(void)fs;
+	lfs_node *n = d->node;
+	memset(rec, 0, sizeof(*rec));
+	rec->serial = d->serial;
+	rec->key = d->lease->key;
+	g_strlcpy(rec->fence, d->lease->fence, sizeof(rec->fence));
+	rec->token = d->token;
+	rec->holder = d->holder;
+	rec->holder.heartbeat_us = d->heartbeat_us;
+	rec->holder.mode = n->mode;
+	rec->holder.uid = n->uid;
+	rec->holder.gid = n->gid;
+	rec->holder.mtime_us = us_of(n->mtime);
+	rec->holder.atime_us = us_of(n->atime);
+	rec->holder.ctime_us = us_of(n->ctime);
+	rec->ppid = d->holder_ppid;
+	rec->start = d->holder_start;
+	if (n->kind == NODE_MEM && (S_ISREG(n->mode) || S_ISLNK(n->mode)) && n->size) {
+		rec->content = n->data;
+		rec->content_len = MIN(n->size, (size_t)LOCKFS_CONTENT_MAX);
+	}
+}
+
+/* A write of the record failed, or worked again: said once each way. */
+static void state_failed(lfs *fs, int r)
+{
+	if (r && !fs->state_failing)
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "cannot write the lock record %s: %s; a restart of lockfs would not "
+		           "take back the locks granted meanwhile (free space in state_dir)",
+		           lockfs_lockstate_file(fs->state), g_strerror(-r));
+	else if (!r && fs->state_failing)
+		lockfs_log(G_LOG_LEVEL_INFO, NULL, "the lock record %s is written again",
+		           lockfs_lockstate_file(fs->state));
+	fs->state_failing = r != 0;
+}
+
+/* Rewrite the record from what is held, once the appended lines outgrow it. */
+static void maybe_rewrite(lfs *fs)
+{
+	if (!lockfs_lockstate_wants_rewrite(fs->state, g_hash_table_size(fs->held)))
+		return;
+	g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(g_free);
+	GHashTableIter it;
+	gpointer v;
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		lockfs_lockrec *rec = g_new(lockfs_lockrec, 1);
+		rec_of(fs, v, rec);
+		g_ptr_array_add(recs, rec);
+	}
+	state_failed(fs, lockfs_lockstate_rewrite(fs->state, recs, fs->session));
+}
+
+int restart_record(lfs *fs, lfs_dentry *d)
+{
+	if (!fs->state || !d->lease)
+		return 0;
+	lockfs_lockrec rec;
+	rec_of(fs, d, &rec);
+	int r = lockfs_lockstate_grant(fs->state, &rec);
+	state_failed(fs, r);
+	if (!r)
+		maybe_rewrite(fs);
+	return r;
+}
+
+void restart_forget(lfs *fs, lfs_dentry *d)
+{
+	if (!fs->state || !d->serial)
+		return;
+	state_failed(fs, lockfs_lockstate_release(fs->state, d->serial));
+	maybe_rewrite(fs);
+}
+
+/* After a grant, without fs->mu: LEASE's token, and the session's if it is
+ * new (a backend makes its session at its first grant). */
+char *restart_token(lfs *fs, lockfs_lease *lease, char **session)
+{
+	*session = NULL;
+	if (!fs->state || !fs->be->lease_token)
+		return NULL;
+	g_autoptr(GString) t = g_string_new(NULL);
+	if (fs->be->lease_token(fs->be, lease, t) != 0)
+		return NULL;
+	if (fs->be->session_token) {
+		g_autoptr(GString) s = g_string_new(NULL);
+		if (fs->be->session_token(fs->be, s) == 0)
+			*session = g_strdup(s->str);
+	}
+	return g_strdup(t->str);
+}
+
+/* The session SESSION (restart_token's, owned) is recorded (fs->mu held). */
+void restart_session(lfs *fs, char *session)
+{
+	if (!session || (fs->session && strcmp(fs->session, session) == 0)) {
+		g_free(session);
+		return;
+	}
+	g_free(fs->session);
+	fs->session = session;
+	state_failed(fs, lockfs_lockstate_session(fs->state, session));
+}
+
+/* ---- taking locks back ---- */
+
+/* The directory KEY's name lives in, made in memory where it is missing
+ * (like the root), and *NAME its last component; NULL if a component is
+ * not a directory. */
+static lfs_node *dir_for(lfs *fs, const char *key, char **name)
+{
+	g_auto(GStrv) parts = g_strsplit(key, "/", -1);
+	guint n = g_strv_length(parts);
+	lfs_node *dir = fs->root;
+	for (guint i = 0; i + 1 < n && dir; i++) {
+		lfs_dentry *d = dentry_find(dir, parts[i]);
+		lfs_node *next = d ? d->node : NULL;
+		if (!next && dir->kind == NODE_DISK && disk_lookup(fs, dir, parts[i], &next) != 0)
+			next = NULL;
+		if (!next && dir->kind != NODE_DISK) {
+			next = node_new(fs, NODE_MEM, fs->root->mode, fs->root->uid, fs->root->gid);
+			dentry_add(fs, dir, parts[i], next);
+		}
+		dir = next && S_ISDIR(next->mode) ? next : NULL;
+	}
+	*name = g_strdup(parts[n - 1]);
+	return dir;
+}
+
+/* Show REC, adopted as LEASE, as it was shown before (fs->mu held). */
+static lfs_dentry *install(lfs *fs, const lockfs_lockrec *rec, lockfs_lease *lease,
+                           int64_t sent_mono)
+{
+	const char *kind, *path;
+	bool flock = flock_key_parse(rec->key, &kind, &path);
+	g_autofree char *name = NULL;
+	lfs_node *dir = flock ? fs->flock_dir : dir_for(fs, rec->key, &name);
+	if (!dir || (!flock && (!name_is_lock(fs, name) || dentry_find(dir, name))))
+		return NULL;
+	const lockfs_holder *h = &rec->holder;
+	mode_t mode = h->mode ? h->mode : S_IFREG | 0644;
+	lfs_node *n = node_new(fs, NODE_MEM, mode, h->uid, h->gid);
+	if (rec->content_len && (S_ISREG(mode) || S_ISLNK(mode))) {
+		n->data = g_memdup2(rec->content, rec->content_len + 1);
+		n->data[rec->content_len] = '\0';
+		n->size = n->cap = rec->content_len;
+	}
+	if (h->mtime_us)
+		n->mtime = ts_of(h->mtime_us);
+	if (h->atime_us)
+		n->atime = ts_of(h->atime_us);
+	if (h->ctime_us)
+		n->ctime = ts_of(h->ctime_us);
+	lfs_dentry *d = dentry_add(fs, dir, flock ? rec->key : name, n);
+	int64_t now = lockfs_now_us(), mono = lockfs_mono_us();
+	d->lease = lease;
+	lockfs_holder_copy(&d->holder, h);
+	d->holder_ppid = (pid_t)rec->ppid;
+	d->holder_start = rec->start;
+	d->token = g_strdup(rec->token);
+	d->heartbeat_us = h->heartbeat_us;
+	d->heartbeat_boot = mono - MAX(now - h->heartbeat_us, 0);
+	d->hb_sent_mono = mono;
+	d->granted_mono = mono - MAX(now - h->acquired_us, 0);
+	d->renewed_mono = sent_mono;
+	d->serial = ++fs->next_serial;
+	/* Confirmed again where the backend confirms (the record may have
+	 * been written before the confirmation was). */
+	d->fence_final = !fs->be->confirm;
+	g_hash_table_insert(fs->held, lease->key, d);
+	return d;
+}
+
+typedef struct {
+	guint taken, lost, left, refused;
+} reclaim_count;
+
+/* REC could not be taken back (WHY): its lease ran out, it was broken, or
+ * the backend refused the record. */
+static void reclaim_lost(lfs *fs, const lockfs_lockrec *rec, const char *why)
+{
+	locks_note_lost(fs, rec->key, &rec->holder, rec->fence, (pid_t)rec->ppid, why);
+}
+
+/* One adopt, retried while the backend does not answer until DEADLINE. */
+static int adopt_one(lfs *fs, const lockfs_lockrec *rec, int64_t deadline, lockfs_lease **out,
+                     int64_t *sent)
+{
+	for (;;) {
+		*sent = lockfs_mono_us();
+		int r = UNLOCKED(fs, fs->be->adopt(fs->be, rec->key, rec->fence,
+		                                   rec->token ? rec->token : "", &rec->holder,
+		                                   rec->content, rec->content_len, out));
+		if (r != -EIO || lockfs_mono_us() >= deadline)
+			return r;
+		UNLOCKED(fs, (g_usleep(200 * 1000), 0));
+	}
+}
+
+static void reclaim_one(lfs *fs, const lockfs_lockrec *rec, int64_t deadline, reclaim_count *c)
+{
+	lockfs_lease *lease = NULL;
+	int64_t sent = 0;
+	int r = fs->be->adopt ? adopt_one(fs, rec, deadline, &lease, &sent) : -ENOTSUP;
+	if (r == 0 && install(fs, rec, lease, sent)) {
+		c->taken++;
+		return;
+	}
+	if (r == 0) { /* a name this mount cannot show: let it go as unlinked */
+		lockfs_log(G_LOG_LEVEL_WARNING, rec->key,
+		           "cannot show %s again (its directory is gone or not a directory); "
+		           "released it",
+		           rec->key);
+		UNLOCKED(fs, fs->be->release(fs->be, lease));
+		fs->be->lease_free(fs->be, lease);
+		c->refused++;
+	} else if (r == -ESTALE || r == -ENOENT) {
+		reclaim_lost(fs, rec, "its lease ran out or was broken while lockfs was stopped");
+		c->lost++;
+	} else if (r == -EIO) {
+		reclaim_lost(fs, rec, "the backend did not answer within ttl of the restart");
+		c->left++;
+	} else {
+		lockfs_log(G_LOG_LEVEL_WARNING, rec->key,
+		           "the record of %s in %s is not one the %s backend wrote (%s); not "
+		           "taken back: it runs out with its lease",
+		           rec->key, lockfs_lockstate_file(fs->state), fs->be->name,
+		           g_strerror(-r));
+		c->refused++;
+	}
+}
+
+/* Resume the recorded session: false when every lock of it is lost. */
+static bool resume_session(lfs *fs, const char *token, int64_t deadline)
+{
+	if (!token || !fs->be->resume)
+		return true;
+	int r;
+	while ((r = UNLOCKED(fs, fs->be->resume(fs->be, token))) == -EIO &&
+	       lockfs_mono_us() < deadline)
+		UNLOCKED(fs, (g_usleep(200 * 1000), 0));
+	if (r == 0) {
+		fs->session = g_strdup(token);
+		return true;
+	}
+	lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+	           "cannot carry on the %s session of the previous lockfs of %s: %s; its locks "
+	           "are lost",
+	           fs->be->name, fs->mountpoint,
+	           r == -ESTALE ? "it ran out while lockfs was stopped" : g_strerror(-r));
+	return false;
+}
+
+void restart_reclaim(lfs *fs, lockfs_lockstate_found *found)
+{
+	GPtrArray *locks = found->locks;
+	if (locks && locks->len && found->other_boot) {
+		lockfs_log(G_LOG_LEVEL_INFO, NULL,
+		           "%u lock%s recorded in %s before this host restarted: their holders are "
+		           "gone; not taken back (they run out with their leases)",
+		           locks->len, locks->len == 1 ? "" : "s", lockfs_lockstate_file(fs->state));
+		locks = NULL;
+	}
+	if (!locks || !locks->len) { /* the record starts anew, with this lockfs's header */
+		pthread_mutex_lock(&fs->mu);
+		state_failed(fs, lockfs_lockstate_rewrite(fs->state, NULL, NULL));
+		pthread_mutex_unlock(&fs->mu);
+		return;
+	}
+	int64_t start = lockfs_mono_us();
+	/* No lease outlives ttl without a renewal: past it, nothing is left. */
+	int64_t deadline = start + MAX(fs->set->ttl_ms, 1000) * 1000;
+	reclaim_count c = {0};
+	pthread_mutex_lock(&fs->mu);
+	if (!resume_session(fs, found->session, deadline)) {
+		for (guint i = 0; i < locks->len; i++)
+			reclaim_lost(fs, locks->pdata[i], "its session ran out while lockfs was stopped");
+		c.lost = locks->len;
+	} else {
+		for (guint i = 0; i < locks->len; i++)
+			reclaim_one(fs, locks->pdata[i], deadline, &c);
+	}
+	/* The record from here on: what was taken back, under new serials. */
+	g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(g_free);
+	GHashTableIter it;
+	gpointer v;
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		lockfs_lockrec *rec = g_new(lockfs_lockrec, 1);
+		rec_of(fs, v, rec);
+		g_ptr_array_add(recs, rec);
+	}
+	state_failed(fs, lockfs_lockstate_rewrite(fs->state, recs, fs->session));
+	pthread_mutex_unlock(&fs->mu);
+	lockfs_log(c.lost || c.left || c.refused ? G_LOG_LEVEL_WARNING : G_LOG_LEVEL_INFO, NULL,
+	           "took back %u lock%s of the previous lockfs of %s in %.3f s (%u lost, %u not "
+	           "answered, %u refused)",
+	           c.taken, c.taken == 1 ? "" : "s", fs->mountpoint,
+	           (lockfs_mono_us() - start) / 1e6, c.lost, c.left, c.refused);
+}
