@@ -19,6 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #define EXIT_USAGE 1
@@ -35,6 +38,55 @@ static void die(int code, const char *fmt, ...)
 	fputc('\n', stderr);
 	va_end(ap);
 	exit(code);
+}
+
+/* Whether /proc/self/mounts has a fuse.lockfs mount on PATH (absolute;
+ * mounts(5) writes a space as \040 and so on). */
+static bool lockfs_mounted_on(const char *path)
+{
+	g_autofree char *text = NULL;
+	if (!g_file_get_contents("/proc/self/mounts", &text, NULL, NULL))
+		return false;
+	g_auto(GStrv) lines = g_strsplit(text, "\n", -1);
+	for (char **l = lines; *l; l++) {
+		g_auto(GStrv) f = g_strsplit(*l, " ", 4);
+		if (g_strv_length(f) < 3 || strcmp(f[2], "fuse.lockfs") != 0)
+			continue;
+		g_autofree char *dir = g_strcompress(f[1]);
+		if (strcmp(dir, path) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A lockfs that was killed (kill -9, a crash, the OOM killer) leaves its
+ * mount behind, answering ENOTCONN: the next lockfs of the mount point,
+ * started by hand or by systemd's Restart=, unmounts it (lazily, as
+ * nothing can be waiting on it but errors) and mounts in its place. */
+static void unmount_dead(const char *mountpoint)
+{
+	/* statfs(2) always asks the daemon; stat(2) may be answered from the
+	 * kernel's attribute cache. */
+	struct statfs sfs;
+	if (statfs(mountpoint, &sfs) == 0 || errno != ENOTCONN)
+		return;
+	g_autofree char *base = g_path_get_basename(mountpoint);
+	g_autofree char *dir = g_path_get_dirname(mountpoint);
+	g_autofree char *real = realpath(dir, NULL);
+	g_autofree char *path = real ? g_build_filename(real, base, NULL) : NULL;
+	if (!path || !lockfs_mounted_on(path))
+		return; /* not lockfs's: mounting fails and says so */
+	lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+	           "%s: the mount of a lockfs that died is still there; unmounting it", path);
+	if (geteuid() == 0 && umount2(path, MNT_DETACH) == 0)
+		return;
+	const char *argv[] = {"fusermount3", "-u", "-z", "--", path, NULL};
+	int status = 0;
+	g_autoptr(GError) err = NULL;
+	if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
+	                  &status, &err) ||
+	    !g_spawn_check_wait_status(status, &err))
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL, "cannot unmount %s: %s", path, err->message);
 }
 
 int main(int argc, char **argv)
@@ -82,6 +134,7 @@ int main(int argc, char **argv)
 	if (!foreground)
 		daemon_fork();
 
+	unmount_dead(mountpoint);
 	g_autofree char *abs = realpath(mountpoint, NULL);
 	if (!abs)
 		die(EXIT_MOUNT, "cannot use mount point %s: %s", mountpoint, g_strerror(errno));
