@@ -969,18 +969,13 @@ static int etcd_clock(lockfs_backend *be, lockfs_clock_info *out)
 	return 0;
 }
 
+/* Lets go of nothing (backend.h, "Restart"): the mount lease is neither
+ * revoked nor kept alive, so every key on it stays held until it runs out,
+ * unless a later instance resumes it.  Keys queued as abandoned are not
+ * deleted either: they too run out with the lease. */
 static void etcd_destroy(lockfs_backend *be)
 {
 	etcd_backend *b = (etcd_backend *)be;
-	/* Revoking the lease deletes every key still on it, at once, rather
-	 * than when it runs out. */
-	if (b->lease_id && !b->lease_lost) {
-		g_autofree char *body = g_strdup_printf("{\"ID\":\"%" PRId64 "\"}", b->lease_id);
-		JsonNode *out = NULL;
-		if (call(b, NULL, "revoking the mount lease", "/v3/lease/revoke", body,
-		         deadline_of(b), &out) == 0)
-			json_node_unref(out);
-	}
 	etcd_client_free(b->cl);
 	g_hash_table_destroy(b->mine);
 	g_ptr_array_free(b->abandoned, TRUE);
