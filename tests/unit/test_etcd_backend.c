@@ -796,7 +796,7 @@ static void test_adopt_retaken(void)
 	g_assert_cmpint(a->resume(a, rec.session->str), ==, 0);
 	lockfs_lease *l = NULL;
 	g_assert_cmpint(adopt(a, key, rec.fence, rec.token->str, &l), ==, -ESTALE);
-	/* Its fence given as the old one's: the revisions differ all the same. */
+	/* Nor with the new holder's fence: the token's revision is the old one. */
 	g_assert_cmpint(adopt(a, key, lc->fence, rec.token->str, &l), ==, -ESTALE);
 	held_by(a, key, lc->fence, "host-c");
 	g_assert_cmpint(c->renew(c, lc), ==, 0);
