@@ -4,8 +4,10 @@
  * holder records and content other hosts read at once, one lease per mount
  * whose loss loses every lock on it together, locks let go without a release,
  * a member paused (SIGSTOP) and the leader killed (-9) while locks are held,
- * every call bounded.  Without etcd every test that needs it skips, saying
- * why. */
+ * every call bounded; a restart of lockfs (destroy() lets go of nothing, the
+ * next instance resumes the mount lease and adopts its locks, or learns they
+ * are lost; tokens it did not write refused).  Without etcd every test that
+ * needs it skips, saying why. */
 #include "backend_contract.h"
 #include "fault_proxy.h"
 #include "backends/etcd/etcd_client.h"
@@ -585,6 +587,285 @@ static void test_leader_killed(void)
 	b->destroy(b);
 }
 
+/* ---- restart: resume() and adopt() ---- */
+
+/* What the filesystem records of a held lock for the next instance. */
+typedef struct {
+	char *identity;
+	GString *session, *token;
+	char fence[LOCKFS_FENCE_MAX];
+} recorded;
+
+/* Take KEY through a new instance of mount MOUNT, record what a restart
+ * needs, and stop the instance as lockfs stops: the lease freed without a
+ * release, then destroy(). */
+static recorded take_and_stop(const char *mount, const char *key, const char *ttl,
+                              const char *timeout)
+{
+	lockfs_backend *a = backend_on(NULL, mount, ttl, timeout);
+	lockfs_lease *l = take(a, key, "host-a", "99\n");
+	recorded r = { .session = g_string_new(NULL), .token = g_string_new(NULL) };
+	r.identity = a->identity(a);
+	g_assert_nonnull(r.identity);
+	for (const char *c = r.identity; *c; c++)
+		g_assert_true(*c >= 0x20 && *c <= 0x7e);
+	g_assert_cmpint(a->session_token(a, r.session), ==, 0);
+	g_assert_cmpint(a->lease_token(a, l, r.token), ==, 0);
+	g_assert_cmpuint(r.session->len, <=, LOCKFS_TOKEN_MAX);
+	g_assert_cmpuint(r.token->len, <=, LOCKFS_TOKEN_MAX);
+	g_strlcpy(r.fence, l->fence, sizeof(r.fence));
+	a->lease_free(a, l);
+	a->destroy(a);
+	return r;
+}
+
+static void recorded_clear(recorded *r)
+{
+	g_free(r->identity);
+	g_string_free(r->session, TRUE);
+	g_string_free(r->token, TRUE);
+}
+
+static int adopt(lockfs_backend *be, const char *key, const char *fence, const char *token,
+                 lockfs_lease **out)
+{
+	lockfs_holder who = lockfs_contract_holder("host-a", 4242);
+	*out = NULL;
+	int r = be->adopt(be, key, fence, token, &who, "99\n", 3, out);
+	if (r)
+		g_assert_null(*out);
+	return r;
+}
+
+/* KEY's holder as BE sees it: asserts FENCE and HOST. */
+static void held_by(lockfs_backend *be, const char *key, const char *fence, const char *host)
+{
+	lockfs_lock_info info;
+	g_assert_cmpint(be->inspect(be, key, &info), ==, 0);
+	g_assert_cmpstr(info.fence, ==, fence);
+	g_assert_cmpstr(info.holder.host, ==, host);
+	lockfs_lock_info_clear(&info);
+}
+
+/* Lease ID's TTL as etcd says (-1: it has no such lease). */
+static int64_t lease_ttl(const char *id)
+{
+	etcd_client_opts co = { 0 };
+	co.endpoints = g_strsplit(endpoints, ";", -1);
+	etcd_client *cl = etcd_client_new(&co);
+	g_autofree char *body = g_strdup_printf("{\"ID\":\"%s\"}", id);
+	JsonNode *out = NULL;
+	g_autofree char *why = NULL;
+	if (etcd_call(cl, "/v3/lease/timetolive", body, lockfs_mono_us() + 5 * G_USEC_PER_SEC,
+	              &out, &why) != 0)
+		g_error("timetolive %s: %s", id, why);
+	int64_t ttl = etcd_json_int(json_node_get_object(out), "TTL", 0);
+	json_node_unref(out);
+	etcd_client_free(cl);
+	return ttl;
+}
+
+/* A lock outlives its instance (destroy() lets go of nothing); the next
+ * instance of the mount resumes the mount lease, adopts the lock and keeps
+ * it past the lease's TTL; then releases it, for others to take. */
+static void test_restart_adopt(void)
+{
+	NEED(skip_reason);
+	g_autofree char *key = lockfs_contract_key("restart.lock");
+	recorded rec = take_and_stop("/r", key, "3s", "1s");
+	g_test_message("identity %s; session token %s; lease token %s", rec.identity,
+	               rec.session->str, rec.token->str);
+	lockfs_backend *c = backend_on(NULL, "/c", "3s", "1s");
+	g_assert_cmpint(try_take_eexist(c, key), ==, -EEXIST);
+	held_by(c, key, rec.fence, "host-a");
+
+	lockfs_backend *a = backend_on(NULL, "/r", "3s", "1s");
+	g_autofree char *id = a->identity(a);
+	g_assert_cmpstr(id, ==, rec.identity);
+	GString *fresh = g_string_new(NULL);
+	g_assert_cmpint(a->session_token(a, fresh), ==, 0);
+	g_assert_cmpint(lease_ttl(strchr(fresh->str, ':') + 1), >, 0);
+	g_assert_cmpint(a->resume(a, rec.session->str), ==, 0);
+	/* The lease the constructor took, unused, is revoked. */
+	g_assert_cmpint(lease_ttl(strchr(fresh->str, ':') + 1), ==, -1);
+	g_string_free(fresh, TRUE);
+	lockfs_lease *l = NULL;
+	g_assert_cmpint(adopt(a, key, rec.fence, rec.token->str, &l), ==, 0);
+	g_assert_cmpstr(l->key, ==, key);
+	g_assert_cmpstr(l->fence, ==, rec.fence);
+	GString *s = g_string_new(NULL), *t = g_string_new(NULL);
+	g_assert_cmpint(a->session_token(a, s), ==, 0);
+	g_assert_cmpstr(s->str, ==, rec.session->str);
+	g_assert_cmpint(a->lease_token(a, l, t), ==, 0);
+	g_assert_cmpstr(t->str, ==, rec.token->str);
+	g_string_free(s, TRUE);
+	g_string_free(t, TRUE);
+	lockfs_lock_info info;
+	g_assert_cmpint(a->inspect(a, key, &info), ==, 0);
+	g_assert_true(info.mine);
+	g_assert_cmpint(info.lease_left_ms, >, 0);
+	g_assert_cmpmem(info.content, info.content_len, "99\n", 3);
+	lockfs_lock_info_clear(&info);
+
+	/* Renewed past the lease's TTL (4 s): the resumed lease is this
+	 * instance's, kept alive by its renewals. */
+	lockfs_beat beat = { .heartbeat_us = lockfs_now_us(),
+		             .content = "100\n",
+		             .content_len = 4 };
+	int64_t end = lockfs_mono_us() + 6 * G_USEC_PER_SEC;
+	while (lockfs_mono_us() < end) {
+		g_assert_cmpint(a->renew(a, l), ==, 0);
+		g_assert_cmpint(a->heartbeat(a, l, &beat), ==, 0);
+		g_usleep(500 * 1000);
+	}
+	g_assert_cmpint(try_take_eexist(c, key), ==, -EEXIST);
+	g_assert_cmpint(c->inspect(c, key, &info), ==, 0);
+	g_assert_cmpstr(info.fence, ==, rec.fence);
+	g_assert_cmpmem(info.content, info.content_len, "100\n", 4);
+	lockfs_lock_info_clear(&info);
+	give(a, l);
+	give(c, take(c, key, "host-c", NULL));
+	a->destroy(a);
+	c->destroy(c);
+	recorded_clear(&rec);
+}
+
+/* The previous instance's lease ran out: resume() answers ESTALE and adopt()
+ * grants nothing; the instance takes a new lease for its next lock. */
+static void test_resume_expired(void)
+{
+	NEED(skip_reason);
+	g_autofree char *key = lockfs_contract_key("expired.lock");
+	recorded rec = take_and_stop("/x", key, "2s", "1s");
+	lockfs_backend *c = backend_on(NULL, "/c", "3s", "1s");
+	/* Nothing keeps it alive: etcd deletes the key with the lease (3 s). */
+	lockfs_lock_info info;
+	int64_t end = lockfs_mono_us() + 20 * G_USEC_PER_SEC;
+	int r;
+	while ((r = c->inspect(c, key, &info)) == 0) {
+		lockfs_lock_info_clear(&info);
+		g_assert_cmpint(lockfs_mono_us(), <, end);
+		g_usleep(100 * 1000);
+	}
+	g_assert_cmpint(r, ==, -ENOENT);
+	lockfs_backend *a = backend_on(NULL, "/x", "2s", "1s");
+	g_assert_cmpint(a->resume(a, rec.session->str), ==, -ESTALE);
+	lockfs_lease *l = NULL;
+	g_assert_cmpint(adopt(a, key, rec.fence, rec.token->str, &l), ==, -ESTALE);
+	g_assert_cmpint(c->inspect(c, key, &info), ==, -ENOENT);
+	GString *s = g_string_new(NULL);
+	g_assert_cmpint(a->session_token(a, s), ==, 0);
+	g_assert_cmpstr(s->str, !=, rec.session->str);
+	g_string_free(s, TRUE);
+	l = take(a, key, "host-a", NULL);
+	g_assert_cmpint(lockfs_fence_cmp(l->fence, rec.fence), >, 0);
+	g_assert_cmpint(a->renew(a, l), ==, 0);
+	give(a, l);
+	a->destroy(a);
+	c->destroy(c);
+	recorded_clear(&rec);
+}
+
+/* A lease granted for a ttl far shorter than this instance's cannot carry
+ * its locks to the deadlines it would promise: given up, never trusted. */
+static void test_resume_short_lease(void)
+{
+	NEED(skip_reason);
+	g_autofree char *key = lockfs_contract_key("short.lock");
+	recorded rec = take_and_stop("/s", key, "2s", "1s"); /* a lease of 3 s */
+	lockfs_backend *a = backend_on(NULL, "/s", "9s", "1s");
+	g_assert_cmpint(a->resume(a, rec.session->str), ==, -ESTALE);
+	lockfs_lease *l = NULL;
+	g_assert_cmpint(adopt(a, key, rec.fence, rec.token->str, &l), ==, -ESTALE);
+	held_by(a, key, rec.fence, "host-a");
+	a->destroy(a);
+	recorded_clear(&rec);
+}
+
+/* The lock was broken and taken by another instance while no instance of
+ * its mount ran: adopt() answers ESTALE and leaves the new holder's key. */
+static void test_adopt_retaken(void)
+{
+	NEED(skip_reason);
+	g_autofree char *key = lockfs_contract_key("retaken.lock");
+	recorded rec = take_and_stop("/t", key, "3s", "1s");
+	lockfs_backend *c = backend_on(NULL, "/c", "3s", "1s");
+	g_assert_cmpint(c->break_lock(c, key, rec.fence, NULL, NULL), ==, 0);
+	lockfs_lease *lc = take(c, key, "host-c", NULL);
+	lockfs_backend *a = backend_on(NULL, "/t", "3s", "1s");
+	g_assert_cmpint(a->resume(a, rec.session->str), ==, 0);
+	lockfs_lease *l = NULL;
+	g_assert_cmpint(adopt(a, key, rec.fence, rec.token->str, &l), ==, -ESTALE);
+	/* Nor with the new holder's fence: the token's revision is the old one. */
+	g_assert_cmpint(adopt(a, key, lc->fence, rec.token->str, &l), ==, -ESTALE);
+	held_by(a, key, lc->fence, "host-c");
+	g_assert_cmpint(c->renew(c, lc), ==, 0);
+	give(c, lc);
+	a->destroy(a);
+	c->destroy(c);
+	recorded_clear(&rec);
+}
+
+/* Tokens this backend did not write: EINVAL, and nothing changes. */
+static void test_bad_tokens(void)
+{
+	NEED(skip_reason);
+	g_autofree char *key = lockfs_contract_key("tokens.lock");
+	recorded rec = take_and_stop("/k", key, "3s", "1s");
+	lockfs_backend *a = backend_on(NULL, "/k", "3s", "1s");
+	GString *before = g_string_new(NULL), *after = g_string_new(NULL);
+	g_assert_cmpint(a->session_token(a, before), ==, 0);
+	const char *id = strchr(rec.session->str, ':') + 1;
+	g_autofree char *lead0 = g_strdup_printf("etcd-lease:0%s", id);
+	g_autofree char *space = g_strdup_printf("etcd-lease:%s ", id);
+	g_autofree char *bare = g_strdup(id);
+	const char *sessions[] = { "", "etcd-lease:", "etcd-lease:0", "etcd-lease:-5",
+		                   "etcd-lease:+5", "etcd-lease:99999999999999999999", lead0,
+		                   space, bare, rec.token->str, "ldap-session:5" };
+	for (size_t i = 0; i < G_N_ELEMENTS(sessions); i++)
+		if (a->resume(a, sessions[i]) != -EINVAL)
+			g_error("resume('%s') did not answer EINVAL", sessions[i]);
+	g_assert_cmpint(a->session_token(a, after), ==, 0);
+	g_assert_cmpstr(after->str, ==, before->str);
+
+	const char *nonce = strrchr(rec.token->str, ':') + 1;
+	g_autofree char *upper = g_ascii_strup(rec.token->str, -1);
+	g_autofree char *up = g_ascii_strup(nonce, -1);
+	g_autofree char *nonce_upper = g_strdup_printf("etcd-key:%s:%s", rec.fence, up);
+	g_autofree char *short_nonce = g_strndup(rec.token->str, rec.token->len - 1);
+	g_autofree char *long_nonce = g_strdup_printf("%s0", rec.token->str);
+	g_autofree char *zero_rev = g_strdup_printf("etcd-key:0:%s", nonce);
+	g_autofree char *no_rev = g_strdup_printf("etcd-key::%s", nonce);
+	const char *tokens[] = { "",          "etcd-key:",  rec.fence,   rec.session->str,
+		                 upper,       short_nonce,  long_nonce,  zero_rev,
+		                 no_rev,      nonce_upper, "etcd-key:5:", "etcd-key:5" };
+	lockfs_lease *l = NULL;
+	for (size_t i = 0; i < G_N_ELEMENTS(tokens); i++)
+		if (adopt(a, key, rec.fence, tokens[i], &l) != -EINVAL)
+			g_error("adopt(token '%s') did not answer EINVAL", tokens[i]);
+	const char *fences[] = { "", "abc", "-1", "0", "012" };
+	for (size_t i = 0; i < G_N_ELEMENTS(fences); i++)
+		if (adopt(a, key, fences[i], rec.token->str, &l) != -EINVAL)
+			g_error("adopt(fence '%s') did not answer EINVAL", fences[i]);
+	g_assert_cmpint(adopt(a, "", rec.fence, rec.token->str, &l), ==, -EINVAL);
+	held_by(a, key, rec.fence, "host-a");
+
+	/* A token of the right form but another nonce: not this lock. */
+	g_assert_cmpint(a->resume(a, rec.session->str), ==, 0);
+	g_autofree char *other = g_strdup_printf("etcd-key:%s:%032x", rec.fence, 7);
+	g_assert_cmpint(adopt(a, key, rec.fence, other, &l), ==, -ESTALE);
+	held_by(a, key, rec.fence, "host-a");
+	/* The true token still works, once. */
+	g_assert_cmpint(adopt(a, key, rec.fence, rec.token->str, &l), ==, 0);
+	lockfs_lease *again = NULL;
+	g_assert_cmpint(adopt(a, key, rec.fence, rec.token->str, &again), ==, -EINVAL);
+	give(a, l);
+	g_string_free(before, TRUE);
+	g_string_free(after, TRUE);
+	a->destroy(a);
+	recorded_clear(&rec);
+}
+
 /* ---- TLS and users: a one-member cluster of its own ---- */
 
 /* POST BODY to PATH through CL; asserts success. */
@@ -781,6 +1062,11 @@ int main(int argc, char **argv)
 	g_test_add_func("/etcd/unanswered-put", test_unanswered_put);
 	g_test_add_func("/etcd/member-paused", test_member_paused);
 	g_test_add_func("/etcd/leader-killed", test_leader_killed);
+	g_test_add_func("/etcd/restart-adopt", test_restart_adopt);
+	g_test_add_func("/etcd/resume-expired", test_resume_expired);
+	g_test_add_func("/etcd/resume-short-lease", test_resume_short_lease);
+	g_test_add_func("/etcd/adopt-retaken", test_adopt_retaken);
+	g_test_add_func("/etcd/bad-tokens", test_bad_tokens);
 	g_test_add_func("/etcd/tls-users", test_tls_users);
 	int rc = g_test_run();
 

@@ -22,6 +22,7 @@
 #include <inttypes.h>
 #include <lockfs/backends.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -73,6 +74,7 @@ struct etcd_backend {
 	char *prefix;
 	size_t prefix_len;
 	char *mount;
+	char *identity; /* identity(): the cluster and the prefix */
 	int64_t ttl_ms, timeout_us, stale_after_ms, reuse_us, lease_ttl_s;
 
 	GMutex mu;
@@ -84,6 +86,13 @@ struct etcd_backend {
 	bool lease_lost;
 	int64_t ka_ok_sent;
 	bool ka_busy;
+	/* The mount lease's TTL (s) and how long a keep-alive serves renewals:
+	 * lease_ttl_s and reuse_us for a lease granted here, less for a lease
+	 * resumed from an instance with a shorter ttl. */
+	int64_t cur_ttl_s, cur_reuse_us;
+	/* Nothing was asked of the mount lease yet (create() grants it
+	 * eagerly): resume() may revoke it. */
+	bool lease_unused;
 	GHashTable *mine;     /* full key → etcd_priv of a lease held here */
 	GPtrArray *abandoned; /* abandoned_key: lost locks to delete before the next keep-alive */
 	int64_t last_log_us;  /* rate limit of error lines */
@@ -209,7 +218,9 @@ static int call(etcd_backend *b, const char *key, const char *what, const char *
 
 /* ---- the mount lease ---- */
 
-static int lease_keepalive(etcd_backend *b, int64_t id, int64_t deadline)
+/* Keep lease ID alive: 0 (*TTL_S, when not NULL, its TTL), -ESTALE when
+ * etcd no longer has it, or -EIO. */
+static int lease_keepalive(etcd_backend *b, int64_t id, int64_t deadline, int64_t *ttl_s)
 {
 	g_autofree char *body = g_strdup_printf("{\"ID\":\"%" PRId64 "\"}", id);
 	JsonNode *out = NULL;
@@ -220,6 +231,8 @@ static int lease_keepalive(etcd_backend *b, int64_t id, int64_t deadline)
 	/* A lease etcd no longer has answers TTL 0 (left out). */
 	int64_t ttl = etcd_json_int(json_node_get_object(out), "TTL", 0);
 	json_node_unref(out);
+	if (ttl_s)
+		*ttl_s = ttl;
 	return ttl > 0 ? 0 : -ESTALE;
 }
 
@@ -378,7 +391,7 @@ static int lease_fresh(etcd_backend *b, int64_t start, int64_t deadline, int64_t
 			g_mutex_unlock(&b->mu);
 			return -ESTALE;
 		}
-		if (b->lease_id && !b->lease_lost && b->ka_ok_sent >= start - b->reuse_us) {
+		if (b->lease_id && !b->lease_lost && b->ka_ok_sent >= start - b->cur_reuse_us) {
 			if (id_out)
 				*id_out = b->lease_id;
 			g_mutex_unlock(&b->mu);
@@ -405,7 +418,8 @@ static int lease_fresh(etcd_backend *b, int64_t start, int64_t deadline, int64_t
 			g_ptr_array_free(gone, TRUE);
 		int64_t sent = lockfs_mono_us();
 		int64_t new_id = 0;
-		int r = id ? lease_keepalive(b, id, deadline) : lease_grant(b, deadline, &new_id);
+		int r = id ? lease_keepalive(b, id, deadline, NULL)
+		           : lease_grant(b, deadline, &new_id);
 
 		g_mutex_lock(&b->mu);
 		b->ka_busy = false;
@@ -414,6 +428,8 @@ static int lease_fresh(etcd_backend *b, int64_t start, int64_t deadline, int64_t
 			if (!id) {
 				b->lease_id = new_id;
 				b->lease_lost = false;
+				b->cur_ttl_s = b->lease_ttl_s;
+				b->cur_reuse_us = b->reuse_us;
 			}
 			b->ka_ok_sent = sent;
 			if (id) {
@@ -480,7 +496,7 @@ static void fill_info(etcd_backend *b, const ekv *kv, lockfs_lock_info *out)
 	if (p && p->create_rev == kv->create_rev) {
 		out->mine = true;
 		if (p->lease_id == b->lease_id && !b->lease_lost)
-			out->lease_left_ms = MAX(b->ka_ok_sent + b->lease_ttl_s * G_USEC_PER_SEC -
+			out->lease_left_ms = MAX(b->ka_ok_sent + b->cur_ttl_s * G_USEC_PER_SEC -
 			                                 lockfs_mono_us(),
 			                         0) /
 			                     1000;
@@ -541,6 +557,9 @@ static int etcd_acquire(lockfs_backend *be, const char *key, const lockfs_holder
 		memset(res, 0, sizeof(*res));
 	if (!key_ok(b, key))
 		return -EINVAL;
+	g_mutex_lock(&b->mu);
+	b->lease_unused = false; /* the put may reach etcd whatever we hear */
+	g_mutex_unlock(&b->mu);
 	int64_t lease_id = 0;
 	int r = lease_fresh(b, start, deadline, 0, &lease_id);
 	if (r)
@@ -926,6 +945,198 @@ static int etcd_watch(lockfs_backend *be, const char *prefix, int timeout_ms,
 	return r;
 }
 
+/* ---- restart (backend.h, "Restart") ----
+ * The session token is the mount lease's ID; a lease token is the key's
+ * create revision (its fence) and the nonce its record was written with,
+ * which no other acquisition of the key can have drawn.  Both are tagged,
+ * so neither passes for the other, nor for another backend's. */
+#define SESSION_TAG "etcd-lease:"
+#define LEASE_TAG "etcd-key:"
+#define NONCE_LEN 32
+
+/* A positive int64 in plain decimal (no sign, no leading zero), all of S. */
+static bool parse_positive(const char *s, size_t len, int64_t *out)
+{
+	if (len == 0 || len > 19 || s[0] == '0' || strspn(s, "0123456789") < len)
+		return false;
+	char buf[20];
+	memcpy(buf, s, len);
+	buf[len] = '\0';
+	errno = 0;
+	char *end = NULL;
+	gint64 v = g_ascii_strtoll(buf, &end, 10);
+	if (errno || !end || *end || v <= 0)
+		return false;
+	*out = v;
+	return true;
+}
+
+static bool parse_lease_token(const char *token, int64_t *rev, char nonce[NONCE_LEN + 1])
+{
+	if (!token || !g_str_has_prefix(token, LEASE_TAG))
+		return false;
+	const char *s = token + strlen(LEASE_TAG);
+	const char *colon = strchr(s, ':');
+	if (!colon || !parse_positive(s, (size_t)(colon - s), rev))
+		return false;
+	const char *n = colon + 1;
+	if (strlen(n) != NONCE_LEN || strspn(n, "0123456789abcdef") != NONCE_LEN)
+		return false;
+	memcpy(nonce, n, NONCE_LEN + 1);
+	return true;
+}
+
+static char *etcd_identity(lockfs_backend *be)
+{
+	return g_strdup(((etcd_backend *)be)->identity);
+}
+
+static int etcd_session_token(lockfs_backend *be, GString *out)
+{
+	etcd_backend *b = (etcd_backend *)be;
+	g_mutex_lock(&b->mu);
+	int64_t id = b->lease_lost ? 0 : b->lease_id;
+	g_mutex_unlock(&b->mu);
+	if (!id)
+		return -ENOENT;
+	g_string_printf(out, SESSION_TAG "%" PRId64, id);
+	return 0;
+}
+
+static int etcd_lease_token(lockfs_backend *be, const lockfs_lease *lease, GString *out)
+{
+	(void)be;
+	const etcd_priv *p = lease->priv;
+	if (!p->rec.nonce || strlen(p->rec.nonce) != NONCE_LEN)
+		return -EIO;
+	g_string_printf(out, LEASE_TAG "%" PRId64 ":%s", p->create_rev, p->rec.nonce);
+	return 0;
+}
+
+/* Revoke lease ID, nothing being on it (best effort: it runs out anyway). */
+static void lease_revoke(etcd_backend *b, int64_t id)
+{
+	g_autofree char *body = g_strdup_printf("{\"ID\":\"%" PRId64 "\"}", id);
+	JsonNode *out = NULL;
+	if (call(b, NULL, "revoking an unused lease", "/v3/lease/revoke", body, deadline_of(b),
+	         &out) == 0)
+		json_node_unref(out);
+}
+
+static int etcd_resume(lockfs_backend *be, const char *token)
+{
+	etcd_backend *b = (etcd_backend *)be;
+	int64_t id = 0, ttl_s = 0;
+	if (!token || !g_str_has_prefix(token, SESSION_TAG) ||
+	    !parse_positive(token + strlen(SESSION_TAG), strlen(token + strlen(SESSION_TAG)),
+	                    &id))
+		return -EINVAL;
+	int64_t sent = lockfs_mono_us();
+	int r = lease_keepalive(b, id, sent + b->timeout_us, &ttl_s);
+	if (r == -ESTALE) {
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "etcd: the mount lease %" PRId64 " of the previous instance ran out; "
+		           "every lock on it is lost",
+		           id);
+		return -ESTALE;
+	}
+	if (r)
+		return -EIO;
+	/* A keep-alive may serve renewals only while the lease outlives the
+	 * mount's deadline (top of this file): TTL − ttl.  A lease of an
+	 * instance with a much shorter ttl cannot carry this one's locks;
+	 * they are given up, and run out with it. */
+	int64_t reuse = MIN(b->reuse_us, ttl_s * G_USEC_PER_SEC - b->ttl_ms * 1000);
+	if (reuse < 0) {
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "etcd: the mount lease %" PRId64
+		           " of the previous instance lasts %" PRId64
+		           " s, less than ttl (%" PRId64
+		           " ms): its locks are given up; they are free once it runs out",
+		           id, ttl_s, b->ttl_ms);
+		return -ESTALE;
+	}
+	g_mutex_lock(&b->mu);
+	int64_t old = b->lease_id;
+	bool revoke = b->lease_unused && old && old != id && !b->lease_lost;
+	b->lease_id = id;
+	b->lease_lost = false;
+	b->ka_ok_sent = sent;
+	b->cur_ttl_s = ttl_s;
+	b->cur_reuse_us = reuse;
+	b->lease_unused = false;
+	g_mutex_unlock(&b->mu);
+	/* The lease create() granted: nothing was put on it. */
+	if (revoke)
+		lease_revoke(b, old);
+	return 0;
+}
+
+/* Whether KV is the lock granted with REV and NONCE on lease WANT, its
+ * record then in *REC (to clear). */
+static bool adoptable(const ekv *kv, int64_t rev, const char *nonce, int64_t want,
+                      etcd_record *rec)
+{
+	if (kv->create_rev != rev || kv->lease != want ||
+	    !etcd_record_decode(kv->value, kv->value_len, rec))
+		return false;
+	if (rec->nonce && strcmp(rec->nonce, nonce) == 0 && rec->lease == want)
+		return true;
+	etcd_record_clear(rec);
+	return false;
+}
+
+/* WHO and CONTENT go unused: the key's value is the holder record, written
+ * with the key and as new as the last heartbeat, which the caller's copy may
+ * not be. */
+static int etcd_adopt(lockfs_backend *be, const char *key, const char *fence, const char *token,
+                      const lockfs_holder *who, const void *content, size_t content_len,
+                      lockfs_lease **out)
+{
+	(void)who, (void)content, (void)content_len;
+	etcd_backend *b = (etcd_backend *)be;
+	int64_t rev = 0, f = 0, start = lockfs_mono_us(), deadline = start + b->timeout_us;
+	char nonce[NONCE_LEN + 1];
+	if (!key_ok(b, key) || !fence || !parse_positive(fence, strlen(fence), &f) ||
+	    !parse_lease_token(token, &rev, nonce))
+		return -EINVAL;
+	g_autofree char *full = full_key(b, key);
+	g_mutex_lock(&b->mu);
+	int64_t want = b->lease_lost ? 0 : b->lease_id;
+	bool twice = g_hash_table_contains(b->mine, full);
+	g_mutex_unlock(&b->mu);
+	if (twice)
+		return -EINVAL; /* held through this instance already */
+	if (!want || f != rev)
+		return -ESTALE;
+	/* Renewed now: a keep-alive within the renew interval, as acquire(). */
+	int r = lease_fresh(b, start, deadline, want, NULL);
+	if (r)
+		return r;
+	ekv kv;
+	r = get_key(b, full, deadline, &kv);
+	if (r)
+		return r == -ENOENT ? -ESTALE : r;
+	etcd_priv *p = g_new0(etcd_priv, 1);
+	bool ok = adoptable(&kv, rev, nonce, want, &p->rec);
+	ekv_clear(&kv);
+	if (!ok) {
+		g_free(p);
+		return -ESTALE;
+	}
+	p->create_rev = rev;
+	p->lease_id = want;
+	lockfs_lease *lease = g_new0(lockfs_lease, 1);
+	lease->key = g_strdup(key);
+	snprintf(lease->fence, sizeof(lease->fence), "%" PRId64, rev);
+	lease->priv = p;
+	g_mutex_lock(&b->mu);
+	g_hash_table_replace(b->mine, g_strdup(full), p);
+	g_mutex_unlock(&b->mu);
+	*out = lease;
+	return 0;
+}
+
 static void etcd_lease_free(lockfs_backend *be, lockfs_lease *lease)
 {
 	etcd_backend *b = (etcd_backend *)be;
@@ -969,18 +1180,13 @@ static int etcd_clock(lockfs_backend *be, lockfs_clock_info *out)
 	return 0;
 }
 
+/* Lets go of nothing (backend.h, "Restart"): the mount lease is neither
+ * revoked nor kept alive, so every key on it stays held until it runs out,
+ * unless a later instance resumes it.  Keys queued as abandoned are not
+ * deleted either: they too run out with the lease. */
 static void etcd_destroy(lockfs_backend *be)
 {
 	etcd_backend *b = (etcd_backend *)be;
-	/* Revoking the lease deletes every key still on it, at once, rather
-	 * than when it runs out. */
-	if (b->lease_id && !b->lease_lost) {
-		g_autofree char *body = g_strdup_printf("{\"ID\":\"%" PRId64 "\"}", b->lease_id);
-		JsonNode *out = NULL;
-		if (call(b, NULL, "revoking the mount lease", "/v3/lease/revoke", body,
-		         deadline_of(b), &out) == 0)
-			json_node_unref(out);
-	}
 	etcd_client_free(b->cl);
 	g_hash_table_destroy(b->mine);
 	g_ptr_array_free(b->abandoned, TRUE);
@@ -988,6 +1194,7 @@ static void etcd_destroy(lockfs_backend *be)
 	g_cond_clear(&b->cv);
 	g_free(b->prefix);
 	g_free(b->mount);
+	g_free(b->identity);
 	g_free(b);
 }
 
@@ -1098,6 +1305,28 @@ void etcd_client_opts_clear(etcd_client_opts *o)
 	memset(o, 0, sizeof(*o));
 }
 
+/* identity(): the cluster by its ID (from the header of REPLY, the mount
+ * lease's grant), so that the same cluster named by other endpoints is the
+ * same; by its endpoints, sorted, should a reply have no ID.  Then the
+ * prefix, escaped to printable ASCII. */
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static char *identity_of(etcd_backend *b, JsonObject *reply, char **endpoints)
+{
+	const char *cid = etcd_json_str(etcd_json_obj(reply, "header"), "cluster_id");
+	g_autofree char *prefix = g_strescape(b->prefix, NULL);
+	if (cid && *cid && strspn(cid, "0123456789") == strlen(cid))
+		return g_strdup_printf("etcd cluster=%s prefix=\"%s\"", cid, prefix);
+	g_auto(GStrv) sorted = g_strdupv(endpoints);
+	qsort(sorted, g_strv_length(sorted), sizeof(char *), cmp_str);
+	g_autofree char *eps = g_strjoinv(",", sorted);
+	g_autofree char *esc = g_strescape(eps, NULL);
+	return g_strdup_printf("etcd endpoints=%s prefix=\"%s\"", esc, prefix);
+}
+
 static lockfs_backend *etcd_backend_new(const lockfs_config *cfg, const char *mount_id,
                                         GError **error)
 {
@@ -1109,6 +1338,7 @@ static lockfs_backend *etcd_backend_new(const lockfs_config *cfg, const char *mo
 		return NULL;
 	}
 	g_autofree char *first = g_strdup(o.endpoints[0]);
+	g_auto(GStrv) o_endpoints = g_strdupv(o.endpoints);
 	guint n_endpoints = g_strv_length(o.endpoints);
 	etcd_backend *b = g_new0(etcd_backend, 1);
 	b->base = (lockfs_backend){
@@ -1124,6 +1354,11 @@ static lockfs_backend *etcd_backend_new(const lockfs_config *cfg, const char *mo
 		.destroy = etcd_destroy,
 		.clock = etcd_clock,
 		.watch = etcd_watch,
+		.identity = etcd_identity,
+		.session_token = etcd_session_token,
+		.resume = etcd_resume,
+		.lease_token = etcd_lease_token,
+		.adopt = etcd_adopt,
 	};
 	b->cl = etcd_client_new(&o);
 	b->prefix = g_steal_pointer(&prefix);
@@ -1151,6 +1386,7 @@ static lockfs_backend *etcd_backend_new(const lockfs_config *cfg, const char *mo
 	JsonNode *out = NULL;
 	if (etcd_call(b->cl, "/v3/lease/grant", body, deadline, &out, &why) == 0) {
 		id = etcd_json_int(json_node_get_object(out), "ID", 0);
+		b->identity = identity_of(b, json_node_get_object(out), o_endpoints);
 		json_node_unref(out);
 		if (!id)
 			why = g_strdup("the grant has no lease ID");
@@ -1166,6 +1402,9 @@ static lockfs_backend *etcd_backend_new(const lockfs_config *cfg, const char *mo
 	}
 	b->lease_id = id;
 	b->ka_ok_sent = start;
+	b->cur_ttl_s = b->lease_ttl_s;
+	b->cur_reuse_us = b->reuse_us;
+	b->lease_unused = true;
 	return &b->base;
 }
 
