@@ -14,6 +14,7 @@
 #include "service.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <lockfs/backends.h>
 #include <stdio.h>
@@ -87,6 +88,35 @@ static void unmount_dead(const char *mountpoint)
 	                  &status, &err) ||
 	    !g_spawn_check_wait_status(status, &err))
 		lockfs_log(G_LOG_LEVEL_WARNING, NULL, "cannot unmount %s: %s", path, err->message);
+}
+
+/* SIGHUP reopens log_file, as logrotate's postrotate expects of a daemon,
+ * and ends nothing (libfuse's handler would end the mount, and with it
+ * nothing of the locks now, but every request until a restart).  open(2),
+ * dup2(2) and close(2) are async-signal-safe; the path is fixed at start. */
+static const char *hup_log_file;
+
+static void on_hup(int sig)
+{
+	(void)sig;
+	int saved = errno;
+	if (hup_log_file) {
+		int fd = open(hup_log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
+		              0640);
+		if (fd >= 0) {
+			dup2(fd, STDERR_FILENO);
+			close(fd);
+		}
+	}
+	errno = saved;
+}
+
+static void hup_init(const char *log_file)
+{
+	hup_log_file = log_file;
+	struct sigaction sa = {.sa_handler = on_hup, .sa_flags = SA_RESTART};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGHUP, &sa, NULL);
 }
 
 int main(int argc, char **argv)
@@ -174,6 +204,7 @@ int main(int argc, char **argv)
 	fs->se = se;
 	if (fuse_set_signal_handlers(se) != 0)
 		die(EXIT_MOUNT, "cannot install signal handlers");
+	hup_init(set->log_file);
 	if (fuse_session_mount(se, abs) != 0)
 		die(EXIT_MOUNT,
 		    "cannot mount on %s; is /dev/fuse usable and, for allow_other as a user, "

@@ -90,6 +90,7 @@ done
 # A contender on hostB tries every lock in a bounded loop while hostA's
 # lockfs restarts; every grant it gets is written down.
 GRANTS=$TESTDIR/grants
+TRIES=$TESTDIR/tries
 contender_loop() { # STOPFILE
     local n=0 i r
     while [[ ! -e $1 ]] && ((n < 3000)); do
@@ -98,6 +99,7 @@ contender_loop() { # STOPFILE
             [[ $r == OK ]] && echo "$i" >>"$GRANTS"
         done
         n=$((n + 1))
+        echo "$n" >"$TRIES"
     done
 }
 
@@ -141,6 +143,7 @@ for way in term kill umount; do
         sleep 0.5
         touch "$stop"
         wait "$cpid"
+        cmp_ok "$(cat "$TRIES")" -ge 2 "restart by $way: the contender tried every lock, round after round"
     else
         for i in "${IDIOMS[@]}"; do
             r=$(contend "$(name_of "$i")")
@@ -173,7 +176,7 @@ if ((SHARED)); then
     # A restart slower than ttl.  The lease runs out at ttl after its last
     # renewal, never earlier; the new lockfs then shows it lost, not held.
     lockfs_stop "$PID_A"
-    lockfs_start --mnt "$A" --state "$STATE_A" -o host=hostA,ttl=4s,renew_interval=1s ||
+    lockfs_start --mnt "$A" --state "$STATE_A" -o host=hostA,ttl=4s,renew_interval=1s,network_timeout=1s ||
         BAIL_OUT "cannot mount hostA with ttl=4s"
     PID_A=$LOCKFS_PID
     ok "hostA takes slow.lock (ttl 4 s)" takes "$A/slow.lock"
@@ -187,7 +190,7 @@ if ((SHARED)); then
     is "$early" 0 "hostA stopped: hostB is refused slow.lock for at least 2.5 s of its 4 s ttl"
     got_slow() { [[ $(contend slow.lock) == OK ]]; }
     ok "once ttl has passed hostB gets it" wait_until 20 got_slow
-    start_a -o ttl=4s,renew_interval=1s || BAIL_OUT "cannot mount hostA again"
+    start_a -o ttl=4s,renew_interval=1s,network_timeout=1s || BAIL_OUT "cannot mount hostA again"
     PID_A=$LOCKFS_PID
     ok "the new lockfs says slow.lock was lost" log_has "lost slow.lock" "$LOCKFS_LOG"
     is "$(status_field "$(status_line slow.lock "$A")" state)" lost "hostA's status shows slow.lock lost"
