@@ -1810,9 +1810,6 @@ static int ts_list(lockfs_backend *be, const char *prefix, lockfs_list_cb cb, vo
 	return r;
 }
 
-/* A lease the filesystem is done with.  Released or not (a lost lock), no
- * record is written for it any more; one written stays until it expires
- * unless the release handed it to the publisher. */
 /* Asked of the locks themselves, as the records lag the grants: a lock is
  * looked at by taking it and letting it go; a group "G//" by asking its
  * semaphore for a place with limit MINE + 1, which is granted only while
@@ -1889,6 +1886,10 @@ static int ts_wait_free(lockfs_backend *be, const char *key, int timeout_ms)
 	return r;
 }
 
+/* A lease the filesystem is done with.  Released or not (a lost lock, or
+ * one left at the backend at an unmount), no record is written for it any
+ * more; one written stays until it expires, or until a later instance
+ * adopts the lease, unless the release handed it to the publisher. */
 static void ts_lease_free(lockfs_backend *be, lockfs_lease *lease)
 {
 	if (!lease)
@@ -1920,7 +1921,11 @@ static void target_clear(ts_target *t)
 static void ts_destroy(lockfs_backend *be)
 {
 	ts_backend *tb = (ts_backend *)be;
-	/* The publisher ends within one network timeout. */
+	/* Nothing held is let go (backend.h, "Restart"): no lease is
+	 * released, and the publisher deletes only the records of leases
+	 * released already (let_go); unpublished records are left to a
+	 * later instance's adopt().  The publisher ends within one network
+	 * timeout. */
 	g_mutex_lock(&tb->st_mu);
 	tb->stop = true;
 	tb->stop_deadline = lockfs_mono_us() + tb->timeout_us;
