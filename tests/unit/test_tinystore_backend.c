@@ -1270,6 +1270,31 @@ static void test_adopt_marker(void)
 	run_script(stop, NULL, &err);
 }
 
+/* A server that does not answer: -EIO, and the lock can be taken back
+ * once it does. */
+static void test_adopt_unreachable(void)
+{
+	NEED(own_skip);
+	g_autofree char *pidfile = g_build_filename(srv_dir, "pid", NULL);
+	g_autofree char *text = NULL;
+	g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
+	pid_t pid = (pid_t)atoi(text);
+	g_assert_cmpint(pid, >, 1);
+	lockfs_backend *a = default_be(), *b = local_be("5s", "300ms");
+	g_autofree char *key = new_key("adopt-unreachable.lock");
+	char fence[LOCKFS_FENCE_MAX];
+	g_autofree char *token = stop_holding(a, take(a, key, "host-a"), fence);
+	lockfs_lease *lb;
+	g_assert_cmpint(proc_stop(pid), ==, 0);
+	int r = adopt(b, key, fence, token, "host-b", &lb);
+	g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+	g_assert_cmpint(r, ==, -EIO);
+	g_assert_cmpint(adopt(b, key, fence, token, "host-b", &lb), ==, 0);
+	g_assert_cmpint(b->renew(b, lb), ==, 0);
+	give(b, lb);
+	b->destroy(b);
+}
+
 /* ---- the tinystore CLI on the same keys ---- */
 
 static void test_cli_interplay(void)
@@ -1975,6 +2000,7 @@ int main(int argc, char **argv)
 	g_test_add_func("/tinystore/adopt-garbage", test_adopt_garbage);
 	g_test_add_func("/tinystore/adopt-fence", test_adopt_fence);
 	g_test_add_func("/tinystore/adopt-marker", test_adopt_marker);
+	g_test_add_func("/tinystore/adopt-unreachable", test_adopt_unreachable);
 	g_test_add_func("/tinystore/cli-interplay", test_cli_interplay);
 	g_test_add_func("/tinystore/tcp", test_tcp);
 	g_test_add_func("/tinystore/tls", test_tls);
