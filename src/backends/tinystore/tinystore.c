@@ -10,6 +10,8 @@
  * been held for PUBLISH_DELAY_US and deletes it after the release.  A lock let
  * go before then never gets one, and its release is one locks.release (see
  * ts_release for why that is safe).
+ * A lockfs that stops leaves its leases held, and the next one takes them
+ * back by id ("restart" below).
  * See docs/tinystore-protocol.md for every wire fact used here. */
 #include "holder.h"
 #include "log.h"
