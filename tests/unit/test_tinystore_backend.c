@@ -985,6 +985,316 @@ static void test_restart_grace(void)
 	run_script(stop, NULL, &err);
 }
 
+/* ---- restart: a later instance takes back what an earlier one held ---- */
+
+/* What a lockfs that stops keeps of LEASE (backend.h, "Restart"): its
+ * fence and token, checked to be one printable line.  Then the instance
+ * is gone, letting go of nothing (the lease freed, as at an unmount). */
+static char *stop_holding(lockfs_backend *be, lockfs_lease *lease, char fence[LOCKFS_FENCE_MAX])
+{
+	GString *token = g_string_new(NULL);
+	g_assert_cmpint(be->lease_token(be, lease, token), ==, 0);
+	g_assert_cmpuint(token->len, >, 0);
+	g_assert_cmpuint(token->len, <=, LOCKFS_TOKEN_MAX);
+	for (gsize i = 0; i < token->len; i++)
+		g_assert_true(token->str[i] >= 0x21 && token->str[i] <= 0x7e);
+	g_strlcpy(fence, lease->fence, LOCKFS_FENCE_MAX);
+	be->lease_free(be, lease);
+	be->destroy(be);
+	return g_string_free(token, FALSE);
+}
+
+static int adopt(lockfs_backend *be, const char *key, const char *fence, const char *token,
+                 const char *host, lockfs_lease **out)
+{
+	lockfs_holder h = holder(host, 4242);
+	*out = NULL;
+	int r = be->adopt(be, key, fence, token, &h, "4242\n", 5, out);
+	if (r != 0)
+		g_assert_null(*out);
+	return r;
+}
+
+/* A lockfs stopped and started again: the new instance takes the lock back
+ * and carries on with it; nobody else could take it meanwhile. */
+static void test_adopt(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be(), *c = default_be();
+	g_autofree char *key = new_key("adopt.lock");
+	g_autofree char *ida = a->identity(a), *idb = b->identity(b);
+	g_assert_cmpstr(ida, ==, idb);
+	g_assert_nonnull(strstr(ida, store));
+	g_assert_nonnull(strstr(ida, "lock=lockfs"));
+	g_assert_null(strchr(ida, '\n'));
+	g_assert_null(b->session_token);
+	g_assert_null(b->resume);
+
+	lockfs_lease *la = take(a, key, "host-a");
+	g_assert_cmpint(wait_record(c, key, la->fence), ==, 0);
+	char fence[LOCKFS_FENCE_MAX];
+	g_autofree char *token = stop_holding(a, la, fence);
+	/* Still held, its record still there. */
+	g_assert_cmpint(try_take(c, key, "host-c"), ==, -EEXIST);
+	ts_record r;
+	g_assert_cmpint(raw_record(key, &r), ==, 0);
+	g_assert_cmpstr(r.fence, ==, fence);
+	ts_record_clear(&r);
+
+	lockfs_lease *lb;
+	g_assert_cmpint(adopt(b, key, fence, token, "host-b", &lb), ==, 0);
+	g_assert_cmpstr(lb->key, ==, key);
+	g_assert_cmpstr(lb->fence, ==, fence);
+	g_assert_cmpint(adopt(b, key, fence, token, "host-b", &la), ==, -EINVAL); /* twice */
+	lockfs_lock_info info;
+	g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
+	g_assert_true(info.mine);
+	lockfs_lock_info_clear(&info);
+	/* The record is written again from what was recorded. */
+	for (int64_t end = lockfs_mono_us() + 3000000;; g_usleep(5000)) {
+		g_assert_cmpint(c->inspect(c, key, &info), ==, 0);
+		bool rewritten = strcmp(info.holder.host, "host-b") == 0;
+		if (rewritten) {
+			g_assert_cmpstr(info.fence, ==, fence);
+			g_assert_cmpmem(info.content, info.content_len, "4242\n", 5);
+			g_assert_false(info.mine);
+		}
+		lockfs_lock_info_clear(&info);
+		if (rewritten)
+			break;
+		g_assert_cmpint(lockfs_mono_us(), <, end);
+	}
+	g_assert_cmpint(b->renew(b, lb), ==, 0);
+	lockfs_beat beat = { .heartbeat_us = lockfs_now_us(), .content = "99\n", .content_len = 3 };
+	g_assert_cmpint(b->heartbeat(b, lb, &beat), ==, 0);
+	g_assert_cmpint(c->inspect(c, key, &info), ==, 0);
+	g_assert_cmpmem(info.content, info.content_len, "99\n", 3);
+	lockfs_lock_info_clear(&info);
+	g_assert_cmpint(try_take(c, key, "host-c"), ==, -EEXIST);
+	give(b, lb);
+	g_assert_cmpint(try_take(c, key, "host-c"), ==, 0);
+	g_assert_cmpint(wait_no_record(c, key), ==, -ENOENT);
+
+	/* A lock whose record was never written (let go of within the
+	 * publication delay): adopted, and its record written. */
+	a = default_be();
+	la = take(a, key, "host-a");
+	token = (g_free(token), stop_holding(a, la, fence));
+	g_assert_cmpint(adopt(b, key, fence, token, "host-b", &lb), ==, 0);
+	g_assert_cmpint(wait_record(c, key, fence), ==, 0);
+	give(b, lb);
+	/* And a share, whose fence is its own. */
+	g_autofree char *share = g_strconcat(key, "//7", NULL);
+	a = default_be();
+	la = take(a, share, "host-a");
+	token = (g_free(token), stop_holding(a, la, fence));
+	g_assert_cmpint(adopt(b, share, fence, token, "host-b", &lb), ==, 0);
+	g_autofree char *group = g_strconcat(key, "//", NULL);
+	g_assert_cmpint(b->held(b, group, 1), ==, 0);
+	g_assert_cmpint(c->held(c, group, 0), ==, 1);
+	give(b, lb);
+	b->destroy(b);
+	c->destroy(c);
+}
+
+/* A lease that ran out while no lockfs ran is lost: nothing is taken. */
+static void test_adopt_expired(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = local_be("1s", "500ms"), *b = local_be("1s", "500ms");
+	g_autofree char *key = new_key("adopt-expired.lock");
+	char fence[LOCKFS_FENCE_MAX];
+	g_autofree char *token = stop_holding(a, take(a, key, "host-a"), fence);
+	/* Free once the ttl has run out (the server ends leases itself). */
+	int held = 1;
+	for (int64_t end = lockfs_mono_us() + 5000000; held == 1 && lockfs_mono_us() < end;
+	     g_usleep(50000))
+		held = b->held(b, key, 0);
+	g_assert_cmpint(held, ==, 0);
+	lockfs_lease *lb;
+	g_assert_cmpint(adopt(b, key, fence, token, "host-b", &lb), ==, -ESTALE);
+	/* Nothing was granted for it: the key is free. */
+	g_assert_cmpint(b->held(b, key, 0), ==, 0);
+	g_assert_cmpint(try_take(b, key, "host-b"), ==, 0);
+	b->destroy(b);
+}
+
+/* A lock broken and taken by another while no lockfs ran is lost, and the
+ * new holder's lock and record are left as they are. */
+static void test_adopt_broken(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be(), *c = default_be();
+	g_autofree char *key = new_key("adopt-broken.lock");
+	lockfs_lease *la = take(a, key, "host-a");
+	g_assert_cmpint(wait_record(c, key, la->fence), ==, 0);
+	char fence[LOCKFS_FENCE_MAX];
+	g_autofree char *token = stop_holding(a, la, fence);
+	lockfs_holder hc = holder("host-c", 3);
+	g_assert_cmpint(c->break_lock(c, key, fence, &hc, NULL), ==, 0);
+	lockfs_lease *lc = take(c, key, "host-c");
+	g_assert_cmpint(wait_record(b, key, lc->fence), ==, 0);
+	lockfs_lease *lb;
+	g_assert_cmpint(adopt(b, key, fence, token, "host-b", &lb), ==, -ESTALE);
+	g_assert_cmpint(c->renew(c, lc), ==, 0);
+	g_assert_cmpint(try_take(b, key, "host-b"), ==, -EEXIST);
+	ts_record r;
+	g_assert_cmpint(raw_record(key, &r), ==, 0);
+	g_assert_cmpstr(r.fence, ==, lc->fence);
+	g_assert_cmpstr(r.holder.host, ==, "host-c");
+	ts_record_clear(&r);
+	give(c, lc);
+	b->destroy(b);
+	c->destroy(c);
+}
+
+/* Tokens this backend did not write are refused before anything is asked
+ * of the server; the lock is untouched. */
+static void test_adopt_garbage(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be(), *c = default_be();
+	g_autofree char *key = new_key("adopt-garbage.lock");
+	g_autofree char *other = new_key("adopt-other.lock");
+	lockfs_lease *lo = take(a, other, "host-a");
+	GString *tok_other = g_string_new(NULL);
+	g_assert_cmpint(a->lease_token(a, lo, tok_other), ==, 0);
+	give(a, lo);
+	lockfs_lease *la = take(a, key, "host-a");
+	g_assert_cmpint(wait_record(c, key, la->fence), ==, 0);
+	char fence[LOCKFS_FENCE_MAX];
+	g_autofree char *token = stop_holding(a, la, fence);
+	size_t n = strlen(token);
+	GString *big = g_string_new(token);
+	while (big->len <= LOCKFS_TOKEN_MAX)
+		g_string_append(big, "0123456789abcdef");
+	g_autofree char *cut = g_strndup(token, n - 1);
+	g_autofree char *longer = g_strconcat(token, "0", NULL);
+	g_autofree char *upper = g_ascii_strup(token, -1);
+	g_autofree char *nonhex = g_strdup(token);
+	nonhex[n - 20] = 'g'; /* in the request id */
+	g_autofree char *flipped = g_strdup(token);
+	flipped[10] = flipped[10] == '0' ? '1' : '0'; /* another lease id */
+	g_autofree char *noprefix = g_strdup(token);
+	noprefix[0] = 'x';
+	const char *bad[] = { "", big->str, cut, longer, upper, nonhex, flipped, noprefix,
+		              tok_other->str, "ts1.", "ts1.00.00.00" };
+	lockfs_lease *lb;
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		g_test_message("token %zu", i);
+		g_assert_cmpint(adopt(b, key, fence, bad[i], "host-b", &lb), ==, -EINVAL);
+	}
+	g_assert_cmpint(adopt(b, key, fence, NULL, "host-b", &lb), ==, -EINVAL);
+	g_assert_cmpint(adopt(b, key, "", token, "host-b", &lb), ==, -EINVAL);
+	g_assert_cmpint(adopt(b, key, "12a", token, "host-b", &lb), ==, -EINVAL);
+	g_assert_cmpint(adopt(b, "", fence, token, "host-b", &lb), ==, -EINVAL);
+	g_assert_cmpint(adopt(b, other, fence, token, "host-b", &lb), ==, -EINVAL);
+	/* Nothing changed: still held, the record still the holder's. */
+	g_assert_cmpint(try_take(c, key, "host-c"), ==, -EEXIST);
+	g_assert_cmpint(wait_record(c, key, fence), ==, 0);
+	lockfs_lock_info info;
+	g_assert_cmpint(c->inspect(c, key, &info), ==, 0);
+	g_assert_cmpstr(info.holder.host, ==, "host-a");
+	lockfs_lock_info_clear(&info);
+	g_assert_cmpint(adopt(b, key, fence, token, "host-b", &lb), ==, 0);
+	give(b, lb);
+	g_string_free(big, TRUE);
+	g_string_free(tok_other, TRUE);
+	b->destroy(b);
+	c->destroy(c);
+}
+
+/* A fence that is not the lease's is no grant: the lease stays as it is. */
+static void test_adopt_fence(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be(), *c = default_be();
+	g_autofree char *key = new_key("adopt-fence.lock");
+	g_autofree char *other = new_key("adopt-fence-other.lock");
+	lockfs_lease *la = take(a, key, "host-a");
+	lockfs_lease *lo = take(a, other, "host-a"); /* a real fence, another grant's */
+	char wrong[LOCKFS_FENCE_MAX];
+	g_strlcpy(wrong, lo->fence, sizeof(wrong));
+	give(a, lo);
+	char fence[LOCKFS_FENCE_MAX];
+	g_autofree char *token = stop_holding(a, la, fence);
+	lockfs_lease *lb;
+	g_assert_cmpint(adopt(b, key, wrong, token, "host-b", &lb), ==, -ESTALE);
+	g_assert_cmpint(adopt(b, key, "1", token, "host-b", &lb), ==, -ESTALE);
+	ts_record r;
+	if (raw_record(key, &r) == 0) { /* not rewritten by b */
+		g_assert_cmpstr(r.holder.host, ==, "host-a");
+		ts_record_clear(&r);
+	}
+	g_assert_cmpint(try_take(c, key, "host-c"), ==, -EEXIST);
+	g_assert_cmpint(adopt(b, key, fence, token, "host-b", &lb), ==, 0);
+	give(b, lb);
+	g_assert_cmpint(try_take(c, key, "host-c"), ==, 0);
+	b->destroy(b);
+	c->destroy(c);
+}
+
+/* The restart marker after a lockfs restart: the instance that takes a
+ * lease back may have a longer ttl than the one that took it, and a server
+ * restart must then wait for its leases (test_restart_grace). */
+static void test_adopt_marker(void)
+{
+	NEED(own_skip);
+	g_autofree char *dir = g_build_filename(tmpdir, "adopt", NULL);
+	GHashTable *vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	g_autofree char *err = NULL;
+	const char *start[] = { "start", dir, NULL };
+	g_assert_cmpint(run_script(start, vars, &err), ==, 0);
+	g_autofree char *st = var(vars, "TINYSTORE_STORE");
+	g_hash_table_destroy(vars);
+
+	lockfs_backend *a = store_be(st, "2s", "1s");
+	char fence[LOCKFS_FENCE_MAX];
+	g_autofree char *token = stop_holding(a, take(a, "x.lock", "host-a"), fence);
+	lockfs_backend *b = store_be(st, "4s", "1s");
+	lockfs_lease *lb;
+	g_assert_cmpint(adopt(b, "x.lock", fence, token, "host-b", &lb), ==, 0);
+	int64_t back = restart_server(dir);
+	g_assert_cmpint(b->renew(b, lb), ==, -ESTALE);
+	g_assert_cmpint(b->release(b, lb), ==, -ENOENT);
+	b->lease_free(b, lb);
+	lockfs_backend *c = store_be(st, "2s", "1s");
+	lockfs_lease *lc, *lz;
+	take_both_after(c, "x.lock", b, "z.lock", back, 4000000, &lc, &lz);
+	give(c, lc);
+	give(b, lz);
+	b->destroy(b);
+	c->destroy(c);
+	const char *stop[] = { "stop", dir, NULL };
+	g_clear_pointer(&err, g_free);
+	run_script(stop, NULL, &err);
+}
+
+/* A server that does not answer: -EIO, and the lock can be taken back
+ * once it does. */
+static void test_adopt_unreachable(void)
+{
+	NEED(own_skip);
+	g_autofree char *pidfile = g_build_filename(srv_dir, "pid", NULL);
+	g_autofree char *text = NULL;
+	g_assert_true(g_file_get_contents(pidfile, &text, NULL, NULL));
+	pid_t pid = (pid_t)atoi(text);
+	g_assert_cmpint(pid, >, 1);
+	lockfs_backend *a = default_be(), *b = local_be("5s", "300ms");
+	g_autofree char *key = new_key("adopt-unreachable.lock");
+	char fence[LOCKFS_FENCE_MAX];
+	g_autofree char *token = stop_holding(a, take(a, key, "host-a"), fence);
+	lockfs_lease *lb;
+	g_assert_cmpint(proc_stop(pid), ==, 0);
+	int r = adopt(b, key, fence, token, "host-b", &lb);
+	g_assert_cmpint(kill(pid, SIGCONT), ==, 0);
+	g_assert_cmpint(r, ==, -EIO);
+	g_assert_cmpint(adopt(b, key, fence, token, "host-b", &lb), ==, 0);
+	g_assert_cmpint(b->renew(b, lb), ==, 0);
+	give(b, lb);
+	b->destroy(b);
+}
+
 /* ---- the tinystore CLI on the same keys ---- */
 
 static void test_cli_interplay(void)
@@ -1684,6 +1994,13 @@ int main(int argc, char **argv)
 	g_test_add_func("/tinystore/expiry", test_expiry);
 	g_test_add_func("/tinystore/restart", test_restart);
 	g_test_add_func("/tinystore/restart-grace", test_restart_grace);
+	g_test_add_func("/tinystore/adopt", test_adopt);
+	g_test_add_func("/tinystore/adopt-expired", test_adopt_expired);
+	g_test_add_func("/tinystore/adopt-broken", test_adopt_broken);
+	g_test_add_func("/tinystore/adopt-garbage", test_adopt_garbage);
+	g_test_add_func("/tinystore/adopt-fence", test_adopt_fence);
+	g_test_add_func("/tinystore/adopt-marker", test_adopt_marker);
+	g_test_add_func("/tinystore/adopt-unreachable", test_adopt_unreachable);
 	g_test_add_func("/tinystore/cli-interplay", test_cli_interplay);
 	g_test_add_func("/tinystore/tcp", test_tcp);
 	g_test_add_func("/tinystore/tls", test_tls);

@@ -10,6 +10,8 @@
  * been held for PUBLISH_DELAY_US and deletes it after the release.  A lock let
  * go before then never gets one, and its release is one locks.release (see
  * ts_release for why that is safe).
+ * A lockfs that stops leaves its leases held, and the next one takes them
+ * back by id ("restart" below).
  * See docs/tinystore-protocol.md for every wire fact used here. */
 #include "holder.h"
 #include "log.h"
@@ -1305,6 +1307,24 @@ static int mint_fence(ts_backend *tb, int64_t deadline, const char *key, ts_held
 
 /* ---- the interface ---- */
 
+/* A lease of KEY for WHO, its record to be (CONTENT, a linked temp file's
+ * bytes, or what a previous instance recorded), not granted yet. */
+static ts_lease *lease_new(ts_backend *tb, const char *key, const lockfs_holder *who,
+                           const void *content, size_t content_len)
+{
+	ts_lease *lp = g_new0(ts_lease, 1);
+	lp->refs = 1;
+	lp->key = g_strdup(key);
+	lockfs_holder_copy(&lp->rec.holder, who);
+	if (content) {
+		lp->rec.content_len = MIN(content_len, LOCKFS_CONTENT_MAX);
+		lp->rec.content = g_memdup2(content, lp->rec.content_len);
+	}
+	lp->rec.mount = g_strdup(tb->mount);
+	lp->rec.ttl_ms = tb->ttl_ms;
+	return lp;
+}
+
 static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
                       const void *content, size_t content_len, lockfs_lease **out,
                       lockfs_acquire_result *res)
@@ -1315,20 +1335,11 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	if (!key_ok(tb, key))
 		return -EINVAL;
 	int64_t deadline = lockfs_mono_us() + tb->timeout_us;
-	ts_lease *lp = g_new0(ts_lease, 1);
+	ts_lease *lp = lease_new(tb, key, who, content, content_len);
 	if (getrandom(lp->request, sizeof(lp->request), 0) != sizeof(lp->request)) {
-		g_free(lp);
+		lease_unref(lp);
 		return -EIO;
 	}
-	lp->refs = 1;
-	lp->key = g_strdup(key);
-	lockfs_holder_copy(&lp->rec.holder, who);
-	if (content) { /* a linked temp file's bytes, published with the record */
-		lp->rec.content_len = MIN(content_len, LOCKFS_CONTENT_MAX);
-		lp->rec.content = g_memdup2(content, lp->rec.content_len);
-	}
-	lp->rec.mount = g_strdup(tb->mount);
-	lp->rec.ttl_ms = tb->ttl_ms;
 	if (!take_conn(tb, deadline)) {
 		lease_unref(lp);
 		return -EIO;
@@ -1801,9 +1812,6 @@ static int ts_list(lockfs_backend *be, const char *prefix, lockfs_list_cb cb, vo
 	return r;
 }
 
-/* A lease the filesystem is done with.  Released or not (a lost lock), no
- * record is written for it any more; one written stays until it expires
- * unless the release handed it to the publisher. */
 /* Asked of the locks themselves, as the records lag the grants: a lock is
  * looked at by taking it and letting it go; a group "G//" by asking its
  * semaphore for a place with limit MINE + 1, which is granted only while
@@ -1880,6 +1888,10 @@ static int ts_wait_free(lockfs_backend *be, const char *key, int timeout_ms)
 	return r;
 }
 
+/* A lease the filesystem is done with.  Released or not (a lost lock, or
+ * one left at the backend at an unmount), no record is written for it any
+ * more; one written stays until it expires, or until a later instance
+ * adopts the lease, unless the release handed it to the publisher. */
 static void ts_lease_free(lockfs_backend *be, lockfs_lease *lease)
 {
 	if (!lease)
@@ -1911,7 +1923,11 @@ static void target_clear(ts_target *t)
 static void ts_destroy(lockfs_backend *be)
 {
 	ts_backend *tb = (ts_backend *)be;
-	/* The publisher ends within one network timeout. */
+	/* Nothing held is let go (backend.h, "Restart"): no lease is
+	 * released, and the publisher deletes only the records of leases
+	 * released already (let_go); unpublished records are left to a
+	 * later instance's adopt().  The publisher ends within one network
+	 * timeout. */
 	g_mutex_lock(&tb->st_mu);
 	tb->stop = true;
 	tb->stop_deadline = lockfs_mono_us() + tb->timeout_us;
@@ -1961,6 +1977,244 @@ static void ts_destroy(lockfs_backend *be)
 	g_mutex_clear(&tb->st_mu);
 	g_cond_clear(&tb->st_cv);
 	g_free(tb);
+}
+
+/* ---- restart (backend.h, "Restart") ----
+ *
+ * tinystore leases are per lock and belong to no connection: a later
+ * instance renews one by its id (protocol §5.6).  What it needs besides key
+ * and fence is the lease token: "ts1." LEASE "." REQUEST "." TAG, the lease
+ * id and the hold's request id as 32 lowercase hex digits each, and TAG
+ * the first 16 hex digits of SHA-256 over "LEASE.REQUEST.KEY", so that a
+ * token edited, cut or filed under another key is refused (-EINVAL) before
+ * it reaches the server. */
+
+#define TOKEN_PREFIX "ts1."
+#define TOKEN_TAG 16
+#define TOKEN_LEN (sizeof(TOKEN_PREFIX) - 1 + 2 * (2 * TS_ID_SIZE + 1) + TOKEN_TAG)
+
+static char *ts_identity(lockfs_backend *be)
+{
+	ts_backend *tb = (ts_backend *)be;
+	/* The token is a credential, not a place: left out. */
+	const char *where = tb->target.dir ? tb->target.dir : tb->target.endpoint;
+	g_autofree char *escaped = g_strescape(where, NULL);
+	return g_strdup_printf("tinystore %s=%s bucket=" BUCKET " lock=%s",
+	                       tb->target.dir ? "dir" : "endpoint", escaped, tb->lock_name);
+}
+
+/* The tag of a token: binds its ids to each other and to KEY. */
+static char *token_tag(const char *ids, size_t ids_len, const char *key)
+{
+	GChecksum *sum = g_checksum_new(G_CHECKSUM_SHA256);
+	g_checksum_update(sum, (const guchar *)ids, (gssize)ids_len);
+	g_checksum_update(sum, (const guchar *)".", 1);
+	g_checksum_update(sum, (const guchar *)key, (gssize)strlen(key));
+	char *tag = g_strndup(g_checksum_get_string(sum), TOKEN_TAG);
+	g_checksum_free(sum);
+	return tag;
+}
+
+static int ts_lease_token(lockfs_backend *be, const lockfs_lease *lease, GString *out)
+{
+	(void)be;
+	const ts_lease *lp = lease->priv;
+	g_autofree char *id = hex_id(lp->rec.lease), *request = hex_id(lp->request);
+	g_autofree char *ids = g_strconcat(id, ".", request, NULL);
+	g_autofree char *tag = token_tag(ids, strlen(ids), lease->key);
+	g_string_append_printf(out, TOKEN_PREFIX "%s.%s", ids, tag);
+	return 0;
+}
+
+/* 32 lowercase hex digits at S into ID. */
+static bool hex_to_id(const char *s, uint8_t id[TS_ID_SIZE])
+{
+	for (int i = 0; i < 2 * TS_ID_SIZE; i++) {
+		char c = s[i];
+		int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+		if (v < 0)
+			return false;
+		if (i % 2 == 0)
+			id[i / 2] = (uint8_t)(v << 4);
+		else
+			id[i / 2] |= (uint8_t)v;
+	}
+	return true;
+}
+
+/* TOKEN as ts_lease_token wrote it for KEY, and nothing else: its ids. */
+static bool parse_token(const char *token, const char *key, uint8_t lease[TS_ID_SIZE],
+                        uint8_t request[TS_ID_SIZE])
+{
+	const size_t pre = sizeof(TOKEN_PREFIX) - 1, id = 2 * TS_ID_SIZE;
+	if (!token || strnlen(token, TOKEN_LEN + 1) != TOKEN_LEN ||
+	    strncmp(token, TOKEN_PREFIX, pre) != 0)
+		return false;
+	const char *ids = token + pre;
+	if (!hex_to_id(ids, lease) || ids[id] != '.' || !hex_to_id(ids + id + 1, request) ||
+	    ids[2 * id + 1] != '.')
+		return false;
+	g_autofree char *tag = token_tag(ids, 2 * id + 1, key);
+	return strcmp(ids + 2 * id + 2, tag) == 0;
+}
+
+/* Whether LEASE, granted to the hold REQUEST, still holds KEY with FENCE:
+ * renewed by its id (lost: -ESTALE, and nothing was granted), then asked
+ * again by the request id, which answers the same lease and fence while
+ * that lease lives and moves its deadline as a renewal does (protocol
+ * §5.5): so the server itself vouches for the fence.  A share's semaphore
+ * place has no fence of its own (mint_fence): only its lease is checked.
+ * 0, -ESTALE, -EIO; *SENT: when the renewal was sent. */
+static int adopt_confirm(ts_backend *tb, ts_link *l, int64_t deadline, const char *key,
+                         const uint8_t lease[TS_ID_SIZE], const uint8_t request[TS_ID_SIZE],
+                         const char *fence, int64_t *sent)
+{
+	*sent = lockfs_mono_us();
+	int r = lease_call(tb, l, deadline, TS_LOCKS_RENEW, key, lease, true);
+	if (r < 0)
+		return r == -ESTALE ? -ESTALE : -EIO;
+	size_t glen = share_group_len(key);
+	g_autofree char *group = glen ? g_strndup(key, glen) : NULL;
+	req q = { .key = glen ? group : key,
+		  .id = request,
+		  .ttl_ms = (uint64_t)tb->ttl_ms,
+		  .limit = glen ? SHARE_LIMIT : 0 };
+	ts_held held;
+	r = hold_on(tb, l, deadline, &q, &held);
+	if (r == -EEXIST) /* broken and taken by another since the renewal */
+		return -ESTALE;
+	if (r < 0)
+		return -EIO;
+	if (memcmp(held.lease, lease, TS_ID_SIZE) != 0) {
+		/* The lease ended since the renewal and the request was
+		 * forgotten: a new grant, nobody's, let go at once. */
+		lease_call(tb, l, deadline, TS_LOCKS_RELEASE, q.key, held.lease, true);
+		return -ESTALE;
+	}
+	if (!glen && strcmp(held.fence, fence) != 0) {
+		lockfs_log(G_LOG_LEVEL_WARNING, key,
+		           "tinystore: the lease recorded for %s has fence %s, not %s: not "
+		           "taken back",
+		           key, held.fence, fence);
+		return -ESTALE;
+	}
+	return 0;
+}
+
+/* What KEY's holder record says of LEASE with FENCE: 0 with VERSION the
+ * record's when it is LEASE's, else "" (none, or an older holder's: written
+ * over); -ESTALE when it names LEASE with another fence, or another lease
+ * not older; -EIO. */
+static int adopt_record(ts_backend *tb, ts_link *l, int64_t deadline, const char *key,
+                        const uint8_t lease[TS_ID_SIZE], const char *fence,
+                        char version[TS_VERSION_MAX + 1])
+{
+	version[0] = '\0';
+	ts_entry e;
+	int r = kv_get(tb, l, deadline, key, &e);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0)
+		return r;
+	ts_record old;
+	if (e.value && ts_record_decode(e.value, e.value_len, &old, NULL)) {
+		bool ours = memcmp(old.lease, lease, TS_ID_SIZE) == 0;
+		int cmp = lockfs_fence_cmp(old.fence, fence);
+		if (ours && cmp == 0)
+			g_strlcpy(version, e.version, TS_VERSION_MAX + 1);
+		else if (ours || cmp >= 0)
+			r = -ESTALE;
+		ts_record_clear(&old);
+	}
+	entry_clear(&e);
+	return r;
+}
+
+/* The adopted lease's epoch settled with the restart marker as a grant's
+ * is: the marker then covers this instance's ttl, which may be longer than
+ * the one that took the lease, so that a server restart waits for it.  The
+ * grace itself is for new grants: this one was taken before, and is alive
+ * at the server, so the server has not restarted since. */
+static int adopt_epoch(ts_backend *tb, const char *key, const char *fence)
+{
+	int64_t deadline = lockfs_mono_us() + tb->timeout_us;
+	if (!take_conn(tb, deadline))
+		return -EIO;
+	int64_t at = lockfs_mono_us();
+	int r = check_epoch(tb, deadline, key, fence, at, server_now_ms(tb));
+	give_conn(tb);
+	return r == -EEXIST ? 0 : r;
+}
+
+/* LP, adopted, registered as acquire registers a grant; its record written
+ * again from what the filesystem recorded: over ours at VERSION, or anew.
+ * false when the lease is registered already. */
+static bool adopt_register(ts_backend *tb, ts_lease *lp, const char *version)
+{
+	g_autofree char *id = hex_id(lp->rec.lease);
+	g_mutex_lock(&tb->st_mu);
+	bool twice = g_hash_table_contains(tb->mine, id);
+	if (!twice) {
+		g_hash_table_insert(tb->mine, g_steal_pointer(&id), lp);
+		if (*version) {
+			/* Published by the previous instance: rewritten with
+			 * WHO and CONTENT, and a ttl from now. */
+			strcpy(lp->version, version);
+			lp->attempted = lp->written = lp->dirty = true;
+			lp->state = PUB_PUBLISHED;
+			queue_work(tb, lp);
+		} else {
+			queue_publish(tb, lp, lockfs_mono_us());
+		}
+	}
+	g_mutex_unlock(&tb->st_mu);
+	return !twice;
+}
+
+static int ts_adopt(lockfs_backend *be, const char *key, const char *fence, const char *token,
+                    const lockfs_holder *who, const void *content, size_t content_len,
+                    lockfs_lease **out)
+{
+	ts_backend *tb = (ts_backend *)be;
+	uint8_t id[TS_ID_SIZE], request[TS_ID_SIZE];
+	if (!key_ok(tb, key) || !fence ||
+	    !ts_fence_valid(fence, strnlen(fence, LOCKFS_FENCE_MAX)) ||
+	    !parse_token(token, key, id, request))
+		return -EINVAL;
+	if (is_mine(tb, id))
+		return -EINVAL; /* adopted twice: the second is not one we wrote */
+	unsigned li;
+	ts_link *link = take_renew_link(tb, &li);
+	int64_t deadline = lockfs_mono_us() + tb->timeout_us, sent = 0;
+	char version[TS_VERSION_MAX + 1] = "";
+	int r = adopt_confirm(tb, link, deadline, key, id, request, fence, &sent);
+	if (r == 0)
+		r = adopt_record(tb, link, deadline, key, id, fence, version);
+	g_mutex_unlock(&tb->renew_mu[li]);
+	if (r == 0)
+		r = adopt_epoch(tb, key, fence);
+	if (r < 0)
+		return r; /* the lease, if alive, is left to run out */
+	ts_lease *lp = lease_new(tb, key, who, content, content_len);
+	memcpy(lp->request, request, TS_ID_SIZE);
+	memcpy(lp->rec.lease, id, TS_ID_SIZE);
+	g_strlcpy(lp->rec.fence, fence, sizeof(lp->rec.fence));
+	/* The silence while no lockfs ran is not the holder's: staleness
+	 * counts from now, as from a grant. */
+	lp->rec.server_ms = server_now_ms(tb);
+	lp->renewed_us = sent;
+	/* Its id may be published: a release goes the general way. */
+	lp->gen = 0;
+	if (!adopt_register(tb, lp, version)) {
+		lease_unref(lp);
+		return -EINVAL;
+	}
+	lockfs_lease *lease = g_new0(lockfs_lease, 1);
+	lease->key = g_strdup(key);
+	g_strlcpy(lease->fence, fence, sizeof(lease->fence));
+	lease->priv = lp;
+	*out = lease;
+	return 0;
 }
 
 /* ---- configuration ---- */
@@ -2145,6 +2399,9 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 		.destroy = ts_destroy,
 		.held = ts_look,
 		.wait_free = ts_wait_free,
+		.identity = ts_identity,
+		.lease_token = ts_lease_token,
+		.adopt = ts_adopt,
 	};
 	tb->target = t;
 	tb->lock_name = g_steal_pointer(&lock_name);
