@@ -91,6 +91,7 @@ done
 # lockfs restarts; every grant it gets is written down.
 GRANTS=$TESTDIR/grants
 TRIES=$TESTDIR/tries
+tries_past() { (($(cat "$TRIES") > $1)); }
 contender_loop() { # STOPFILE
     local n=0 i r
     while [[ ! -e $1 ]] && ((n < 3000)); do
@@ -128,10 +129,11 @@ for way in term kill umount; do
     : >"$GRANTS"
     stop=$TESTDIR/stop.$way
     if ((SHARED)); then
+        echo 0 >"$TRIES"
         contender_loop "$stop" &
         cpid=$!
-        # The loop is under way before the restart begins.
-        wait_until 10 test -e "$GRANTS"
+        # A round is done before the restart begins...
+        wait_until 30 tries_past 0
     fi
     t0=$(date +%s%N)
     restart "$way" # (not under ok: it runs its command in a subshell)
@@ -139,11 +141,12 @@ for way in term kill umount; do
     diag "restart by $way: $(ms_since "$t0") ms until the new mount served"
     is "$(grep -c " $A fuse" /proc/self/mounts)" 1 "restart by $way: one mount on hostA's mount point"
     if ((SHARED)); then
-        # And once more after the restart, while it renews what it took back.
-        sleep 0.5
+        # ...and another begins and ends after it.
+        n0=$(cat "$TRIES")
+        wait_until 30 tries_past $((n0 + 1))
         touch "$stop"
         wait "$cpid"
-        cmp_ok "$(cat "$TRIES")" -ge 2 "restart by $way: the contender tried every lock, round after round"
+        cmp_ok "$(cat "$TRIES")" -ge $((n0 + 2)) "restart by $way: the contender tried every lock before, during and after it"
     else
         for i in "${IDIOMS[@]}"; do
             r=$(contend "$(name_of "$i")")
