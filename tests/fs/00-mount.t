@@ -30,7 +30,8 @@ echo plain >"$MNT/plain.txt"
 is "$(timeout 10 cat -- "$MNT/plain.txt")" plain "ordinary file round-trips"
 is "$(status_line plain.txt)" "" "ordinary file is not listed in .lockfs/status"
 
-# SIGTERM: locks released, clean unmount, exit 0.
+# SIGTERM: clean unmount, exit 0, nothing released (the locks are their
+# holders': 45-restart.t).
 run 10 ln -- "$MNT/plain.txt" "$MNT/held.lock"
 is "$RC" 0 "took held.lock before SIGTERM"
 isnt "$(status_line held.lock)" "" "held.lock is listed in status"
@@ -40,9 +41,15 @@ is "$LOCKFS_RC" 0 "SIGTERM: exit status 0"
 nok "SIGTERM: $mnt1 is no longer a fuse mount" is_fuse_mounted "$mnt1"
 is "$(timeout 10 ls -A -- "$mnt1")" "" "SIGTERM: the mount point is an empty directory again"
 
-# The lock did not survive: a new mount with the same state_dir starts empty.
+# The lock survived: a new mount with the same state_dir takes it back;
+# with another state_dir (a lockfs that knows nothing of it) it starts empty.
 lockfs_start_or_bail --mnt "$mnt1" --state "$state1"
-is "$(status_line held.lock)" "" "after restart held.lock is no longer held"
+is "$(status_field "$(status_line held.lock)" state)" held "after restart held.lock is held again"
+run 10 rm -- "$MNT/held.lock"
+is "$RC" 0 "and released by its holder's rm"
+lockfs_stop
+lockfs_start_or_bail --mnt "$mnt1" --state "$state1-other"
+is "$(status_line held.lock)" "" "after restart with another state_dir nothing is held"
 is "$(fsop1 lstat "$MNT/held.lock")" ENOENT "after restart held.lock does not exist"
 
 # SIGINT behaves like SIGTERM.

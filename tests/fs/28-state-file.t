@@ -19,7 +19,7 @@ run 20 bash -c 'set -o pipefail
     (trap "" XFSZ; ulimit -f 0; exec "$0" "$1" -f -o "state_dir=$2") 2>&1 >/dev/null | cat >&2' \
     "$LOCKFS_BIN" "$mnt" "$state"
 is "$RC" 3 "unwritable state file: exit 3"
-like "$ERR" "cannot save the fence counter to $state/.*fence" "the error names the state file"
+like "$ERR" "(cannot save the fence counter to $state/.*fence|cannot write lock record $state/mount.*\.locks)" "the error names the state file"
 like "$ERR" "free space" "the error says what to do"
 is "$(printf '%s\n' "$ERR" | grep -c .)" 1 "one line"
 nok "nothing mounted" is_fuse_mounted "$mnt"
