@@ -170,6 +170,9 @@ typedef struct {
 	/* POSIX locks held (records of fs->flocks), read without fs->mu so
 	 * that a close (FUSE_FLUSH) of a mount without any costs no lock. */
 	gint posix_records;
+	/* Flocks and POSIX locks taken back at a restart, kept until their
+	 * holder exits (fs_flock.c; fs->mu). */
+	GPtrArray *flock_orphans;
 	/* fs_restart.c: the record of this mount's locks in state_dir (NULL:
 	 * none kept), written under fs->mu. */
 	struct lockfs_lockstate *state;
@@ -369,6 +372,11 @@ void flock_stop(lfs *fs);
  * Answers REQ, now or (a blocking one) from the waiters' thread. */
 void flock_request(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, int op,
                    const struct lfs_caller *who);
+/* D, a flock or POSIX lock the restart took back (fs->mu held): kept while
+ * the process that took it runs, released at once when it is gone. */
+void flock_adopt_orphan(lfs *fs, lfs_dentry *d);
+/* Whether D is such a lock. */
+bool flock_is_orphan(lfs *fs, const lfs_dentry *d);
 /* The last close of OWNER's open file description of N (fs->mu held). */
 void flock_release_owner(lfs *fs, lfs_node *n, uint64_t owner);
 /* Whether KEY is a flock's or a POSIX lock's backend key, and what it

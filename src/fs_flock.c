@@ -51,9 +51,13 @@
 #include <inttypes.h>
 #include <string.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "holder.h"
+#include "lockstate.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -449,14 +453,114 @@ static void try_waiter(lfs *fs, flock_waiter *w)
 	finish(fs, w, r == -EWOULDBLOCK ? -EINTR : r);
 }
 
+/* ---- orphaned flocks ----
+ * A restart of lockfs cannot hand its FUSE connection to the next lockfs
+ * (libfuse 3.14), so the descriptors a flock or POSIX lock was taken
+ * through die with it: the holder's next flock(2), fcntl(2) or close(2) on
+ * them answers ENOTCONN.  Its lock must not go to another host while the
+ * holder still runs in the belief that it holds it: the new lockfs keeps
+ * it, an orphan, until the holder process exits (a pidfd, or its start
+ * time where there is none, so that a reused pid is not taken for it). */
+typedef struct {
+	char *key;
+	uint64_t serial; /* of its dentry's grant */
+	int64_t pid;
+	uint64_t start;
+	int pidfd; /* -1: judged by start time */
+} lfs_flock_orphan;
+
+static bool orphan_alive(const lfs_flock_orphan *o)
+{
+	if (o->pidfd >= 0) {
+		struct pollfd p = {.fd = o->pidfd, .events = POLLIN};
+		return poll(&p, 1, 0) == 0; /* readable once the process exited */
+	}
+	return o->start && lockfs_pid_start(o->pid) == o->start;
+}
+
+static void orphan_drop_at(lfs *fs, guint i)
+{
+	lfs_flock_orphan *o = fs->flock_orphans->pdata[i];
+	if (o->pidfd >= 0)
+		close(o->pidfd);
+	g_free(o->key);
+	g_free(o);
+	g_ptr_array_remove_index_fast(fs->flock_orphans, i);
+}
+
+void flock_adopt_orphan(lfs *fs, lfs_dentry *d)
+{
+	int64_t pid = d->holder.pid;
+	int pidfd = pid > 0 ? (int)syscall(SYS_pidfd_open, (pid_t)pid, 0) : -1;
+	/* A pidfd names the process only if it is the one that took the lock. */
+	bool alive = d->holder_start && lockfs_pid_start(pid) == d->holder_start;
+	if (!alive) {
+		if (pidfd >= 0)
+			close(pidfd);
+		lockfs_log(G_LOG_LEVEL_INFO, d->lease->key,
+		           "%s: its holder (pid %" G_GINT64_FORMAT ") exited while lockfs was "
+		           "stopped; released",
+		           d->lease->key, pid);
+		let_go(fs, d, 0);
+		return;
+	}
+	if (!fs->flock_orphans)
+		fs->flock_orphans = g_ptr_array_new();
+	lfs_flock_orphan *o = g_new0(lfs_flock_orphan, 1);
+	o->key = g_strdup(d->lease->key);
+	o->serial = d->serial;
+	o->pid = pid;
+	o->start = d->holder_start;
+	o->pidfd = pidfd;
+	g_ptr_array_add(fs->flock_orphans, o);
+	lockfs_log(G_LOG_LEVEL_INFO, d->lease->key,
+	           "%s: kept for pid %" G_GINT64_FORMAT " until it exits (orphaned: the "
+	           "descriptor it was taken through died with the previous lockfs)",
+	           d->lease->key, pid);
+}
+
+bool flock_is_orphan(lfs *fs, const lfs_dentry *d)
+{
+	for (guint i = 0; fs->flock_orphans && i < fs->flock_orphans->len; i++) {
+		lfs_flock_orphan *o = fs->flock_orphans->pdata[i];
+		if (o->serial == d->serial && strcmp(o->key, d->lease->key) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* Let go of the orphans whose holder exited; the keys of the rest, to be
+ * heart-beaten as every flock is (fs->mu held). */
+static void check_orphans(lfs *fs, GPtrArray *keys)
+{
+	for (guint i = fs->flock_orphans ? fs->flock_orphans->len : 0; i-- > 0;) {
+		lfs_flock_orphan *o = fs->flock_orphans->pdata[i];
+		lfs_dentry *d = g_hash_table_lookup(fs->held, o->key);
+		if (!d || d->serial != o->serial || d->dir != fs->flock_dir) {
+			orphan_drop_at(fs, i);
+		} else if (!orphan_alive(o)) {
+			lockfs_log(G_LOG_LEVEL_INFO, o->key,
+			           "%s: its holder (pid %" G_GINT64_FORMAT ") exited; released",
+			           o->key, o->pid);
+			orphan_drop_at(fs, i);
+			let_go(fs, d, 0);
+		} else {
+			g_ptr_array_add(keys, g_strdup(o->key));
+		}
+	}
+}
+
 /* Heart-beat every flock held long enough: its holder never does. */
 static void beat_flocks(lfs *fs)
 {
 	int64_t every = fs->stale_after_us / 3;
-	if (!every)
-		return;
 	pthread_mutex_lock(&fs->mu);
 	g_autoptr(GPtrArray) keys = g_ptr_array_new_with_free_func(g_free);
+	check_orphans(fs, keys);
+	if (!every) {
+		pthread_mutex_unlock(&fs->mu);
+		return;
+	}
 	GHashTableIter it;
 	gpointer v;
 	g_hash_table_iter_init(&it, fs->flocks);

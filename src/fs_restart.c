@@ -236,8 +236,11 @@ static void reclaim_one(lfs *fs, const lockfs_lockrec *rec, int64_t deadline, re
 	lockfs_lease *lease = NULL;
 	int64_t sent = 0;
 	int r = fs->be->adopt ? adopt_one(fs, rec, deadline, &lease, &sent) : -ENOTSUP;
-	if (r == 0 && install(fs, rec, lease, sent)) {
+	lfs_dentry *d = r == 0 ? install(fs, rec, lease, sent) : NULL;
+	if (d) {
 		c->taken++;
+		if (d->dir == fs->flock_dir)
+			flock_adopt_orphan(fs, d);
 		return;
 	}
 	if (r == 0) { /* a name this mount cannot show: let it go as unlinked */

@@ -9,7 +9,9 @@
 # second process on hostA once the mount is back) is refused every lock;
 # after each restart every lock shows the same fence, content, owner and
 # mode, its holder's heartbeat works, and at the end its release through
-# the new mount lets the contender in.  On a shared backend, a restart
+# the new mount lets the contender in.  A flock(1) holder and an fcntl(2)
+# holder keep their locks through the restarts (orphaned: their
+# descriptors die with the old mount) until they exit.  On a shared backend, a restart
 # slower than ttl: the lock runs out at ttl, never earlier, and the new
 # lockfs declares it lost instead of showing it held.
 set -u
@@ -87,6 +89,33 @@ for i in "${IDIOMS[@]}"; do
     before[$i]=$(shows "$i")
 done
 
+# A flock(1) holder and an fcntl(2)/lockf(3) holder on hostA: their
+# descriptors die with each old mount (libfuse cannot hand a FUSE
+# connection over), but their locks stay held while they run.
+FIFO=$TESTDIR/flock.go
+mkfifo "$FIFO"
+flock -n "$A/fl" -c "timeout 300 cat '$FIFO' >/dev/null" &
+FLPID=$!
+fl_held() { [[ $(status_field "$(status_line .lockfs/flock/fl "$A")" state) == held ]]; }
+ok "hostA: flock(1) holds fl" wait_until 10 fl_held
+: >"$A/pf"
+coproc PL { exec "$PYTHON" "$TESTLIB/posix-lock.py" "$A/pf"; }
+echo "lock wr 0 0" >&"${PL[1]}"
+read -r -t 10 pl_answer <&"${PL[0]}"
+is "${pl_answer:-}" OK "hostA: an fcntl(2) holder locks pf"
+# Contenders: flock -n (exit 1 when held) and an fcntl F_SETLK of their own.
+flock_contend() { flock -n "$B/fl" true; }
+posix_contend() { "$PYTHON" - "$B/pf" <<'PY'
+import errno, fcntl, os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o644)
+try:
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e.errno)))
+PY
+}
+
 # A contender on hostB tries every lock in a bounded loop while hostA's
 # lockfs restarts; every grant it gets is written down.
 GRANTS=$TESTDIR/grants
@@ -99,6 +128,7 @@ contender_loop() { # STOPFILE
             r=$(contend "$(name_of "$i")")
             [[ $r == OK ]] && echo "$i" >>"$GRANTS"
         done
+        flock_contend && echo flock >>"$GRANTS"
         n=$((n + 1))
         echo "$n" >"$TRIES"
     done
@@ -153,15 +183,31 @@ for way in term kill umount; do
             [[ $r == OK ]] && echo "$i" >>"$GRANTS"
         done
     fi
+    flock_contend && echo flock >>"$GRANTS"
+    [[ $(posix_contend) == OK ]] && echo posix >>"$GRANTS"
     is "$(sort -u "$GRANTS" | tr '\n' ' ')" "" "restart by $way: the contender got no lock"
+    ok "restart by $way: the flock(1) holder still runs" kill -0 "$FLPID"
+    ok "restart by $way: its flock is held (kept until it exits)" wait_until 10 fl_held
     ok "restart by $way: the log says the locks were taken back" \
-        log_has "took back ${#IDIOMS[@]} locks of the previous lockfs" "$LOG_A"
+        log_has "took back $((${#IDIOMS[@]} + 2)) locks of the previous lockfs" "$LOG_A"
     for i in "${IDIOMS[@]}"; do
         is "$(shows "$i")" "${before[$i]}" "restart by $way: $i's lock shows the same fence, content, owner, mode"
         is "$(info_field "$(name_of "$i")" state "$A")" held "restart by $way: $i's lock is held"
         ok "restart by $way: $i's holder heartbeats through the new mount" beat "$i"
     done
 done
+
+# The flock(1) and fcntl holders end: their locks go, and the contender
+# gets them.
+echo go >"$FIFO"
+wait "$FLPID"
+is "$?" 0 "the flock(1) holder's command ran to its end"
+ok "then the contender gets fl" wait_until 10 flock_contend
+pl_pid=$PL_PID
+echo quit >&"${PL[1]}"
+wait "$pl_pid" 2>/dev/null
+posix_free() { [[ $(posix_contend) == OK ]]; }
+ok "the fcntl holder exits: the contender gets pf" wait_until 10 posix_free
 
 # Releases through the new mount let the contender in.
 for i in "${IDIOMS[@]}"; do
