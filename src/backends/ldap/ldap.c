@@ -516,6 +516,9 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 		lockfs_lock_info_clear(&res->previous);
 		res->broke = false;
 	}
+	/* A caller that passed no result has nobody to free what was broken. */
+	if (res == &none && none.broke)
+		lockfs_lock_info_clear(&none.previous);
 	return r;
 }
 
