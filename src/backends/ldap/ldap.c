@@ -864,11 +864,12 @@ static void ll_lease_free(lockfs_backend *b, lockfs_lease *lease)
 	g_free(lease);
 }
 
+/* Lets go of nothing (backend.h, "Restart"): the session entry and every
+ * lock entry stay, for a later instance to resume and adopt, or to run out
+ * with their lease. */
 static void ll_destroy(lockfs_backend *b)
 {
 	ll_backend *be = (ll_backend *)b;
-	if (be->set_up)
-		ll_session_end(be);
 	ll_session_clear(be);
 	if (be->idle) {
 		ll_unbind_all(be->idle);

@@ -367,8 +367,6 @@ void ll_session_abandon(ll_backend *be, const char *dn, const char *fence_value,
 /* What L's session says (sets L's sess_* fields); LDAP_SUCCESS, or the
  * failure of the read (then LL_SESS_UNREAD). */
 int ll_session_resolve(ll_op *op, ll_lock *l);
-/* At unmount: delete the session entry (its locks are released). */
-void ll_session_end(ll_backend *be);
 void ll_session_init(ll_backend *be);
 void ll_session_clear(ll_backend *be);
 

@@ -453,23 +453,3 @@ int ll_session_resolve(ll_op *op, ll_lock *l)
 	ll_lock_clear(&s);
 	return rc;
 }
-
-void ll_session_end(ll_backend *be)
-{
-	g_mutex_lock(&be->sess_mu);
-	g_autofree char *cn = be->sess_lost ? NULL : g_strdup(be->sess_cn);
-	bool busy = be->sess_busy;
-	GPtrArray *gone = be->sess_abandoned;
-	be->sess_abandoned = g_ptr_array_new_with_free_func(abandoned_free);
-	g_mutex_unlock(&be->sess_mu);
-	ll_op op;
-	if ((cn || gone->len) && !busy && ll_op_begin(be, &op) == 0) {
-		delete_abandoned(&op, gone);
-		if (cn) {
-			g_autofree char *dn = ll_dn(cn, be->cfg.base);
-			ll_delete(&op, dn, NULL);
-		}
-		ll_op_end(&op);
-	}
-	g_ptr_array_free(gone, TRUE);
-}
