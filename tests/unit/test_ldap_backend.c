@@ -974,7 +974,7 @@ static void test_sessions(gconstpointer data)
 	g_assert_cmpint(rr, ==, -ESTALE);
 	g_assert_true(log_has("every lock of this mount on it is lost"));
 
-	/* Unmount: the session entry goes with it. */
+	/* Unmount: the session entry stays (a restart may resume it). */
 	lockfs_lease *last_lease = take_ok(a, "end.lock", "hosta");
 	g_autofree char *end_dn = lock_dn("end.lock", base);
 	g_autofree char *sdn3 = session_dn_of(srv, end_dn, base);
@@ -992,7 +992,7 @@ static void test_sessions(gconstpointer data)
 		g_free(csn[i]);
 	}
 	a->destroy(a);
-	g_assert_false(raw_exists(srv, sdn3));
+	g_assert_true(raw_exists(srv, sdn3));
 	release_ok(b, won);
 	b->destroy(b);
 }
@@ -1094,6 +1094,335 @@ static void test_sessions_size_limit(void)
 	a->destroy(a);
 	b->destroy(b);
 	slapd_free(srv);
+}
+
+/* ---- restart (issue 25): a new instance resumes the session and adopts ---- */
+
+/* What the filesystem's state file records of an instance and a lease. */
+typedef struct {
+	char *identity, *session, *key, *fence, *token;
+} recorded;
+
+static void recorded_clear(recorded *r)
+{
+	g_free(r->identity);
+	g_free(r->session);
+	g_free(r->key);
+	g_free(r->fence);
+	g_free(r->token);
+}
+
+/* Record BE's session (when it has one) and LEASE, as the filesystem does
+ * once the fence was shown. */
+static recorded record(lockfs_backend *be, lockfs_lease *lease)
+{
+	recorded r = { be->identity(be), NULL, g_strdup(lease->key), g_strdup(lease->fence), NULL };
+	g_autoptr(GString) s = g_string_new(NULL);
+	if (be->session_token(be, s) == 0)
+		r.session = g_strdup(s->str);
+	g_assert_cmpint(be->lease_token(be, lease, s), ==, 0);
+	r.token = g_strdup(s->str);
+	return r;
+}
+
+/* Stop BE as lockfs does at exit: leases freed without a release, then
+ * destroy(), which must let go of nothing. */
+static void stop(lockfs_backend *be, lockfs_lease **leases, int n)
+{
+	for (int i = 0; i < n; i++)
+		be->lease_free(be, leases[i]);
+	be->destroy(be);
+}
+
+static int adopt(lockfs_backend *be, const recorded *r, const char *fence, const char *token,
+                 lockfs_lease **out)
+{
+	lockfs_holder h = holder("hosta", 4242);
+	*out = NULL;
+	int rc = be->adopt(be, r->key, fence ? fence : r->fence, token ? token : r->token, &h,
+	                   NULL, 0, out);
+	lockfs_holder_clear(&h);
+	if (rc != 0)
+		g_assert_null(*out);
+	return rc;
+}
+
+/* Instance 1 takes K (and a lock it does not record), stops without a
+ * release; a third host is refused K; instance 2 resumes and adopts K,
+ * renews and heartbeats it, the lock not recorded goes, and once released
+ * the third host takes K.  SESSIONS: "yes" or "no" (each lock its own
+ * lease). */
+static void restart_keeps(slapd *srv, const char *name, const char *sessions)
+{
+	g_autofree char *base = base_of(srv, name);
+	g_autofree char *sopt = g_strdup_printf("ldap_sessions=%s", sessions);
+	const char *opts[] = { sopt, "renew_interval=1s", NULL };
+	bool on_session = strcmp(sessions, "yes") == 0;
+	lockfs_backend *a1 = backend(srv, "hosta", base, opts);
+	lockfs_backend *c = backend(srv, "hostc", base, opts);
+	lockfs_lease *l[2] = { take_ok(a1, "k.lock", "hosta"),
+		               take_ok(a1, "unrecorded.lock", "hosta") };
+	recorded r = record(a1, l[0]);
+	g_assert_nonnull(strstr(r.identity, base));
+	g_assert_nonnull(strstr(r.identity, E(srv, "SLAPD_URI")));
+	g_autofree char *pw = NULL;
+	g_assert_true(g_file_get_contents(E(srv, "SLAPD_USERPW_FILE"), &pw, NULL, NULL));
+	g_assert_null(strstr(r.identity, g_strstrip(pw))); /* no credentials */
+	g_assert_cmpstr(r.token, ==, on_session ? "session" : "entry");
+	g_assert_true(on_session == (r.session != NULL));
+	g_autofree char *sdn = on_session ? ll_dn(r.session, base) : NULL;
+	g_autofree char *unrec_dn = lock_dn("unrecorded.lock", base);
+	stop(a1, l, 2);
+	if (sdn)
+		g_assert_true(raw_exists(srv, sdn));
+	g_assert_cmpint(take(c, "k.lock", "hostc", NULL, NULL), ==, -EEXIST);
+
+	lockfs_backend *a2 = backend(srv, "hosta", base, opts);
+	g_autofree char *id2 = a2->identity(a2);
+	g_assert_cmpstr(id2, ==, r.identity);
+	g_autoptr(GString) s = g_string_new(NULL);
+	g_assert_cmpint(a2->session_token(a2, s), ==, -ENOENT);
+	if (on_session) {
+		g_assert_cmpint(a2->resume(a2, r.session), ==, 0);
+		g_assert_cmpint(a2->session_token(a2, s), ==, 0);
+		g_assert_cmpstr(s->str, ==, r.session);
+	}
+	lockfs_lease *k = NULL;
+	g_assert_cmpint(adopt(a2, &r, NULL, NULL, &k), ==, 0);
+	g_assert_cmpstr(k->key, ==, "k.lock");
+	g_assert_cmpstr(k->fence, ==, r.fence);
+	char fence[LOCKFS_FENCE_MAX];
+	g_assert_cmpint(a2->confirm(a2, k, fence), ==, 0);
+	g_assert_cmpstr(fence, ==, r.fence); /* shown already: final */
+	lockfs_lock_info info;
+	g_assert_cmpint(a2->inspect(a2, "k.lock", &info), ==, 0);
+	g_assert_true(info.mine);
+	g_assert_cmpstr(info.fence, ==, r.fence);
+	lockfs_lock_info_clear(&info);
+	lockfs_beat beat = { .heartbeat_us = lockfs_now_us(),
+		             .content = "4242\n",
+		             .content_len = 5 };
+	g_assert_cmpint(a2->heartbeat(a2, k, &beat), ==, 0);
+	/* Renewed past the first instance's lease (ttl 4 s + 1 s): still
+	 * refused to C; the lock nobody recorded goes (sessions: deleted at
+	 * the first round after adoption; else it runs out). */
+	int64_t t0 = mono();
+	while (mono() - t0 < 6 * SEC || (on_session && raw_exists(srv, unrec_dn))) {
+		g_assert_cmpint(mono() - t0, <, 12 * SEC);
+		g_assert_cmpint(a2->renew(a2, k), ==, 0);
+		g_assert_cmpint(take(c, "k.lock", "hostc", NULL, NULL), ==, -EEXIST);
+		g_usleep(250 * 1000);
+	}
+	if (on_session)
+		g_assert_false(raw_exists(srv, unrec_dn));
+	g_assert_cmpint(c->inspect(c, "k.lock", &info), ==, 0);
+	g_assert_cmpuint(info.content_len, ==, 5);
+	g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
+	lockfs_lock_info_clear(&info);
+	release_ok(a2, k);
+	lockfs_lease *won = take_ok(c, "k.lock", "hostc");
+	release_ok(c, won);
+	a2->destroy(a2);
+	c->destroy(c);
+	recorded_clear(&r);
+}
+
+static void test_restart_keeps(gconstpointer data)
+{
+	if (!need_slapd())
+		return;
+	slapd *srv = *(slapd *const *)data;
+	restart_keeps(srv, srv == srv_dds ? "restart-dds" : "restart-plain", "yes");
+}
+
+static void test_restart_entries(void)
+{
+	if (!need_slapd())
+		return;
+	restart_keeps(srv_dds, "restart-entries", "no");
+}
+
+/* The session ran out (or was deleted) before the restart: resume() says
+ * so, adopt() grants nothing, and the next grant makes a new session. */
+static void test_restart_expired(gconstpointer data)
+{
+	if (!need_slapd())
+		return;
+	slapd *srv = *(slapd *const *)data;
+	g_autofree char *base =
+	        base_of(srv, srv == srv_dds ? "restart-exp-dds" : "restart-exp-plain");
+	const char *opts[] = { "ldap_sessions=yes", "ttl=2s", "renew_interval=1s",
+		               "network_timeout=1s", NULL };
+	lockfs_backend *a1 = backend(srv, "hosta", base, opts);
+	lockfs_backend *c = backend(srv, "hostc", base, opts);
+	lockfs_lease *l[2] = { take_ok(a1, "e.lock", "hosta"), take_ok(a1, "d.lock", "hosta") };
+	recorded r = record(a1, l[0]);
+	stop(a1, l, 2);
+	release_ok(c, take_ok(c, "warm.lock", "hostc")); /* C reads the server's clock */
+	/* Until others judge the session run out (or slapd expired it). */
+	int64_t t0 = mono();
+	for (;;) {
+		lockfs_lock_info info;
+		g_assert_cmpint(c->inspect(c, "e.lock", &info), ==, 0);
+		bool out = info.state == LOCKFS_STATE_STALE;
+		lockfs_lock_info_clear(&info);
+		if (out)
+			break;
+		g_assert_cmpint(mono() - t0, <, 15 * SEC);
+		g_usleep(100 * 1000);
+	}
+	g_test_message("the session ran out %.1f s after the stop", (mono() - t0) / 1e6);
+	lockfs_backend *a2 = backend(srv, "hosta", base, opts);
+	g_assert_cmpint(a2->resume(a2, r.session), ==, -ESTALE);
+	g_autoptr(GString) s = g_string_new(NULL);
+	g_assert_cmpint(a2->session_token(a2, s), ==, -ENOENT);
+	lockfs_lease *k = NULL;
+	g_assert_cmpint(adopt(a2, &r, NULL, NULL, &k), ==, -ESTALE);
+	/* A new grant, on a new session. */
+	lockfs_lease *n = take_ok(a2, "new.lock", "hosta");
+	g_assert_cmpint(a2->session_token(a2, s), ==, 0);
+	g_assert_cmpstr(s->str, !=, r.session);
+	release_ok(a2, n);
+	/* A session deleted outright (an administrator, or dds) is gone. */
+	g_autofree char *sdn = ll_dn(s->str, base);
+	lockfs_backend *a3 = backend(srv, "hosta", base, opts);
+	if (raw_exists(srv, sdn))
+		raw_delete(srv, sdn);
+	g_assert_cmpint(a3->resume(a3, s->str), ==, -ESTALE);
+	a2->destroy(a2);
+	a3->destroy(a3);
+	/* C takes what the lost session held. */
+	lockfs_lease *won = take_ok(c, "e.lock", "hostc");
+	release_ok(c, won);
+	c->destroy(c);
+	recorded_clear(&r);
+}
+
+/* K was broken (lockfsctl unlock) and taken by C while lockfs was down:
+ * adopt() refuses it and C's lock is untouched. */
+static void test_restart_taken(void)
+{
+	if (!need_slapd())
+		return;
+	slapd *srv = srv_dds;
+	g_autofree char *base = base_of(srv, "restart-taken");
+	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
+	lockfs_backend *a1 = backend(srv, "hosta", base, opts);
+	lockfs_backend *c = backend(srv, "hostc", base, opts);
+	lockfs_lease *l = take_ok(a1, "t.lock", "hosta");
+	recorded r = record(a1, l);
+	stop(a1, &l, 1);
+	g_assert_cmpint(c->break_lock(c, "t.lock", r.fence, NULL, NULL), ==, 0);
+	lockfs_lease *cl = take_ok(c, "t.lock", "hostc");
+	g_autofree char *dn = lock_dn("t.lock", base);
+	g_autoptr(GPtrArray) before = raw_values(srv, dn, "description");
+
+	lockfs_backend *a2 = backend(srv, "hosta", base, opts);
+	g_assert_cmpint(a2->resume(a2, r.session), ==, 0);
+	lockfs_lease *k = NULL;
+	g_assert_cmpint(adopt(a2, &r, NULL, NULL, &k), ==, -ESTALE);
+	/* Nor with C's fence: the entry names C's session. */
+	g_assert_cmpint(adopt(a2, &r, cl->fence, NULL, &k), ==, -ESTALE);
+	lockfs_lease *other = take_ok(a2, "other.lock", "hosta");
+	for (int i = 0; i < 3; i++) { /* rounds of A's session */
+		g_assert_cmpint(a2->renew(a2, other), ==, 0);
+		g_usleep(1100 * 1000);
+	}
+	g_autoptr(GPtrArray) after = raw_values(srv, dn, "description");
+	g_assert_nonnull(after);
+	g_assert_cmpuint(after->len, ==, before->len);
+	for (guint i = 0; i < before->len; i++)
+		g_assert_cmpstr(after->pdata[i], ==, before->pdata[i]);
+	g_assert_cmpint(c->renew(c, cl), ==, 0);
+	lockfs_lock_info info;
+	g_assert_cmpint(a2->inspect(a2, "t.lock", &info), ==, 0);
+	g_assert_cmpstr(info.holder.host, ==, "hostc");
+	g_assert_cmpstr(info.fence, ==, cl->fence);
+	g_assert_false(info.mine);
+	lockfs_lock_info_clear(&info);
+	release_ok(a2, other);
+	release_ok(c, cl);
+	a2->destroy(a2);
+	c->destroy(c);
+	recorded_clear(&r);
+}
+
+/* Tokens this backend did not write: -EINVAL, and nothing changes at the
+ * server (no entry written, the lock still held, the session untouched);
+ * the real token still works after them. */
+static void test_restart_garbage(void)
+{
+	if (!need_slapd())
+		return;
+	slapd *srv = srv_dds;
+	g_autofree char *base = base_of(srv, "restart-garbage");
+	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
+	lockfs_backend *a1 = backend(srv, "hosta", base, opts);
+	lockfs_lease *l = take_ok(a1, "g.lock", "hosta");
+	recorded r = record(a1, l);
+	stop(a1, &l, 1);
+	g_autofree char *sdn = ll_dn(r.session, base);
+	g_autofree char *ldn = lock_dn("g.lock", base);
+	g_autofree char *scsn = csn_of(srv, sdn), *lcsn = csn_of(srv, ldn);
+	int entries = raw_count(srv, base, "(objectClass=*)");
+
+	lockfs_backend *a2 = backend(srv, "hosta", base, opts);
+	/* The real one with a byte changed or added, another host's, DN and
+	 * filter syntax. */
+	g_autofree char *upper = g_ascii_strup(r.session, -1);
+	g_autofree char *longer = g_strconcat(r.session, "0", NULL);
+	g_autofree char *tail = g_strconcat(r.session, ",dc=x", NULL);
+	g_autofree char *other = g_strdup(r.session);
+	other[strlen("%session%hosta") - 1] = 'b'; /* hostb's */
+	g_autofree char *zero = g_strdup(r.session);
+	*strrchr(zero, '-') = 'x';
+	const char *sessions[] = { "",
+		                   "a,dc=x",
+		                   "*",
+		                   "session",
+		                   "%session%",
+		                   "%session%hosta-1-",
+		                   "%session%hosta-1-0123456789abcdeg",
+		                   "%session%hosta-01-0123456789abcdef",
+		                   "%session%hosta-1-0123456789abcdef,dc=x",
+		                   "cn=%session%hosta-1-0123456789abcdef",
+		                   "%session%hosta-1-0123456789abcdef\n",
+		                   "%session%hosta-1-0123456789abcde*",
+		                   "%session%hosta-1-0123456789abcdef)(cn=*",
+		                   upper,
+		                   longer,
+		                   tail,
+		                   other,
+		                   zero };
+	for (size_t i = 0; i < G_N_ELEMENTS(sessions); i++) {
+		g_test_message("resume('%s')", sessions[i]);
+		g_assert_cmpint(a2->resume(a2, sessions[i]), ==, -EINVAL);
+	}
+	g_autoptr(GString) s = g_string_new(NULL);
+	g_assert_cmpint(a2->session_token(a2, s), ==, -ENOENT);
+	g_assert_cmpint(a2->resume(a2, r.session), ==, 0);
+	const char *tokens[] = { "", "*", "a,dc=x", "Session", "session ", "session,dc=x",
+		                 "entry\n", r.session };
+	lockfs_lease *k = NULL;
+	for (size_t i = 0; i < G_N_ELEMENTS(tokens); i++)
+		g_assert_cmpint(adopt(a2, &r, NULL, tokens[i], &k), ==, -EINVAL);
+	const char *fences[] = { "", "abc", "01", "-1", "+1", "1 ", " 1", "1*", "0x10",
+		                 "18446744073709551616", "99999999999999999999999999" };
+	for (size_t i = 0; i < G_N_ELEMENTS(fences); i++)
+		g_assert_cmpint(adopt(a2, &r, fences[i], NULL, &k), ==, -EINVAL);
+	lockfs_holder h = holder("hosta", 4242);
+	g_assert_cmpint(a2->adopt(a2, "", r.fence, r.token, &h, NULL, 0, &k), ==, -EINVAL);
+	lockfs_holder_clear(&h);
+	/* Nothing written but the resumed session's renewal. */
+	g_autofree char *lcsn2 = csn_of(srv, ldn);
+	g_assert_cmpstr(lcsn2, ==, lcsn);
+	g_autofree char *scsn2 = csn_of(srv, sdn);
+	g_assert_cmpstr(scsn2, !=, scsn);
+	g_assert_cmpint(raw_count(srv, base, "(objectClass=*)"), ==, entries);
+	g_assert_cmpint(adopt(a2, &r, NULL, NULL, &k), ==, 0);
+	release_ok(a2, k);
+	a2->destroy(a2);
+	recorded_clear(&r);
 }
 
 static void test_race_stale(void)
@@ -1950,6 +2279,13 @@ int main(int argc, char **argv)
 	g_test_add_data_func("/ldap/sessions/plain", &srv_plain, test_sessions);
 	g_test_add_func("/ldap/sessions/unanswered-add", test_unanswered_add);
 	g_test_add_func("/ldap/sessions/size-limit", test_sessions_size_limit);
+	g_test_add_data_func("/ldap/restart/keeps-dds", &srv_dds, test_restart_keeps);
+	g_test_add_data_func("/ldap/restart/keeps-plain", &srv_plain, test_restart_keeps);
+	g_test_add_func("/ldap/restart/keeps-entries", test_restart_entries);
+	g_test_add_data_func("/ldap/restart/expired-dds", &srv_dds, test_restart_expired);
+	g_test_add_data_func("/ldap/restart/expired-plain", &srv_plain, test_restart_expired);
+	g_test_add_func("/ldap/restart/taken", test_restart_taken);
+	g_test_add_func("/ldap/restart/garbage", test_restart_garbage);
 	g_test_add_func("/ldap/clock/matrix-dds", test_clock_matrix_dds);
 	g_test_add_func("/ldap/clock/matrix-plain", test_clock_matrix_plain);
 	g_test_add_func("/ldap/clock/bound", test_clock_bound);

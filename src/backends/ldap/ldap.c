@@ -367,6 +367,43 @@ static int check_fence(ll_op *op, const char *key, const char *dn, uint64_t end,
 	return rc;
 }
 
+/* A lease on the entry DN with FENCE_VALUE ("fence=N"), as acquire() and
+ * adopt() make one: UNCHECKED while its fence is to be checked against the
+ * block ending at END (confirm()); HB_MONO_US the holder's last heartbeat
+ * on our monotonic clock. */
+static lockfs_lease *lease_make(const char *key, const char *dn, const char *fence_value,
+                                uint64_t end, bool unchecked, int64_t hb_mono_us,
+                                const lockfs_holder *h, GBytes *content, const char *session,
+                                uint64_t gen)
+{
+	ll_lease *p = g_new0(ll_lease, 1);
+	g_mutex_init(&p->mu);
+	p->dn = g_strdup(dn);
+	p->fence_value = g_strdup(fence_value);
+	p->block_end = end;
+	p->unchecked = unchecked;
+	p->hb_mono_us = hb_mono_us;
+	p->content = content ? g_bytes_ref(content) : NULL;
+	p->session = g_strdup(session);
+	p->gen = gen;
+	lockfs_holder_copy(&p->holder, h);
+	lockfs_lease *lease = g_new0(lockfs_lease, 1);
+	lease->key = g_strdup(key);
+	g_strlcpy(lease->fence, fence_value + 6, sizeof(lease->fence));
+	lease->priv = p;
+	return lease;
+}
+
+/* The lease is this instance's: shown as mine, checked by its session's
+ * rounds. */
+static void lease_register(ll_backend *be, lockfs_lease *lease)
+{
+	ll_lease *p = lease->priv;
+	if (p->session)
+		ll_session_track(be, p);
+	mine_set(be, lease->key, lease->fence);
+}
+
 /* Our add succeeded with FENCE (of the block ending at END) in its notes:
  * make the entry dynamic unless the server's default will do.  The fence is
  * checked later, by confirm(), before anyone is shown it: most locks are
@@ -383,24 +420,9 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 		ll_delete_if_note(op, dn, fence_value); /* the entry we just added */
 		return e;
 	}
-	ll_lease *p = g_new0(ll_lease, 1);
-	g_mutex_init(&p->mu);
-	p->dn = g_strdup(dn);
-	p->fence_value = g_strdup(fence_value);
-	p->block_end = end;
-	p->unchecked = true;
-	p->hb_mono_us = sent;
-	p->content = content ? g_bytes_ref(content) : NULL;
-	p->session = g_strdup(session);
-	p->gen = gen;
-	lockfs_holder_copy(&p->holder, h);
-	if (session)
-		ll_session_track(be, p);
-	lockfs_lease *lease = g_new0(lockfs_lease, 1);
-	lease->key = g_strdup(key);
-	g_strlcpy(lease->fence, fence_value + 6, sizeof(lease->fence));
-	lease->priv = p;
-	mine_set(be, key, lease->fence);
+	lockfs_lease *lease =
+	        lease_make(key, dn, fence_value, end, true, sent, h, content, session, gen);
+	lease_register(be, lease);
 	*out = lease;
 	return 0;
 }
@@ -423,6 +445,8 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 	 * of one renewed just now. */
 	g_autofree char *session = NULL;
 	uint64_t gen = 0;
+	if (be->cfg.sessions)
+		ll_session_settle(be); /* adoption is over, if there was one */
 	if (be->cfg.sessions &&
 	    (r = ll_session_fresh(be, lockfs_mono_us(), 0, &gen, &session)) != 0)
 		return r == -ESTALE ? -EIO : r;
@@ -516,6 +540,9 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 		lockfs_lock_info_clear(&res->previous);
 		res->broke = false;
 	}
+	/* A caller that passed no result has nobody to free what was broken. */
+	if (res == &none && none.broke)
+		lockfs_lock_info_clear(&none.previous);
 	return r;
 }
 
@@ -593,6 +620,7 @@ static int ll_renew(lockfs_backend *b, lockfs_lease *lease)
 		/* The session's write renews every lock on it. */
 		if (g_atomic_int_get(&p->gone) || p->released)
 			return -ESTALE;
+		ll_session_settle(be); /* adoption is over, if there was one */
 		int r = ll_session_fresh(be, lockfs_mono_us(), p->gen, NULL, NULL);
 		if (r == 0 && g_atomic_int_get(&p->gone))
 			return -ESTALE; /* found missing by the round just made */
@@ -861,11 +889,142 @@ static void ll_lease_free(lockfs_backend *b, lockfs_lease *lease)
 	g_free(lease);
 }
 
+/* ---- restart (backend.h, "Restart") ---- */
+
+/* Lease tokens: what renews the lease, the session or the entry itself
+ * (sessions = no).  Key and fence name the entry; the session is resume()'s. */
+#define TOKEN_SESSION "session"
+#define TOKEN_ENTRY "entry"
+
+static char *ll_identity(lockfs_backend *b)
+{
+	ll_backend *be = (ll_backend *)b;
+	return g_strdup_printf("ldap uri=%s base=%s", be->cfg.uri, be->cfg.base);
+}
+
+static int ll_session_token_of(lockfs_backend *b, GString *out)
+{
+	return ll_session_token((ll_backend *)b, out);
+}
+
+static int ll_resume(lockfs_backend *b, const char *token)
+{
+	return ll_session_resume((ll_backend *)b, token);
+}
+
+static int ll_lease_token(lockfs_backend *b, const lockfs_lease *lease, GString *out)
+{
+	(void)b;
+	const ll_lease *p = lease->priv;
+	g_string_assign(out, p->session ? TOKEN_SESSION : TOKEN_ENTRY);
+	return 0;
+}
+
+/* A fence as this backend writes them: a u64 in decimal, no leading zero. */
+static bool fence_ok(const char *fence)
+{
+	guint64 v = 0;
+	if (!fence || !g_ascii_isdigit(fence[0]) || (fence[0] == '0' && fence[1]) ||
+	    !g_ascii_string_to_unsigned(fence, 10, 1, G_MAXUINT64, &v, NULL))
+		return false;
+	return true;
+}
+
+/* Adopt the entry CUR, found to be the lease's: a lease as acquire() makes
+ * one, whose fence was shown already (so final), and the holder record as
+ * the filesystem kept it, with the entry's times.  Without a session the
+ * entry is renewed now, as renew() does; with one, adopt() renewed it. */
+static int adopt_found(ll_op *op, const char *dn, const ll_lock *cur, const lockfs_holder *who,
+                       const void *content, size_t content_len, const char *session,
+                       uint64_t gen, lockfs_lease **out)
+{
+	ll_backend *be = op->be;
+	lockfs_holder h;
+	lockfs_holder_copy(&h, who);
+	h.acquired_us = cur->holder.acquired_us;
+	h.heartbeat_us = cur->holder.heartbeat_us;
+	/* The heartbeat's age as the previous instance left it (same host,
+	 * same clock): adopting a lock makes no heartbeat. */
+	int64_t age = MAX(ll_now_us(be) - h.heartbeat_us, 0);
+	g_autoptr(GBytes) bytes =
+	        content ? g_bytes_new(content, MIN(content_len, (size_t)LOCKFS_CONTENT_MAX))
+	                : (cur->content ? g_bytes_ref(cur->content) : NULL);
+	lockfs_lease *lease = lease_make(cur->key, dn, cur->fence_value, 0, false,
+	                                 lockfs_mono_us() - age, &h, bytes, session, gen);
+	lockfs_holder_clear(&h);
+	int r = 0;
+	if (!session) {
+		ll_lease *p = lease->priv;
+		r = write_notes(op, cur->key, p, ll_now_us(be));
+		if (r == 0 && (be->caps & LL_CAP_DDS)) {
+			int rc = refresh(op, p->dn);
+			r = rc == LDAP_SUCCESS ? 0 : rc == LDAP_NO_SUCH_OBJECT ? -ESTALE : -EIO;
+		}
+		if (r == -EIO)
+			failed(op, "renew", cur->key);
+	}
+	if (r != 0) {
+		ll_lease_free(&be->base, lease);
+		return r;
+	}
+	lease_register(be, lease);
+	*out = lease;
+	return 0;
+}
+
+static int ll_adopt(lockfs_backend *b, const char *key, const char *fence, const char *token,
+                    const lockfs_holder *who, const void *content, size_t content_len,
+                    lockfs_lease **out)
+{
+	ll_backend *be = (ll_backend *)b;
+	bool on_session = g_strcmp0(token, TOKEN_SESSION) == 0;
+	if ((!on_session && g_strcmp0(token, TOKEN_ENTRY) != 0) || !fence_ok(fence))
+		return -EINVAL;
+	int r = 0;
+	g_autofree char *dn = lock_dn(be, key, &r);
+	if (!dn)
+		return r;
+	if (on_session != be->cfg.sessions) {
+		lockfs_log(G_LOG_LEVEL_WARNING, key,
+		           "ldap: %s was taken with sessions = %s: this mount cannot renew it",
+		           key, on_session ? "yes" : "no");
+		return -ESTALE;
+	}
+	g_autofree char *session = NULL;
+	uint64_t gen = 0;
+	if (on_session && (r = ll_session_for_adopt(be, &gen, &session)) != 0)
+		return r;
+	ll_op op;
+	if (ll_op_begin(be, &op) != 0)
+		return -EIO;
+	g_autofree char *fence_value = g_strconcat("fence=", fence, NULL);
+	ll_lock cur;
+	int rc = ll_read_lock(&op, dn, &cur);
+	if (rc == LDAP_NO_SUCH_OBJECT)
+		r = -ESTALE;
+	else if (rc != LDAP_SUCCESS)
+		r = failed(&op, "look up", key);
+	else if (!cur.key || strcmp(cur.key, key) != 0 ||
+	         g_strcmp0(cur.fence_value, fence_value) != 0 ||
+	         g_strcmp0(cur.session, session) != 0)
+		r = -ESTALE; /* another's now, or another lease of ours */
+	else
+		r = adopt_found(&op, dn, &cur, who, content, content_len, session, gen, out);
+	ll_lock_clear(&cur);
+	ll_op_end(&op);
+	if (r == 0 && session) {
+		g_autofree char *cn = ll_key_encode(key);
+		ll_session_adopted(be, cn);
+	}
+	return r;
+}
+
+/* Lets go of nothing (backend.h, "Restart"): the session entry and every
+ * lock entry stay, for a later instance to resume and adopt, or to run out
+ * with their lease. */
 static void ll_destroy(lockfs_backend *b)
 {
 	ll_backend *be = (ll_backend *)b;
-	if (be->set_up)
-		ll_session_end(be);
 	ll_session_clear(be);
 	if (be->idle) {
 		ll_unbind_all(be->idle);
@@ -903,6 +1062,11 @@ static lockfs_backend *ldap_backend_new(const lockfs_config *cfg, const char *mo
 		.lease_free = ll_lease_free,
 		.destroy = ll_destroy,
 		.clock = ll_clock,
+		.identity = ll_identity,
+		.session_token = ll_session_token_of,
+		.resume = ll_resume,
+		.lease_token = ll_lease_token,
+		.adopt = ll_adopt,
 	};
 	g_mutex_init(&be->pool_mu);
 	g_mutex_init(&be->mine_mu);

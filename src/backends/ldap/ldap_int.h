@@ -140,6 +140,9 @@ typedef struct {
 	GHashTable *sess_held;     /* ll_lease * → itself: leases on a session */
 	GHashTable *sess_seen;     /* cn → ll_session_seen: sessions read live */
 	GPtrArray *sess_abandoned; /* ll_abandoned *: entries to delete next round */
+	/* After resume(): cn → ll_abandoned * of the entries naming the session
+	 * that no adopt() has taken back yet; NULL once settled. */
+	GHashTable *sess_orphans;
 #ifdef LOCKFS_TEST_HOOKS
 	int64_t clock_offset_us; /* this instance's clock runs this far off (ldap_test.c) */
 #endif
@@ -367,8 +370,21 @@ void ll_session_abandon(ll_backend *be, const char *dn, const char *fence_value,
 /* What L's session says (sets L's sess_* fields); LDAP_SUCCESS, or the
  * failure of the read (then LL_SESS_UNREAD). */
 int ll_session_resolve(ll_op *op, ll_lock *l);
-/* At unmount: delete the session entry (its locks are released). */
-void ll_session_end(ll_backend *be);
+/* Restart (backend.h, "Restart").  The session's cn, or -ENOENT. */
+int ll_session_token(ll_backend *be, GString *out);
+/* Carry on the session TOKEN (a cn ll_session_cn() made for this host):
+ * 0, -EINVAL, -ESTALE (gone, or run out by the rule others judge it by) or
+ * -EIO.  The lock entries naming it are then orphans until adopted. */
+int ll_session_resume(ll_backend *be, const char *token);
+/* Where adopt() stands on the session: *GEN and *CN (to free) of the live
+ * resumed session, renewed within a renew interval: 0, -ESTALE or -EIO. */
+int ll_session_for_adopt(ll_backend *be, uint64_t *gen, char **cn);
+/* CN was taken back by adopt(): no longer an orphan. */
+void ll_session_adopted(ll_backend *be, const char *cn);
+/* Adoption is over (the first other call): the orphans left are held for
+ * nobody and are deleted at the next round, each only while it has the
+ * fence it had at resume(). */
+void ll_session_settle(ll_backend *be);
 void ll_session_init(ll_backend *be);
 void ll_session_clear(ll_backend *be);
 

@@ -15,7 +15,12 @@
  * What a per-lock write used to tell the holder — that its lock was broken
  * (stale, or by lockfsctl unlock) — one search a round tells it now: the cn
  * values of the entries naming the session.  A lock of ours missing from it
- * answers -ESTALE to its next renew(). */
+ * answers -ESTALE to its next renew().
+ *
+ * Restart (issue 25): destroy() leaves the session entry, and a new instance
+ * of the mount resumes it (ll_session_resume()) while it is still live by
+ * the rule others judge it by; the lock entries naming it that adopt() does
+ * not take back are deleted once adoption is over (ll_session_settle()). */
 #include "holder.h"
 #include "ldap_int.h"
 #include "log.h"
@@ -68,6 +73,8 @@ void ll_session_clear(ll_backend *be)
 		g_hash_table_destroy(be->sess_seen);
 	if (be->sess_abandoned)
 		g_ptr_array_free(be->sess_abandoned, TRUE);
+	if (be->sess_orphans)
+		g_hash_table_destroy(be->sess_orphans);
 	g_mutex_clear(&be->sess_mu);
 	g_cond_clear(&be->sess_cv);
 }
@@ -454,22 +461,189 @@ int ll_session_resolve(ll_op *op, ll_lock *l)
 	return rc;
 }
 
-void ll_session_end(ll_backend *be)
+/* ---- restart ---- */
+
+int ll_session_token(ll_backend *be, GString *out)
 {
 	g_mutex_lock(&be->sess_mu);
-	g_autofree char *cn = be->sess_lost ? NULL : g_strdup(be->sess_cn);
-	bool busy = be->sess_busy;
-	GPtrArray *gone = be->sess_abandoned;
-	be->sess_abandoned = g_ptr_array_new_with_free_func(abandoned_free);
+	bool have = be->sess_cn && !be->sess_lost;
+	if (have)
+		g_string_assign(out, be->sess_cn);
 	g_mutex_unlock(&be->sess_mu);
-	ll_op op;
-	if ((cn || gone->len) && !busy && ll_op_begin(be, &op) == 0) {
-		delete_abandoned(&op, gone);
-		if (cn) {
-			g_autofree char *dn = ll_dn(cn, be->cfg.base);
-			ll_delete(&op, dn, NULL);
+	return have ? 0 : -ENOENT;
+}
+
+/* Whether TOKEN is a cn ll_session_cn() makes for this host: "%session%",
+ * the host escaped (as cut there), '-', a pid, '-', 16 lowercase hex
+ * digits.  It ends up in a DN and a filter: nothing else passes. */
+static bool token_ok(ll_backend *be, const char *token)
+{
+	g_autofree char *h = ll_key_escape(be->cfg.host);
+	g_autofree char *prefix =
+	        g_strdup_printf("%%session%%%.*s-", (int)ll_cn_prefix_len(h, 28), h);
+	if (!token || strlen(token) > LL_CN_MAX || !g_str_has_prefix(token, prefix))
+		return false;
+	const char *p = token + strlen(prefix);
+	size_t n = 0;
+	while (g_ascii_isdigit(p[n]))
+		n++;
+	if (n == 0 || n > 10 || p[0] == '0' || p[n] != '-')
+		return false;
+	p += n + 1;
+	for (int i = 0; i < 16; i++)
+		if (!g_ascii_isdigit(p[i]) && !(p[i] >= 'a' && p[i] <= 'f'))
+			return false;
+	return p[16] == '\0';
+}
+
+/* Whether the session entry DN is this host's and still live when a write
+ * sent now lands: its last write on the server's clock plus its lease_ms=,
+ * the rule others judge it by, with the network timeout to spare.  0 with
+ * its started= note in *STARTED, -ESTALE or -EIO. */
+static int resume_check(ll_op *op, const char *dn, char **started)
+{
+	ll_backend *be = op->be;
+	ll_lock s;
+	int rc = ll_read_lock(op, dn, &s);
+	if (rc == LDAP_NO_SUCH_OBJECT)
+		return -ESTALE;
+	int r = rc == LDAP_SUCCESS ? -ESTALE : -EIO;
+	if (rc == LDAP_SUCCESS && s.lease_us > 0 && s.holder.acquired_us &&
+	    g_strcmp0(s.holder.host, be->cfg.host) == 0) {
+		ll_server_now now = { 0, 0 };
+		int64_t res = 0, last = ll_server_last(&s, &res);
+		if (ll_clock_measure(op, LL_CLOCK_FRESH_US) == LDAP_SUCCESS)
+			ll_server_now_of(be, &s, &now);
+		if (!last || !now.hi_us) {
+			r = -EIO; /* cannot judge it: nor could others break its locks */
+		} else if (now.hi_us - last + be->cfg.timeout_us <= s.lease_us) {
+			g_autofree char *t = ll_time_format(s.holder.acquired_us);
+			*started = g_strconcat("started=", t, NULL);
+			r = 0;
 		}
-		ll_op_end(&op);
 	}
-	g_ptr_array_free(gone, TRUE);
+	ll_lock_clear(&s);
+	return r;
+}
+
+static void orphan_add(ll_lock *l, void *user)
+{
+	g_autofree char *cn = ll_dn_cn(l->dn);
+	if (!cn || !l->fence_value)
+		return;
+	ll_abandoned *a = g_new0(ll_abandoned, 1);
+	a->dn = g_strdup(l->dn);
+	a->fence_value = g_strdup(l->fence_value);
+	a->rounds = 3;
+	g_hash_table_replace(user, g_steal_pointer(&cn), a);
+}
+
+/* The lock entries naming session CN (cn → ll_abandoned *), or NULL when
+ * they cannot be found: those adopt() does not take back are then left
+ * for the session to keep. */
+static GHashTable *find_orphans(ll_op *op, const char *cn)
+{
+	GHashTable *t = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, abandoned_free);
+	g_autofree char *note = g_strconcat("session=", cn, NULL);
+	g_autofree char *filter = ll_filter_eq("description", note);
+	if (filter && ll_search_locks(op, filter, orphan_add, t) == LDAP_SUCCESS)
+		return t;
+	g_autofree char *why = ll_error_text(op);
+	lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+	           "ldap: cannot search for the locks of the resumed session %s (%s): those "
+	           "not taken back stay held while it lives",
+	           cn, why);
+	g_hash_table_destroy(t);
+	return NULL;
+}
+
+int ll_session_resume(ll_backend *be, const char *token)
+{
+	if (!token_ok(be, token))
+		return -EINVAL;
+	g_autofree char *dn = ll_dn(token, be->cfg.base);
+	if (!dn)
+		return -EINVAL;
+	if (!be->cfg.sessions)
+		return -ESTALE; /* sessions = no: each lock is renewed on its own */
+	ll_op op;
+	if (ll_op_begin(be, &op) != 0)
+		return -EIO;
+	char *started = NULL;
+	int64_t sent = 0;
+	int r = resume_check(&op, dn, &started);
+	if (r == 0) {
+		sent = lockfs_mono_us();
+		r = refresh(&op, token, started);
+	}
+	GHashTable *orphans = r == 0 ? find_orphans(&op, token) : NULL;
+	if (r == -EIO) {
+		g_autofree char *why = ll_error_text(&op);
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL, "ldap: cannot resume the session %s: %s",
+		           token, why);
+	}
+	ll_op_end(&op);
+	if (r != 0) {
+		g_free(started);
+		return r;
+	}
+	g_mutex_lock(&be->sess_mu);
+	g_free(be->sess_cn);
+	g_free(be->sess_started);
+	be->sess_cn = g_strdup(token);
+	be->sess_started = started;
+	be->sess_gen++;
+	be->sess_lost = false;
+	be->sess_ok_sent = sent;
+	if (be->sess_orphans)
+		g_hash_table_destroy(be->sess_orphans);
+	be->sess_orphans = orphans;
+	g_mutex_unlock(&be->sess_mu);
+	lockfs_log(G_LOG_LEVEL_INFO, NULL, "ldap: resumed the session %s (%u locks on it)", token,
+	           orphans ? g_hash_table_size(orphans) : 0);
+	return 0;
+}
+
+int ll_session_for_adopt(ll_backend *be, uint64_t *gen, char **cn)
+{
+	g_mutex_lock(&be->sess_mu);
+	uint64_t want = be->sess_cn && !be->sess_lost ? be->sess_gen : 0;
+	g_mutex_unlock(&be->sess_mu);
+	if (!want)
+		return -ESTALE; /* not resumed, or lost since */
+	return ll_session_fresh(be, lockfs_mono_us(), want, gen, cn);
+}
+
+void ll_session_adopted(ll_backend *be, const char *cn)
+{
+	g_mutex_lock(&be->sess_mu);
+	if (be->sess_orphans)
+		g_hash_table_remove(be->sess_orphans, cn);
+	g_mutex_unlock(&be->sess_mu);
+}
+
+void ll_session_settle(ll_backend *be)
+{
+	g_mutex_lock(&be->sess_mu);
+	GHashTable *t = g_steal_pointer(&be->sess_orphans);
+	guint n = 0;
+	if (t && !be->sess_lost) {
+		GHashTableIter it;
+		gpointer k, v;
+		g_hash_table_iter_init(&it, t);
+		while (g_hash_table_iter_next(&it, &k, &v)) {
+			g_hash_table_iter_steal(&it);
+			g_free(k);
+			g_ptr_array_add(be->sess_abandoned, v);
+			n++;
+		}
+	}
+	g_mutex_unlock(&be->sess_mu);
+	if (n)
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "ldap: %u locks of the resumed session were not taken back: held for "
+		           "nobody, they are deleted",
+		           n);
+	if (t)
+		g_hash_table_destroy(t);
 }
