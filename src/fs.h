@@ -303,6 +303,15 @@ char *restart_token(lfs *fs, lockfs_lease *lease, char **session);
 void restart_session(lfs *fs, char *session);
 /* Take back what FOUND records, before any request is answered. */
 void restart_reclaim(lfs *fs, struct lockfs_lockstate_found *found);
+/* The gap: lock names created on the disk under the mount point while no
+ * lockfs was mounted.  Found before the mount (restart_gap_file *, free
+ * with g_ptr_array_unref); whether the directory holds nothing else (for
+ * passthrough=auto); taken for their owners, or reported as conflicts,
+ * once the previous lockfs's locks are back (UNDER_FD: the directory). */
+typedef struct restart_gap_file restart_gap_file;
+GPtrArray *restart_gap_find(int under_fd, const char *suffix);
+bool restart_gap_only(int under_fd, GPtrArray *found);
+void restart_gap_close(lfs *fs, GPtrArray *found, int under_fd);
 
 /* ---- fs_passthrough.c: disk nodes ---- */
 int disk_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out);

@@ -14,8 +14,11 @@
 #include "log.h"
 #include "metrics.h"
 
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <unistd.h>
 
 static int64_t us_of(struct timespec ts)
 {
@@ -334,4 +337,193 @@ void restart_reclaim(lfs *fs, lockfs_lockstate_found *found)
 	           "answered, %u refused)",
 	           c.taken, c.taken == 1 ? "" : "s", fs->mountpoint,
 	           (lockfs_mono_us() - start) / 1e6, c.lost, c.left, c.refused);
+}
+
+/* ---- the gap ----
+ * While no lockfs is mounted (between one lockfs and the next), a tool
+ * that takes X.lock creates a real file in the directory underneath, which
+ * the new mount then hides: a holder nobody else would see.  Such files are
+ * found before the mount (restart_gap_find), and once the previous
+ * lockfs's locks are back (restart_gap_close) each is taken in the backend
+ * for the file's owner and removed from the disk, or, where another holder
+ * has the name, reported as a conflict: never ignored. */
+
+#define GAP_DEPTH 4
+#define GAP_MAX 10000
+
+struct restart_gap_file {
+	char *key;
+	struct stat st;
+	char *content; /* a regular file's first bytes, a symlink's target */
+	size_t content_len;
+};
+
+static void gap_file_free(gpointer p)
+{
+	restart_gap_file *g = p;
+	g_free(g->key);
+	g_free(g->content);
+	g_free(g);
+}
+
+static void gap_content(int dirfd, const char *name, restart_gap_file *g)
+{
+	char buf[LOCKFS_CONTENT_MAX];
+	ssize_t n = -1;
+	if (S_ISLNK(g->st.st_mode)) {
+		n = readlinkat(dirfd, name, buf, sizeof(buf));
+	} else if (S_ISREG(g->st.st_mode)) {
+		int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (fd >= 0) {
+			n = read(fd, buf, sizeof(buf));
+			close(fd);
+		}
+	}
+	if (n > 0) {
+		g->content = g_memdup2(buf, (gsize)n);
+		g->content_len = (size_t)n;
+	}
+}
+
+static void gap_scan(int dirfd, const char *prefix, const char *suffix, int depth,
+                     GPtrArray *out)
+{
+	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!dp) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	struct dirent *de;
+	size_t slen = strlen(suffix);
+	while ((de = readdir(dp)) && out->len < GAP_MAX) {
+		const char *name = de->d_name;
+		size_t len = strlen(name);
+		if (!strcmp(name, ".") || !strcmp(name, ".."))
+			continue;
+		struct stat st;
+		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue;
+		g_autofree char *key = g_strconcat(prefix, name, NULL);
+		if (len > slen && !memcmp(name + len - slen, suffix, slen)) {
+			restart_gap_file *g = g_new0(restart_gap_file, 1);
+			g->key = g_steal_pointer(&key);
+			g->st = st;
+			gap_content(dirfd, name, g);
+			g_ptr_array_add(out, g);
+		} else if (S_ISDIR(st.st_mode) && depth < GAP_DEPTH) {
+			int sub = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			if (sub >= 0) {
+				g_autofree char *p = g_strconcat(key, "/", NULL);
+				gap_scan(sub, p, suffix, depth + 1, out);
+				close(sub);
+			}
+		}
+	}
+	closedir(dp);
+}
+
+GPtrArray *restart_gap_find(int under_fd, const char *suffix)
+{
+	GPtrArray *out = g_ptr_array_new_with_free_func(gap_file_free);
+	if (*suffix)
+		gap_scan(under_fd, "", suffix, 0, out);
+	return out;
+}
+
+bool restart_gap_only(int under_fd, GPtrArray *found)
+{
+	int fd = openat(under_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
+	if (!dp) {
+		if (fd >= 0)
+			close(fd);
+		return true;
+	}
+	bool only = true;
+	struct dirent *de;
+	while (only && (de = readdir(dp))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		only = false;
+		for (guint i = 0; i < found->len && !only; i++)
+			only = !strcmp(((restart_gap_file *)found->pdata[i])->key, de->d_name);
+	}
+	closedir(dp);
+	return only;
+}
+
+/* A lock name found on the disk cannot be taken: say so everywhere. */
+static void gap_conflict(lfs *fs, const restart_gap_file *g, const char *why)
+{
+	lockfs_holder h = {.host = (char *)lockfs_holder_host(), .uid = g->st.st_uid,
+	                   .gid = g->st.st_gid, .command = (char *)"(unknown)"};
+	lockfs_log_event(G_LOG_LEVEL_WARNING, "conflict", g->key, &h, NULL, NULL,
+	                 "%s was created on the disk under %s (uid %u, %s) while no lockfs was "
+	                 "mounted there, and %s: its creator may believe it holds the lock; "
+	                 "the file is left underneath",
+	                 g->key, fs->mountpoint, (unsigned)g->st.st_uid,
+	                 S_ISDIR(g->st.st_mode) ? "a directory" : "a file", why);
+	lockfs_notify("conflict", g->key, &h, NULL, NULL);
+}
+
+/* Take G in the backend for its owner; true when it is held here now. */
+static bool gap_take(lfs *fs, const restart_gap_file *g)
+{
+	g_autofree char *name = NULL;
+	lfs_node *dir = dir_for(fs, g->key, &name);
+	if (!dir)
+		return false;
+	lfs_node *n = node_new(fs, NODE_MEM, g->st.st_mode & (S_IFMT | 07777), g->st.st_uid,
+	                       g->st.st_gid);
+	if (g->content_len && !S_ISDIR(g->st.st_mode)) {
+		n->data = g_malloc(g->content_len + 1);
+		memcpy(n->data, g->content, g->content_len);
+		n->data[g->content_len] = '\0';
+		n->size = n->cap = g->content_len;
+	}
+	n->mtime = g->st.st_mtim;
+	n->atime = g->st.st_atim;
+	struct lfs_caller who = {.pid = 0, .uid = g->st.st_uid, .gid = g->st.st_gid};
+	lfs_dentry *d = NULL;
+	int r = locks_acquire(fs, dir, name, n, &who, &d);
+	if (r) {
+		node_maybe_free(fs, n);
+		gap_conflict(fs, g,
+		             r == -EEXIST ? "another holder has the name"
+		                          : "the backend did not answer");
+		return false;
+	}
+	lockfs_log(G_LOG_LEVEL_WARNING, g->key,
+	           "%s was created on the disk under %s (uid %u) while no lockfs was mounted "
+	           "there; taken for its owner and removed from the disk",
+	           g->key, fs->mountpoint, (unsigned)g->st.st_uid);
+	return true;
+}
+
+void restart_gap_close(lfs *fs, GPtrArray *found, int under_fd)
+{
+	pthread_mutex_lock(&fs->mu);
+	for (guint i = 0; i < found->len; i++) {
+		restart_gap_file *g = found->pdata[i];
+		if (g_hash_table_lookup(fs->held, g->key)) {
+			gap_conflict(fs, g, "this mount's holder held it through the restart");
+			continue;
+		}
+		if (!gap_take(fs, g))
+			continue;
+		g_autofree char *dir = g_path_get_dirname(g->key);
+		g_autofree char *base = g_path_get_basename(g->key);
+		int dfd = strcmp(dir, ".") ? openat(under_fd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
+		                           : dup(under_fd);
+		if (dfd < 0 ||
+		    unlinkat(dfd, base, S_ISDIR(g->st.st_mode) ? AT_REMOVEDIR : 0) != 0)
+			lockfs_log(G_LOG_LEVEL_WARNING, g->key,
+			           "cannot remove %s from the disk under the mount: %s", g->key,
+			           g_strerror(errno));
+		if (dfd >= 0)
+			close(dfd);
+	}
+	pthread_mutex_unlock(&fs->mu);
 }

@@ -172,8 +172,15 @@ int main(int argc, char **argv)
 	int under_fd = open(abs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (under_fd < 0)
 		die(EXIT_MOUNT, "cannot open mount point %s: %s", abs, g_strerror(errno));
+	/* Lock names made on the disk here while no lockfs was mounted: they
+	 * do not make the directory one to pass through. */
+	g_autoptr(GPtrArray) gap = restart_gap_find(under_fd, set->suffix);
 	bool passthrough = set->passthrough == LOCKFS_PASSTHROUGH_YES ||
-	                   (set->passthrough == LOCKFS_PASSTHROUGH_AUTO && !dir_is_empty(under_fd));
+	                   (set->passthrough == LOCKFS_PASSTHROUGH_AUTO &&
+	                    !restart_gap_only(under_fd, gap));
+	/* The gap's files are removed once taken: lfs_new keeps UNDER_FD only
+	 * when passing through. */
+	int gap_fd = gap->len ? fcntl(under_fd, F_DUPFD_CLOEXEC, 3) : -1;
 
 	/* The record of this mount's locks, before the backend: a previous
 	 * lockfs of the mount may still be exiting, holding it (and the local
@@ -217,6 +224,10 @@ int main(int argc, char **argv)
 	 * locks of the previous lockfs are back. */
 	restart_reclaim(fs, &found);
 	lockfs_lockstate_found_clear(&found);
+	if (gap_fd >= 0) {
+		restart_gap_close(fs, gap, gap_fd);
+		close(gap_fd);
+	}
 	inval_start(fs);
 	leases_start(fs);
 	flock_start(fs);
