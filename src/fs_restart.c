@@ -219,27 +219,71 @@ static void reclaim_lost(lfs *fs, const lockfs_lockrec *rec, const char *why)
 	locks_note_lost(fs, rec->key, &rec->holder, rec->fence, (pid_t)rec->ppid, why);
 }
 
-/* One adopt, retried while the backend does not answer until DEADLINE. */
-static int adopt_one(lfs *fs, const lockfs_lockrec *rec, int64_t deadline, lockfs_lease **out,
-                     int64_t *sent)
+/* One record's adoption, made by a worker without fs->mu. */
+typedef struct {
+	const lockfs_lockrec *rec;
+	lockfs_lease *lease;
+	int r;
+	int64_t sent; /* when the adopt that answered was sent */
+} adoption;
+
+typedef struct {
+	lfs *fs;
+	int64_t deadline;
+} adopt_ctx;
+
+/* Adopt one record, asked again while the backend does not answer until
+ * the deadline.  Backends are thread-safe: the workers run side by side, so
+ * 10,000 locks come back in about as many round trips as workers allow. */
+static void adopt_job(gpointer data, gpointer user)
 {
+	adoption *a = data;
+	adopt_ctx *ctx = user;
+	lockfs_backend *be = ctx->fs->be;
+	const lockfs_lockrec *rec = a->rec;
+	if (!be->adopt) {
+		a->r = -ENOTSUP;
+		return;
+	}
 	for (;;) {
-		*sent = lockfs_mono_us();
-		int r = UNLOCKED(fs, fs->be->adopt(fs->be, rec->key, rec->fence,
-		                                   rec->token ? rec->token : "", &rec->holder,
-		                                   rec->content, rec->content_len, out));
-		if (r != -EIO || lockfs_mono_us() >= deadline)
-			return r;
-		UNLOCKED(fs, (g_usleep(200 * 1000), 0));
+		a->sent = lockfs_mono_us();
+		a->r = be->adopt(be, rec->key, rec->fence, rec->token ? rec->token : "",
+		                 &rec->holder, rec->content, rec->content_len, &a->lease);
+		if (a->r != -EIO || lockfs_mono_us() >= ctx->deadline)
+			return;
+		g_usleep(200 * 1000);
 	}
 }
 
-static void reclaim_one(lfs *fs, const lockfs_lockrec *rec, int64_t deadline, reclaim_count *c)
+#define ADOPT_WORKERS 16
+
+/* Adopt every record of LOCKS, without fs->mu: an array of adoptions. */
+static adoption *adopt_all(lfs *fs, GPtrArray *locks, int64_t deadline)
 {
-	lockfs_lease *lease = NULL;
-	int64_t sent = 0;
-	int r = fs->be->adopt ? adopt_one(fs, rec, deadline, &lease, &sent) : -ENOTSUP;
-	lfs_dentry *d = r == 0 ? install(fs, rec, lease, sent) : NULL;
+	adoption *all = g_new0(adoption, locks->len);
+	adopt_ctx ctx = {fs, deadline};
+	GThreadPool *pool = locks->len > 1 ? g_thread_pool_new(adopt_job, &ctx, ADOPT_WORKERS,
+	                                                       TRUE, NULL)
+	                                   : NULL;
+	for (guint i = 0; i < locks->len; i++) {
+		all[i].rec = locks->pdata[i];
+		if (pool)
+			g_thread_pool_push(pool, &all[i], NULL);
+		else
+			adopt_job(&all[i], &ctx);
+	}
+	if (pool)
+		g_thread_pool_free(pool, FALSE, TRUE);
+	return all;
+}
+
+/* Show what A took back, or say why not (fs->mu held). */
+static void reclaim_one(lfs *fs, adoption *a, reclaim_count *c)
+{
+	const lockfs_lockrec *rec = a->rec;
+	int r = a->r;
+	lockfs_lease *lease = a->lease;
+	lfs_dentry *d = r == 0 ? install(fs, rec, lease, a->sent) : NULL;
 	if (d) {
 		c->taken++;
 		if (d->dir == fs->flock_dir)
@@ -317,8 +361,11 @@ void restart_reclaim(lfs *fs, lockfs_lockstate_found *found)
 			reclaim_lost(fs, locks->pdata[i], "its session ran out while lockfs was stopped");
 		c.lost = locks->len;
 	} else {
+		pthread_mutex_unlock(&fs->mu);
+		g_autofree adoption *all = adopt_all(fs, locks, deadline);
+		pthread_mutex_lock(&fs->mu);
 		for (guint i = 0; i < locks->len; i++)
-			reclaim_one(fs, locks->pdata[i], deadline, &c);
+			reclaim_one(fs, &all[i], &c);
 	}
 	/* The record from here on: what was taken back, under new serials. */
 	g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(g_free);
