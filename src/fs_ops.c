@@ -40,6 +40,11 @@ typedef struct {
 	/* Opened for writing by a create that found the lock name taken: the
 	 * content is the holder's, not this opener's (lfs_create). */
 	bool found_taken;
+	/* References (atomic): the open file description's, and one for each
+	 * request using the handle right now.  A process killed during a
+	 * read leaves the READ in a worker while its close sends the RELEASE:
+	 * the handle, its descriptor and its node stay until both are done. */
+	gint refs;
 } lfs_handle;
 
 /* A directory listing, made at opendir so that offsets stay meaningful
@@ -626,8 +631,32 @@ static lfs_handle *handle_new(lfs_node *n, int fd)
 	lfs_handle *h = g_new0(lfs_handle, 1);
 	h->n = n;
 	h->fd = fd;
+	h->refs = 1;
 	n->opens++;
 	return h;
+}
+
+/* FI's handle, kept for the request (handle_unref when done). */
+static lfs_handle *handle_ref(struct fuse_file_info *fi)
+{
+	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
+	g_atomic_int_inc(&h->refs);
+	return h;
+}
+
+/* Without fs->mu. */
+static void handle_unref(lfs *fs, lfs_handle *h)
+{
+	if (!g_atomic_int_dec_and_test(&h->refs))
+		return;
+	LOCK(fs);
+	h->n->opens--;
+	node_maybe_free(fs, h->n);
+	UNLOCK(fs);
+	if (h->fd >= 0)
+		close(h->fd);
+	g_free(h->snap);
+	g_free(h);
 }
 
 /* Open N, which exists, with FLAGS (not a directory nor a control file):
@@ -1099,7 +1128,7 @@ static void lfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	(void)ino;
 	lfs *fs = F(req);
-	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
+	lfs_handle *h = handle_ref(fi);
 	if (h->fd >= 0) {
 		char *buf = g_malloc(size);
 		ssize_t n = pread(h->fd, buf, size, off);
@@ -1108,20 +1137,19 @@ static void lfs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		else
 			fuse_reply_buf(req, buf, n);
 		g_free(buf);
-		return;
-	}
-	if (h->snap) {
+	} else if (h->snap) {
 		size_t n = (size_t)off < h->snap_len ? MIN(size, h->snap_len - off) : 0;
 		fuse_reply_buf(req, h->snap + off, n);
-		return;
+	} else {
+		LOCK(fs);
+		lfs_node *n = h->n;
+		size_t len = (size_t)off < n->size ? MIN(size, n->size - off) : 0;
+		char *buf = len ? g_memdup2(n->data + off, len) : NULL;
+		UNLOCK(fs); /* reads never move atime: tools take a changed atime for "now" */
+		fuse_reply_buf(req, buf, len);
+		g_free(buf);
 	}
-	LOCK(fs);
-	lfs_node *n = h->n;
-	size_t len = (size_t)off < n->size ? MIN(size, n->size - off) : 0;
-	char *buf = len ? g_memdup2(n->data + off, len) : NULL;
-	UNLOCK(fs); /* reads never move atime: tools take a changed atime for "now" */
-	fuse_reply_buf(req, buf, len);
-	g_free(buf);
+	handle_unref(fs, h);
 }
 
 static void lfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
@@ -1130,7 +1158,7 @@ static void lfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 	(void)ino;
 	lfs *fs = F(req);
 	struct lfs_caller c = caller_of(req);
-	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
+	lfs_handle *h = handle_ref(fi);
 	int r = 0;
 	ssize_t done = size;
 	LOCK(fs);
@@ -1177,6 +1205,7 @@ static void lfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 		r = locks_heartbeat(fs, n, &c, BEAT_HEARTBEAT | BEAT_CONTENT | BEAT_ATTRS);
 out:
 	UNLOCK(fs);
+	handle_unref(fs, h);
 	if (r)
 		fuse_reply_err(req, -r);
 	else
@@ -1203,8 +1232,6 @@ static void lfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	(void)ino;
 	lfs *fs = F(req);
 	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
-	if (h->fd >= 0)
-		close(h->fd);
 	LOCK(fs);
 	/* The last close of an open file description lets its flock go, and
 	 * the lock name its open made, if it still holds it, when a flock or a
@@ -1221,11 +1248,8 @@ static void lfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 			locks_release(fs, d, LOCKS_BY_CLOSE);
 		}
 	}
-	h->n->opens--;
-	node_maybe_free(fs, h->n);
 	UNLOCK(fs);
-	g_free(h->snap);
-	g_free(h);
+	handle_unref(fs, h); /* the node and descriptor go with the last use */
 	fuse_reply_err(req, 0);
 }
 
@@ -1277,10 +1301,11 @@ static void lfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 static void lfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
 {
 	(void)ino;
-	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
+	lfs_handle *h = handle_ref(fi);
 	int r = 0;
 	if (h->fd >= 0 && (datasync ? fdatasync(h->fd) : fsync(h->fd)) != 0)
 		r = errno;
+	handle_unref(F(req), h);
 	fuse_reply_err(req, r);
 }
 
