@@ -1,8 +1,9 @@
 /* lockfsctl: what its commands share.  lockfsctl talks to a mount only
  * through what any process can use: the inspection view .lockfs/ the daemon
  * serves, the user.lockfs.* extended attributes and ordinary system calls.
- * It never opens a backend itself (the local backend's state is flock'd by
- * the mount that uses it). */
+ * It opens a backend itself only for check, and for release on a mount
+ * point with nothing mounted, under the flock of the mount's lock record
+ * that a running lockfs of it holds. */
 #ifndef LOCKFS_CTL_H
 #define LOCKFS_CTL_H
 
@@ -142,5 +143,6 @@ int ctl_status(int argc, char **argv);
 int ctl_check(int argc, char **argv);
 int ctl_unlock(int argc, char **argv);
 int ctl_hold(int argc, char **argv);
+int ctl_release(int argc, char **argv);
 
 #endif
