@@ -165,8 +165,27 @@ ok "the next lockfs of A took nothing back: d.lock is free" gone "$A/d.lock"
 ok "e.lock is free" gone "$A/e.lock"
 ok "and may be taken" take "$A/d.lock"
 
+# A killed lockfs (kill -9) leaves its dead mount behind: the record is
+# released all the same.
+take "$A/f.lock"
+kill -KILL "$PID_A"
+wait_until 10 eval '! _pid_alive "$PID_A"'
+_lockfs_reap "$PID_A"
+run 20 "$CTL" release --all --yes "${CONF[@]}" "$A"
+is "$RC" 0 "after kill -9, its dead mount left: exit 0"
+like "$OUT" 'released d\.lock' "it released d.lock"
+like "$OUT" 'released f\.lock' "it released f.lock"
+if ((SHARED)); then
+    ok "hostB takes f.lock at once" takes "$B/f.lock"
+    rm -f "$B/f.lock"
+fi
+start_a || BAIL_OUT "cannot mount hostA again"
+PID_A=$LOCKFS_PID
+ok "the next lockfs of A took nothing back: f.lock is free" gone "$A/f.lock"
+
 # ---- a corrupt record: a clear error, the file left as it is
 
+take "$A/d.lock"
 ok "hostA's lockfs stops, d.lock held" lockfs_stop "$PID_A"
 echo 'G not a record' >>"$REC"
 sum=$(sha256sum <"$REC")
