@@ -1,8 +1,9 @@
 /* lockfsctl: what its commands share.  lockfsctl talks to a mount only
  * through what any process can use: the inspection view .lockfs/ the daemon
  * serves, the user.lockfs.* extended attributes and ordinary system calls.
- * It never opens a backend itself (the local backend's state is flock'd by
- * the mount that uses it). */
+ * It opens a backend itself only for check, and for release on a mount
+ * point with nothing mounted, under the flock of the mount's lock record
+ * that a running lockfs of it holds. */
 #ifndef LOCKFS_CTL_H
 #define LOCKFS_CTL_H
 
@@ -124,9 +125,24 @@ void ctl_json_string(GString *out, const char *s);
  * name.  False when no such process is running here. */
 bool ctl_proc_info(int64_t pid, int64_t *start_s, char **comm);
 
+/* The configuration lockfs would use: --config FILE, then each -o OPTIONS
+ * (lockfs's own rules, the defaults without either); NULL with *ERR. */
+typedef struct lockfs_config lockfs_config;
+lockfs_config *ctl_config_load(const char *file, GPtrArray *opts, GError **err);
+/* ARGV[*I] is --config FILE (*FILE set) or -o OPTIONS (added to OPTS): 1,
+ * *I on its value; 0 another word; -1 a usage error (printed). */
+int ctl_config_arg(int argc, char **argv, int *i, const char **file, GPtrArray *opts);
+
+/* Ask QUESTION " [y/N]" on stderr and read the answer from stdin. */
+bool ctl_confirm(const char *question);
+/* Write "KEY FENCE" to MOUNT/.lockfs/break: 0 or an errno (ESTALE: FENCE
+ * no longer holds KEY; ENOENT: KEY is not held). */
+int ctl_request_break(const char *mount, const char *key, const char *fence);
+
 int ctl_status(int argc, char **argv);
 int ctl_check(int argc, char **argv);
 int ctl_unlock(int argc, char **argv);
 int ctl_hold(int argc, char **argv);
+int ctl_release(int argc, char **argv);
 
 #endif

@@ -310,27 +310,16 @@ int ctl_check(int argc, char **argv)
 	g_autoptr(GPtrArray) mounts = g_ptr_array_new_with_free_func(g_free);
 	bool options = true;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i], *v;
+		const char *a = argv[i];
 		int r;
 		if (options && !strcmp(a, "--")) {
 			options = false;
 		} else if (options && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
 			usage();
 			return CTL_EXIT_OK;
-		} else if (options && (r = ctl_opt_value(argc, argv, &i, "--config", &v))) {
+		} else if (options && (r = ctl_config_arg(argc, argv, &i, &file, opts))) {
 			if (r < 0)
 				return CTL_EXIT_USAGE;
-			if (file)
-				return ctl_usage_error("--config given twice; check one file at a "
-				                       "time");
-			file = v;
-		} else if (options && (r = ctl_opt_value(argc, argv, &i, "-o", &v))) {
-			if (r < 0)
-				return CTL_EXIT_USAGE;
-			g_ptr_array_add(opts, (char *)v);
-		} else if (options && !strncmp(a, "-o", 2) && a[2]) {
-			/* -oOPTIONS, as lockfs and every libfuse program take it. */
-			g_ptr_array_add(opts, (char *)a + 2);
 		} else if (options && a[0] == '-' && a[1]) {
 			return ctl_usage_error("unknown option '%s'", a);
 		} else {
@@ -339,23 +328,10 @@ int ctl_check(int argc, char **argv)
 	}
 
 	tally t = { 0, 0 };
-	lockfs_backends_register_config();
-	lockfs_config *cfg = lockfs_config_new();
 	g_autoptr(GError) err = NULL;
-	bool good = !file || lockfs_config_load_file(cfg, file, &err);
-	/* Split as lockfs splits its -o: "\," is a comma in a value. */
-	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
-	for (guint i = 0; i < opts->len; i++)
-		lockfs_options_split(opts->pdata[i], items);
-	for (guint i = 0; good && i < items->len; i++) {
-		bool for_fuse;
-		good = lockfs_config_set_option(cfg, items->pdata[i], &for_fuse, &err);
-	}
-	if (good)
-		good = lockfs_config_finish(cfg, &err);
-	if (!good) {
+	lockfs_config *cfg = ctl_config_load(file, opts, &err);
+	if (!cfg) {
 		error(&t, "%s", err->message);
-		lockfs_config_free(cfg);
 		return CTL_EXIT_ERROR;
 	}
 	const lockfs_settings *s = lockfs_config_settings(cfg);
@@ -399,4 +375,52 @@ int ctl_check(int argc, char **argv)
 	}
 	printf("check: ok\n");
 	return CTL_EXIT_OK;
+}
+
+int ctl_config_arg(int argc, char **argv, int *i, const char **file, GPtrArray *opts)
+{
+	const char *a = argv[*i], *v;
+	int r;
+	if ((r = ctl_opt_value(argc, argv, i, "--config", &v))) {
+		if (r > 0 && *file) {
+			ctl_usage_error("--config given twice; give one file");
+			return -1;
+		}
+		if (r > 0)
+			*file = v;
+		return r;
+	}
+	if ((r = ctl_opt_value(argc, argv, i, "-o", &v))) {
+		if (r > 0)
+			g_ptr_array_add(opts, (char *)v);
+		return r;
+	}
+	if (!strncmp(a, "-o", 2) && a[2]) {
+		/* -oOPTIONS, as lockfs and every libfuse program take it. */
+		g_ptr_array_add(opts, (char *)a + 2);
+		return 1;
+	}
+	return 0;
+}
+
+lockfs_config *ctl_config_load(const char *file, GPtrArray *opts, GError **err)
+{
+	lockfs_backends_register_config();
+	lockfs_config *cfg = lockfs_config_new();
+	bool good = !file || lockfs_config_load_file(cfg, file, err);
+	/* Split as lockfs splits its -o: "\," is a comma in a value. */
+	g_autoptr(GPtrArray) items = g_ptr_array_new_with_free_func(g_free);
+	for (guint i = 0; i < opts->len; i++)
+		lockfs_options_split(opts->pdata[i], items);
+	for (guint i = 0; good && i < items->len; i++) {
+		bool for_fuse;
+		good = lockfs_config_set_option(cfg, items->pdata[i], &for_fuse, err);
+	}
+	if (good)
+		good = lockfs_config_finish(cfg, err);
+	if (!good) {
+		lockfs_config_free(cfg);
+		return NULL;
+	}
+	return cfg;
 }

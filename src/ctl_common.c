@@ -469,3 +469,34 @@ bool ctl_proc_info(int64_t pid, int64_t *start_s, char **comm)
 		*comm = g_strndup(open + 1, close - open - 1);
 	return true;
 }
+
+bool ctl_confirm(const char *question)
+{
+	fprintf(stderr, "%s [y/N] ", question);
+	fflush(stderr);
+	char *line = NULL;
+	size_t cap = 0;
+	ssize_t n = getline(&line, &cap, stdin);
+	bool yes = false;
+	if (n > 0) {
+		g_strstrip(line);
+		yes = !g_ascii_strcasecmp(line, "y") || !g_ascii_strcasecmp(line, "yes");
+	} else {
+		fputc('\n', stderr);
+	}
+	free(line);
+	return yes;
+}
+
+int ctl_request_break(const char *mount, const char *key, const char *fence)
+{
+	g_autofree char *path = g_build_filename(mount, LOCKFS_VIEW_DIR, LOCKFS_VIEW_BREAK, NULL);
+	g_autofree char *line = lockfs_view_break_request(key, fence);
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno;
+	ssize_t n = write(fd, line, strlen(line));
+	int e = n < 0 ? errno : 0;
+	close(fd);
+	return e;
+}

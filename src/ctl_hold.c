@@ -9,7 +9,14 @@
  * inode) without a fence.  A watcher thread heartbeats every ttl/3 and checks
  * several times a second that the lock is still ours; the main thread runs
  * CMD, forwards signals and stops CMD (SIGTERM, SIGKILL 5 s later) when the
- * lock is lost or --max-hold passes. */
+ * lock is lost or --max-hold passes.
+ *
+ * A restart of the mount's lockfs is no loss (issue 25): the mount goes
+ * away and comes back with the lock under the same fence.  While it is
+ * away nothing is done through the mount point (it shows the directory
+ * underneath, where a create or touch would make or touch a real file),
+ * and the lock is lost only when hold's deadline passes first: --ttl since
+ * it was last confirmed, or the lease end the mount last reported. */
 #include "ctl.h"
 #include "view_format.h"
 
@@ -56,8 +63,12 @@ static int64_t boot_us(void)
 typedef struct {
 	char *path;
 	bool lockfs;
-	dev_t dev;
+	char *mount, *dir, *base; /* its mount root, directory and name (lockfs) */
+	bool verbose;
+	int64_t ttl_us; /* --ttl: unconfirmed this long, it is lost */
+	dev_t dev;      /* the mount's: a restarted lockfs mounts anew */
 	ino_t ino;
+	bool rebind;    /* on a new mount: ours again only by its fence */
 	char *fence; /* NULL in a plain directory */
 	int64_t beat_every_us;
 
@@ -73,6 +84,7 @@ typedef struct {
 	 * its last answer said (0: no lease, a plain directory or local). */
 	int64_t lease_end_us;
 	int64_t lease_max_us; /* the longest lease left it reported: its ttl */
+	bool away;            /* its mount is away (lockfs stopped or killed) */
 } held;
 
 typedef struct {
@@ -121,9 +133,6 @@ static int classify(int e, bool heartbeat, char **why)
 	case ENODATA:
 		*why = g_strdup("lockfs has no holder record for it any more");
 		return 1;
-	case ENOTCONN:
-		*why = g_strdup("its lockfs mount went away");
-		return 1;
 	case EPERM:
 	case EACCES:
 		if (heartbeat) {
@@ -136,21 +145,104 @@ static int classify(int e, bool heartbeat, char **why)
 	}
 }
 
-/* Is the lock still ours?  With BEAT, heartbeat it too.  0 yes, 1 lost (WHY
- * set), -E unknown. */
 /* check_once's answer for a name that is still our inode and fence, which
  * the mount has declared lost: ours to unlink (that only drops the name). */
 #define CHECK_OURS_LOST 2
 
+/* DIR opened (O_PATH) when it is on the mount DEV: a descriptor, or
+ * -ENOTCONN when it is not (the mount went away: the path now leads to the
+ * directory underneath).  A call through the descriptor then fails with
+ * ENOTCONN if the mount goes away meanwhile, and never reaches the
+ * directory underneath: no name is created or removed there. */
+static int open_on_mount(const char *dir, dev_t dev)
+{
+	int dfd = open(dir, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return errno == ENOENT ? -ENOTCONN : -errno;
+	struct stat st;
+	if (fstat(dfd, &st) != 0 || st.st_dev != dev) {
+		close(dfd);
+		return -ENOTCONN;
+	}
+	return dfd;
+}
+
+/* Follow H's mount across a restart of its lockfs (issue 25): -ENOTCONN
+ * while it is away, stopped or killed (nothing is asked of the path then);
+ * else 0.  Back, the lock is ours again only by its fence (check_once): the
+ * new mount may have another device number and inode, or reuse both. */
+static int follow_mount(held *h)
+{
+	struct stat st;
+	bool away = stat(h->mount, &st) != 0 ||
+	            (st.st_dev != h->dev && !ctl_is_lockfs_mount(h->mount));
+	g_mutex_lock(&h->mu);
+	bool was = h->away;
+	h->away = away;
+	g_mutex_unlock(&h->mu);
+	if (away) {
+		if (!was && h->verbose)
+			ctl_err("the mount of %s went away; waiting for its lockfs to come back "
+			        "with the lock",
+			        h->path);
+		return -ENOTCONN;
+	}
+	if (was || st.st_dev != h->dev) {
+		h->dev = st.st_dev;
+		h->rebind = true;
+	}
+	return 0;
+}
+
+/* H's name seen again on a new mount with our fence: ours. */
+static void rebound(held *h, const struct stat *st)
+{
+	h->ino = st->st_ino;
+	h->rebind = false;
+	if (h->verbose) {
+		g_autofree char *fence = ctl_escape(h->fence);
+		ctl_err("the mount of %s came back with the lock (fence %s); holding on", h->path,
+		        fence);
+	}
+}
+
+/* Heartbeat H through its own mount only (see open_on_mount). */
+static int beat_lock(held *h)
+{
+	if (!h->lockfs)
+		return utimensat(AT_FDCWD, h->path, NULL, 0) == 0 ? 0 : errno;
+	int dfd = open_on_mount(h->dir, h->dev);
+	if (dfd < 0)
+		return -dfd;
+	int e = utimensat(dfd, h->base, NULL, 0) == 0 ? 0 : errno;
+	close(dfd);
+	return e;
+}
+
 /* 0 when H is still held (heart-beaten if BEAT), > 0 when it is lost (*WHY
- * says how), -errno when the mount could not tell. */
+ * says how), -errno when the mount could not tell (-ENOTCONN: it is away). */
 static int check_once(held *h, bool beat, char **why)
 {
 	int64_t sent = boot_us(); /* the lease left counts from before asking */
 	struct stat st;
-	if (lstat(h->path, &st) != 0)
-		return classify(errno, false, why);
-	if (st.st_dev != h->dev || st.st_ino != h->ino) {
+	int r = h->lockfs ? follow_mount(h) : 0;
+	if (r)
+		return r;
+	if (lstat(h->path, &st) != 0) {
+		int e = errno;
+		if (e == ENOENT && h->rebind) {
+			*why = g_strdup("its lockfs came back without it");
+			return 1;
+		}
+		return classify(e, false, why);
+	}
+	if (h->lockfs && st.st_dev != h->dev)
+		return -ENOTCONN; /* the mount changed since follow_mount: look again */
+	/* In a lockfs mount the fence tells ours from another's; another inode
+	 * is a new mount's (a restart too fast to be seen away). */
+	if (h->lockfs && st.st_ino != h->ino)
+		h->rebind = true;
+	if (st.st_dev != h->dev || (!h->lockfs && st.st_ino != h->ino)) {
 		*why = g_strdup("its name now belongs to another lock");
 		return 1;
 	}
@@ -168,6 +260,8 @@ static int check_once(held *h, bool beat, char **why)
 			                       ours);
 			return 1;
 		}
+		if (h->rebind)
+			rebound(h, &st);
 		n = lgetxattr(h->path, STATE_XATTR, buf, sizeof(buf) - 1);
 		if (n < 0)
 			return classify(errno, false, why);
@@ -189,11 +283,10 @@ static int check_once(held *h, bool beat, char **why)
 			}
 		}
 	}
-	/* By path, right after the checks: through a descriptor a broken lock's
-	 * inode would take the touch without complaint. */
-	if (beat && utimensat(AT_FDCWD, h->path, NULL, 0) != 0)
-		return classify(errno, true, why);
-	return 0;
+	/* By name, right after the checks: through the lock's own descriptor a
+	 * broken lock's inode would take the touch without complaint. */
+	int e = beat ? beat_lock(h) : 0;
+	return e ? classify(e, true, why) : 0;
 }
 
 static gpointer watcher(gpointer data)
@@ -264,9 +357,19 @@ static void unlink_if_same(const char *path, const struct stat *st)
 /* In a lockfs mount: the create is the acquisition, the fence its proof. */
 static int take_lockfs(held *h, char **error)
 {
-	int fd = open(h->path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0644);
+	/* Only through the mount: with its lockfs away (a restart) the path is
+	 * the directory underneath, where a create would make a real file. */
+	struct stat ms;
+	if (stat(h->mount, &ms) != 0 || !ctl_is_lockfs_mount(h->mount))
+		return ENOTCONN;
+	int dfd = open_on_mount(h->dir, ms.st_dev);
+	if (dfd < 0)
+		return -dfd;
+	int fd = openat(dfd, h->base, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC | O_NOCTTY, 0644);
+	int oe = errno;
+	close(dfd);
 	if (fd < 0)
-		return errno;
+		return oe;
 	char pid[32], fence[128];
 	int len = snprintf(pid, sizeof(pid), "%d\n", (int)getpid());
 	struct stat st;
@@ -378,6 +481,31 @@ static int sleep_for_signal(const sigset_t *set, int64_t us, siginfo_t *si)
 /* Unlink PATH only if it is still ours: same inode, same fence.  Ours but
  * lost, it is unlinked too: the mount keeps a lost name until its holder
  * unlinks it, and until then nobody on this host could take the lock. */
+/* Unlink H's name through its own mount only (see open_on_mount). */
+static int unlink_lock(held *h)
+{
+	if (!h->lockfs)
+		return unlink(h->path) == 0 ? 0 : errno;
+	int dfd = open_on_mount(h->dir, h->dev);
+	if (dfd < 0)
+		return -dfd;
+	int e = unlinkat(dfd, h->base, 0) == 0 ? 0 : errno;
+	close(dfd);
+	return e;
+}
+
+/* Until when a release waits for a mount that is away (a restart of its
+ * lockfs) to come back: as long as the lock could still be ours. */
+static int64_t away_deadline(held *h)
+{
+	g_mutex_lock(&h->mu);
+	int64_t end = h->last_ok_us + h->ttl_us;
+	if (h->lease_end_us)
+		end = MIN(end, h->lease_end_us);
+	g_mutex_unlock(&h->mu);
+	return end;
+}
+
 static int release(held *h)
 {
 	int64_t until = boot_us() + RELEASE_RETRY_US;
@@ -387,9 +515,13 @@ static int release(held *h)
 		g_free(why);
 		if (r > 0 && r != CHECK_OURS_LOST)
 			return ENOENT;
-		if (unlink(h->path) == 0)
+		int e = r == -ENOTCONN ? ENOTCONN : unlink_lock(h);
+		if (e == 0)
 			return 0;
-		int e = errno;
+		if (e == ENOTCONN && h->lockfs && boot_us() < away_deadline(h)) {
+			g_usleep(100 * 1000); /* away: released once it is back */
+			continue;
+		}
 		if (e != EIO || boot_us() >= until)
 			return e;
 		g_usleep(200 * 1000);
@@ -686,7 +818,13 @@ int ctl_hold(int argc, char **argv)
 		ctl_err("%s", error->message);
 		return CTL_EXIT_UNAVAILABLE;
 	}
-	held h = { .path = g_strdup(t.path), .lockfs = t.mount != NULL };
+	held h = { .path = g_strdup(t.path),
+		   .lockfs = t.mount != NULL,
+		   .mount = g_strdup(t.mount),
+		   .dir = g_strdup(t.dir),
+		   .base = g_strdup(t.base),
+		   .verbose = o.verbose,
+		   .ttl_us = o.ttl_ms * 1000 };
 	g_mutex_init(&h.mu);
 	g_cond_init(&h.cond);
 	h.beat_every_us = MAX(o.ttl_ms * 1000 / 3, 50 * 1000);
@@ -717,8 +855,9 @@ int ctl_hold(int argc, char **argv)
 			rc = CTL_EXIT_UNAVAILABLE;
 			goto out;
 		}
-		/* EIO: the backend failed this time; it may answer within the wait. */
-		if (e != EEXIST && e != EIO) {
+		/* EIO: the backend failed this time; ENOTCONN: the mount is away
+		 * (its lockfs restarting).  Either may answer within the wait. */
+		if (e != EEXIST && e != EIO && e != ENOTCONN) {
 			ctl_err("cannot take %s: %s; check the path and the directory's "
 			        "permissions",
 			        t.path, g_strerror(e));
@@ -732,12 +871,19 @@ int ctl_hold(int argc, char **argv)
 			if (by)
 				ctl_err("waiting for %s, held by %s, up to %s", t.path, by, upto);
 			else
-				ctl_err("waiting for %s (the lockfs backend failed), up to %s",
-				        t.path, upto);
+				ctl_err("waiting for %s (%s), up to %s", t.path,
+				        e == EIO ? "the lockfs backend failed"
+				                 : "its lockfs mount is away",
+				        upto);
 			said_waiting = true;
 		}
 		if (left <= 0) {
-			if (e == EIO) {
+			if (e == ENOTCONN) {
+				ctl_err("cannot take %s: its lockfs mount %s is away (not mounted); "
+				        "start its lockfs",
+				        t.path, t.mount);
+				rc = CTL_EXIT_UNAVAILABLE;
+			} else if (e == EIO) {
 				ctl_err("cannot take %s: %s (the lockfs backend failed); see the "
 				        "mount's log and run lockfsctl check",
 				        t.path, g_strerror(e));
@@ -839,18 +985,28 @@ int ctl_hold(int argc, char **argv)
 				h.lost = true;
 				h.why = g_strdup_printf(
 				        "its lease could run out in %" G_GINT64_FORMAT
-				        " ms and the mount has not reported it renewed",
-				        MAX(lease_end - now, 0) / 1000);
+				        " ms and the mount has not reported it renewed%s",
+				        MAX(lease_end - now, 0) / 1000,
+				        h.away ? ": its lockfs mount went away and has not "
+				                 "come back"
+				               : "");
 			}
 			if (!h.lost && now - h.last_ok_us > o.ttl_ms * 1000) {
 				/* Unconfirmed for a whole ttl (a hung or failing mount):
 				 * the lease may be gone. */
 				h.lost = true;
 				g_autofree char *ttl = ctl_format_ms(o.ttl_ms);
-				h.why = g_strdup_printf(
-				        "it could not be confirmed for --ttl %s: %s", ttl,
-				        h.last_err ? g_strerror(h.last_err)
-				                   : "the mount did not answer");
+				if (h.away)
+					h.why = g_strdup_printf(
+					        "its lockfs mount went away and did not come "
+					        "back with it within --ttl %s",
+					        ttl);
+				else
+					h.why = g_strdup_printf(
+					        "it could not be confirmed for --ttl %s: %s",
+					        ttl,
+					        h.last_err ? g_strerror(h.last_err)
+					                   : "the mount did not answer");
 			}
 			bool lost = h.lost;
 			g_mutex_unlock(&h.mu);
@@ -950,6 +1106,9 @@ out:
 	g_strfreev(envp);
 	if (!leave_h) {
 		g_free(h.path);
+		g_free(h.mount);
+		g_free(h.dir);
+		g_free(h.base);
 		g_free(h.fence);
 		g_free(h.why);
 		g_mutex_clear(&h.mu);

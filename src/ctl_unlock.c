@@ -116,24 +116,6 @@ static void show_plain(const char *path, const struct stat *st)
 	printf("modified:   %s, %s ago\n", mtime, age);
 }
 
-static bool confirm(void)
-{
-	fprintf(stderr, "break it? [y/N] ");
-	fflush(stderr);
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t n = getline(&line, &cap, stdin);
-	bool yes = false;
-	if (n > 0) {
-		g_strstrip(line);
-		yes = !g_ascii_strcasecmp(line, "y") || !g_ascii_strcasecmp(line, "yes");
-	} else {
-		fputc('\n', stderr);
-	}
-	free(line);
-	return yes;
-}
-
 static int break_error(const char *path, const char *dir, const char *owner, int e)
 {
 	if (e == EPERM || e == EACCES)
@@ -148,20 +130,6 @@ static int break_error(const char *path, const char *dir, const char *owner, int
 		ctl_err("cannot break %s: %s; check the lockfs log of its mount", path,
 		        g_strerror(e));
 	return CTL_EXIT_ERROR;
-}
-
-/* Write "KEY FENCE" to MOUNT/.lockfs/break: 0 or an errno. */
-static int request_break(const char *mount, const char *key, const char *fence)
-{
-	g_autofree char *path = g_build_filename(mount, LOCKFS_VIEW_DIR, LOCKFS_VIEW_BREAK, NULL);
-	g_autofree char *line = lockfs_view_break_request(key, fence);
-	int fd = open(path, O_WRONLY | O_CLOEXEC);
-	if (fd < 0)
-		return errno;
-	ssize_t n = write(fd, line, strlen(line));
-	int e = n < 0 ? errno : 0;
-	close(fd);
-	return e;
 }
 
 /* Remove the name the way a legacy tool would: a directory lock by rmdir. */
@@ -210,7 +178,7 @@ static int unlock(const ctl_target *t, bool yes)
 	}
 	fflush(stdout);
 
-	if (!yes && !confirm()) {
+	if (!yes && !ctl_confirm("break it?")) {
 		printf("not broken\n");
 		return CTL_EXIT_FAIL;
 	}
@@ -238,7 +206,7 @@ static int unlock(const ctl_target *t, bool yes)
 		/* The daemon judges the request as it would an unlink by us, logs
 		 * and notifies it as a break whoever asks, and refuses it (ESTALE)
 		 * if the fence is no longer the one shown. */
-		e = request_break(t->mount, t->key, l->fence);
+		e = ctl_request_break(t->mount, t->key, l->fence);
 		if (e == ESTALE) {
 			ctl_err("%s changed hands while you decided (fence %s is gone); nothing "
 			        "was broken: run lockfsctl unlock again to see the new holder",

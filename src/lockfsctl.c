@@ -1,4 +1,4 @@
-/* lockfsctl: inspect, check, break and hold lockfs locks.  See lockfsctl(1). */
+/* lockfsctl: inspect, check, break, release and hold lockfs locks.  See lockfsctl(1). */
 #include "ctl.h"
 
 #include <locale.h>
@@ -13,6 +13,7 @@ static const struct {
 	{ "status", ctl_status, "status [--json] [MOUNT...]" },
 	{ "check", ctl_check, "check [--config FILE] [-o OPTIONS] [MOUNT...]" },
 	{ "unlock", ctl_unlock, "unlock [--yes] PATH" },
+	{ "release", ctl_release, "release --all [--yes] [--config FILE] [-o OPTIONS] MOUNT" },
 	{ "hold", ctl_hold,
 	  "hold [-n] [-w SECS] [-E N] [--verbose] [--ttl D] [--max-hold D] PATH\n"
 	  "        ([--] CMD [ARG...] | -c 'SHELL COMMAND')" },
@@ -31,7 +32,7 @@ int main(int argc, char **argv)
 {
 	setlocale(LC_ALL, "");
 	if (argc < 2)
-		return ctl_usage_error("give a command: status, check, unlock or hold");
+		return ctl_usage_error("give a command: status, check, unlock, release or hold");
 	const char *cmd = argv[1];
 	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
 		usage(stdout);
@@ -47,7 +48,7 @@ int main(int argc, char **argv)
 		ctl_prog = g_strconcat("lockfsctl ", cmd, NULL);
 		return commands[i].run(argc - 1, argv + 1);
 	}
-	return ctl_usage_error("unknown command '%s'; the commands are status, check, unlock and "
-	                       "hold",
+	return ctl_usage_error("unknown command '%s'; the commands are status, check, unlock, "
+	                       "release and hold",
 	                       cmd);
 }
