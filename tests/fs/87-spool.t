@@ -32,6 +32,14 @@ else
     WHO=(env)
     BOX_UID=$EUID
 fi
+# hA's deliverer: dotlockfile; unprivileged, hA's mount is reached through
+# /proc/$$/fd/N, which a setgid program (dotlockfile) may not follow, so
+# lockfile-progs there (movemail is not setgid).
+A_KIND=dotlockfile
+if ((EUID != 0)); then
+    A_KIND=lockfile-progs
+    note "unprivileged: hA delivers with lockfile-progs (setgid dotlockfile cannot follow /proc/PID/fd)"
+fi
 
 # deliver ID MOUNT KIND: until SECS have passed, take the mailbox's lock,
 # append one message, let the lock go; the id of each message whose lock was
@@ -91,7 +99,7 @@ pids=()
 "${WHO[@]}" bash -c 'deliver b1 "$B" dotlockfile' 2>/dev/null & pids+=($!)
 "${WHO[@]}" bash -c 'deliver b2 "$B" dotlockfile' 2>/dev/null & pids+=($!)
 "${WHO[@]}" bash -c 'deliver b3 "$B" lockfile-progs' 2>/dev/null & pids+=($!)
-"${WHO[@]}" bash -c 'deliver a1 "$A" dotlockfile' 2>/dev/null & pids+=($!)
+"${WHO[@]}" bash -c 'deliver a1 "$A" "$1"' _ "$A_KIND" 2>/dev/null & pids+=($!)
 box_there() { [[ -e $SPOOL_DISK/user1 ]]; }
 wait_until 20 box_there
 "${WHO[@]}" bash -c 'mover' 2>/dev/null &
