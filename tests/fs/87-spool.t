@@ -24,6 +24,11 @@ note "$SPOOL_HOW"
 SDIR=$TESTDIR/out
 mkdir -p "$SDIR"
 if ((EUID == 0)); then
+    # The mail user is in group mail, so that movemail can make its
+    # dot-lock in the spool: a user who cannot write the spool has mailutils
+    # lock the mailbox with fcntl instead, which excludes no dot-lock, on any
+    # disk (legacy-clients.md, item 8).  87-dotlockfile-takes.t has takers
+    # outside group mail.
     have_user2 || skip_all "$(user2_skip_reason)"
     WHO=(setpriv --reuid="$USER2_UID" --regid="$USER2_GID" --groups="$SPOOL_GRP" --)
     chown "$USER2_UID" "$SDIR"
