@@ -13,9 +13,10 @@ TEST_TIMEOUT=300
 . "$(dirname "$0")/../lib/mount.sh"
 [[ $LOCKFS_BACKEND != local ]] || skip_all "the local backend is one host's; two mounts share nothing"
 
-lockfs_start_or_bail -o host=hA
+# (a network timeout of 1 s for the outage at the end)
+lockfs_start_or_bail -o host=hA -o ttl=20s -o network_timeout=1s
 A=$MNT
-lockfs_start_or_bail -o host=hB
+lockfs_start_or_bail -o host=hB -o ttl=20s -o network_timeout=1s
 B=$MNT
 
 # Each round, in one process so that nothing waits between the steps: hA
@@ -108,4 +109,19 @@ note "release on hA to take on hB ($LOCKFS_BACKEND): median $median ms, worst $w
 cmp_ok "${#lat[@]}" -eq 10 "hB took each lock hA let go"
 # list_cache (200 ms) plus a dotlockfile round and a loaded machine
 cmp_ok "${worst:-99999}" -le 1000 "release on hA to take on hB within a second (worst $worst ms)"
+# A mount cut off from its backend cannot vouch for a name another host may
+# hold: hB answers EIO for hA's lock, not ENOENT ("free"), once what it
+# knew has aged past list_cache.
+timeout 10 bash -c 'set -C; echo $$ >"$1"' _ "$A/cut.lock"
+b_sees_cut() { [[ $(fsop1 lstat "$B/cut.lock") == OK ]]; }
+ok "hB sees hA's cut.lock" wait_until 5 b_sees_cut
+backend_server_pause
+at_exit backend_server_resume
+sleep 0.3 # past list_cache (200 ms): what hB knew is not believed any more
+is "$(fsop1 lstat "$B/cut.lock")" EIO "backend unreachable: hB's lstat of hA's lock answers EIO, not ENOENT"
+is "$(fsop1 lstat "$B/never.lock")" EIO "... and of a name nobody holds: EIO too (it cannot know)"
+backend_server_resume
+ok "backend back: hB sees hA's cut.lock again" wait_until 10 b_sees_cut
+rm -f "$A/cut.lock"
+
 done_testing
