@@ -516,8 +516,8 @@ static void lfs_readlink(fuse_req_t req, fuse_ino_t ino)
  * a file of the directory underneath.  For regular files OPEN_FLAGS >= 0 asks
  * for an open descriptor of a disk file in *FD. */
 static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode_t um,
-                     const char *target, const struct lfs_caller *c, int open_flags,
-                     lfs_node **out, int *fd)
+                     dev_t rdev, const char *target, const struct lfs_caller *c,
+                     int open_flags, lfs_node **out, int *fd)
 {
 	int r = check_name(name);
 	if (r)
@@ -532,6 +532,10 @@ static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode
 		return -ENAMETOOLONG;
 
 	bool lock = name_is_lock(fs, name);
+	/* A device only on the disk underneath (the kernel let the caller
+	 * make one: CAP_MKNOD); as a lock or in memory it serves no purpose. */
+	if ((S_ISCHR(mode) || S_ISBLK(mode)) && (lock || dir->kind != NODE_DISK))
+		return -EPERM;
 	if (lock || dir->kind != NODE_DISK) {
 		/* Memory nodes have no default ACL: the umask applies (a
 		 * symlink's 0777 is never masked, as on disk). */
@@ -592,7 +596,7 @@ static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode
 		if (symlinkat(target, dir->fd, name) != 0)
 			e = errno;
 	} else {
-		if (mknodat(dir->fd, name, mode, 0) != 0)
+		if (mknodat(dir->fd, name, mode, rdev) != 0)
 			e = errno;
 	}
 	if (set_um)
@@ -640,14 +644,13 @@ static void lfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct lfs_caller c = caller_of(req);
 	lfs_node *n = NULL;
 	int r = 0;
-	/* Devices in a lock directory serve no purpose and need privilege. */
-	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
+	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISCHR(mode) &&
+	    !S_ISBLK(mode))
 		r = -EPERM;
-	(void)rdev;
 	LOCK(fs);
 	if (!r)
-		r = make_node(fs, node_of(fs, parent), name, mode, umask_of(req), NULL, &c, -1,
-		              &n, NULL);
+		r = make_node(fs, node_of(fs, parent), name, mode, umask_of(req), rdev, NULL, &c,
+		              -1, &n, NULL);
 	reply_made(req, fs, r, n);
 }
 
@@ -658,7 +661,7 @@ static void lfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	lfs_node *n = NULL;
 	LOCK(fs);
 	int r = make_node(fs, node_of(fs, parent), name, S_IFDIR | (mode & 07777), umask_of(req),
-	                  NULL, &c, -1, &n, NULL);
+	                  0, NULL, &c, -1, &n, NULL);
 	reply_made(req, fs, r, n);
 }
 
@@ -668,7 +671,8 @@ static void lfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, con
 	struct lfs_caller c = caller_of(req);
 	lfs_node *n = NULL;
 	LOCK(fs);
-	int r = make_node(fs, node_of(fs, parent), name, S_IFLNK | 0777, 0, link, &c, -1, &n, NULL);
+	int r = make_node(fs, node_of(fs, parent), name, S_IFLNK | 0777, 0, 0, link, &c, -1, &n,
+	                  NULL);
 	reply_made(req, fs, r, n);
 }
 
@@ -757,7 +761,7 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	 * described (its holder record comes after the grant), so a name
 	 * taken in turn by short holds on other hosts comes here. */
 	for (int tries = 0;; tries++) {
-		r = make_node(fs, dir, name, S_IFREG | (mode & 07777), umask_of(req), NULL, &c,
+		r = make_node(fs, dir, name, S_IFREG | (mode & 07777), umask_of(req), 0, NULL, &c,
 		              fi->flags, &n, &fd);
 		made = r == 0;
 		if (r != -EEXIST || (fi->flags & O_EXCL) || !name_is_lock(fs, name))

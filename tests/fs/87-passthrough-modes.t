@@ -87,7 +87,20 @@ if ((HAVE_ACL)); then
     is "$(modes "$M/acl")" "$want" "default ACL: what lockfs makes is the plain directory's"
     is "$(modes "$DISK/acl")" "$want" "default ACL: ... and so on the disk underneath"
 else
-    skip 3 "no default ACLs on $TESTDIR's filesystem: $(cat "$TESTDIR/acl.err")"
+    skip "no default ACLs on $TESTDIR's filesystem: $(cat "$TESTDIR/acl.err")" 3
+fi
+
+# Devices (root only: mknod of one needs CAP_MKNOD): root under umask 027
+# makes /dev/null's twin in both; lock names and memory directories refuse.
+if ((EUID == 0)); then
+    dev() { (umask 027 && cd "$1" && mknod nul c 1 3 && stat -c '%n %A %U %G %t:%T' nul) 2>&1; }
+    want=$(dev "$PLAIN/u007")
+    like "$want" '^nul crw-r----- root ' "a device in the plain directory: crw-r-----"
+    is "$(dev "$M/u007")" "$want" "a device made through lockfs is the plain directory's"
+    run 10 mknod "$M/u007/dev.lock" c 1 3
+    like "$ERR" 'not permitted' "a device as a lock name: EPERM"
+else
+    skip "mknod of a device needs root" 3
 fi
 
 # Lock names stay in memory: their mode is the caller's umask applied, as
