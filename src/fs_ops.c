@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -68,6 +70,36 @@ typedef struct {
 static lfs *F(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+/* Whether the kernel leaves the caller's umask to lockfs (FUSE_DONT_MASK):
+ * then the modes of MKNOD, MKDIR and CREATE come unmasked, with the umask
+ * beside them, so that a disk file is made as the disk itself would make
+ * it -- the umask where the directory has no default ACL, the ACL where it
+ * has one (the kernel cannot tell from here which applies). */
+static bool dont_mask;
+
+/* The caller's umask for a create, fs->mu held. */
+static mode_t umask_of(fuse_req_t req)
+{
+	return dont_mask ? fuse_req_ctx(req)->umask & 0777 : 0;
+}
+
+/* Make this thread's umask its own (CLONE_FS), once: a create sets it to
+ * the caller's while it runs, and lockfs's own (022 from a root shell or
+ * systemd) must not be applied on top of the caller's; other threads of
+ * lockfs (state files, logs) keep the process's. */
+static bool own_umask(void)
+{
+	static __thread int own; /* 0 not tried, 1 own, -1 failed */
+	if (!own) {
+		own = unshare(CLONE_FS) == 0 ? 1 : -1;
+		if (own < 0)
+			g_warning("unshare(CLONE_FS): %s; files made through passthrough get "
+			          "lockfs's umask too",
+			          g_strerror(errno));
+	}
+	return own > 0;
 }
 
 struct lfs_caller caller_of(fuse_req_t req)
@@ -488,8 +520,9 @@ static void lfs_readlink(fuse_req_t req, fuse_ino_t ino)
 /* Make NAME in DIR: a lock (taken from the backend first), a memory node, or
  * a file of the directory underneath.  For regular files OPEN_FLAGS >= 0 asks
  * for an open descriptor of a disk file in *FD. */
-static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, const char *target,
-                     const struct lfs_caller *c, int open_flags, lfs_node **out, int *fd)
+static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode_t um,
+                     dev_t rdev, const char *target, const struct lfs_caller *c,
+                     int open_flags, lfs_node **out, int *fd)
 {
 	int r = check_name(name);
 	if (r)
@@ -504,7 +537,15 @@ static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, cons
 		return -ENAMETOOLONG;
 
 	bool lock = name_is_lock(fs, name);
+	/* A device only on the disk underneath (the kernel let the caller
+	 * make one: CAP_MKNOD); as a lock or in memory it serves no purpose. */
+	if ((S_ISCHR(mode) || S_ISBLK(mode)) && (lock || dir->kind != NODE_DISK))
+		return -EPERM;
 	if (lock || dir->kind != NODE_DISK) {
+		/* Memory nodes have no default ACL: the umask applies (a
+		 * symlink's 0777 is never masked, as on disk). */
+		if (!S_ISLNK(mode))
+			mode &= ~um;
 		lfs_node *n = node_new(fs, NODE_MEM, mode, c->uid, c->gid);
 		if (dir->mode & S_ISGID) { /* BSD group semantics, as on disk */
 			n->gid = dir->gid;
@@ -539,23 +580,36 @@ static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, cons
 	if (fstatat(dir->fd, "", &dst, AT_EMPTY_PATH) == 0 && (dst.st_mode & S_ISGID))
 		gid = (gid_t)-1;
 	int dfd = -1;
+	/* The disk applies the caller's umask, or the directory's default
+	 * ACL instead, exactly as for the caller itself. */
+	mode_t old_um = 0;
+	bool set_um = own_umask();
+	if (set_um)
+		old_um = umask(um);
+	else
+		mode &= ~um;
+	int e = 0;
 	if (S_ISREG(mode)) {
 		int flags = (open_flags >= 0 ? open_flags : O_WRONLY) & ~(O_TRUNC | O_NOFOLLOW);
 		dfd = openat(dir->fd, name, flags | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
 		if (dfd < 0)
-			return -errno;
-		if (chown_it && fchown(dfd, c->uid, gid) != 0)
-			r = -errno;
+			e = errno;
 	} else if (S_ISDIR(mode)) {
 		if (mkdirat(dir->fd, name, mode & 07777) != 0)
-			return -errno;
+			e = errno;
 	} else if (S_ISLNK(mode)) {
 		if (symlinkat(target, dir->fd, name) != 0)
-			return -errno;
+			e = errno;
 	} else {
-		if (mknodat(dir->fd, name, mode, 0) != 0)
-			return -errno;
+		if (mknodat(dir->fd, name, mode, rdev) != 0)
+			e = errno;
 	}
+	if (set_um)
+		umask(old_um);
+	if (e)
+		return -e;
+	if (chown_it && S_ISREG(mode) && fchown(dfd, c->uid, gid) != 0)
+		r = -errno;
 	if (!r && chown_it && !S_ISREG(mode) &&
 	    fchownat(dir->fd, name, c->uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
 		r = -errno;
@@ -595,13 +649,13 @@ static void lfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct lfs_caller c = caller_of(req);
 	lfs_node *n = NULL;
 	int r = 0;
-	/* Devices in a lock directory serve no purpose and need privilege. */
-	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode))
+	if (!S_ISREG(mode) && !S_ISFIFO(mode) && !S_ISSOCK(mode) && !S_ISCHR(mode) &&
+	    !S_ISBLK(mode))
 		r = -EPERM;
-	(void)rdev;
 	LOCK(fs);
 	if (!r)
-		r = make_node(fs, node_of(fs, parent), name, mode, NULL, &c, -1, &n, NULL);
+		r = make_node(fs, node_of(fs, parent), name, mode, umask_of(req), rdev, NULL, &c,
+		              -1, &n, NULL);
 	reply_made(req, fs, r, n);
 }
 
@@ -611,8 +665,8 @@ static void lfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct lfs_caller c = caller_of(req);
 	lfs_node *n = NULL;
 	LOCK(fs);
-	int r = make_node(fs, node_of(fs, parent), name, S_IFDIR | (mode & 07777), NULL, &c, -1,
-	                  &n, NULL);
+	int r = make_node(fs, node_of(fs, parent), name, S_IFDIR | (mode & 07777), umask_of(req),
+	                  0, NULL, &c, -1, &n, NULL);
 	reply_made(req, fs, r, n);
 }
 
@@ -622,7 +676,8 @@ static void lfs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent, con
 	struct lfs_caller c = caller_of(req);
 	lfs_node *n = NULL;
 	LOCK(fs);
-	int r = make_node(fs, node_of(fs, parent), name, S_IFLNK | 0777, link, &c, -1, &n, NULL);
+	int r = make_node(fs, node_of(fs, parent), name, S_IFLNK | 0777, 0, 0, link, &c, -1, &n,
+	                  NULL);
 	reply_made(req, fs, r, n);
 }
 
@@ -735,7 +790,8 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	 * described (its holder record comes after the grant), so a name
 	 * taken in turn by short holds on other hosts comes here. */
 	for (int tries = 0;; tries++) {
-		r = make_node(fs, dir, name, S_IFREG | (mode & 07777), NULL, &c, fi->flags, &n, &fd);
+		r = make_node(fs, dir, name, S_IFREG | (mode & 07777), umask_of(req), 0, NULL, &c,
+		              fi->flags, &n, &fd);
 		made = r == 0;
 		if (r != -EEXIST || (fi->flags & O_EXCL) || !name_is_lock(fs, name))
 			break;
@@ -1650,6 +1706,12 @@ static void lfs_init(void *userdata, struct fuse_conn_info *conn)
 	/* And fcntl(2)/lockf(3) record locks (.getlk, .setlk). */
 	if (conn->capable & FUSE_CAP_POSIX_LOCKS)
 		conn->want |= FUSE_CAP_POSIX_LOCKS;
+	/* The caller's umask comes here, to be applied as the disk would
+	 * (make_node): lockfs's own must not be added to it. */
+	if (conn->capable & FUSE_CAP_DONT_MASK) {
+		conn->want |= FUSE_CAP_DONT_MASK;
+		dont_mask = true;
+	}
 
 }
 

@@ -17,14 +17,24 @@
 #include <errno.h>
 #include <string.h>
 
-/* How long a refused key with no holder record shows as held (above). */
-#define REFUSED_FOR_US (20 * 1000)
+/* A backend that may hold a key before it can describe it
+ * (LOCKFS_BACKEND_UNDESCRIBED: tinystore writes a holder record 50 ms after
+ * the grant) would have a name refused here look free, or held by nobody,
+ * right after the refusal: liblockfile's lstat() after EEXIST, getfattr,
+ * .lockfs/.  So for this long after a refusal, an inspect that finds no
+ * record asks again, every RECORD_POLL_US, until the record is there; a
+ * lock let go before its record was written never gets one, and is free
+ * once the window has passed.  The window is the record's delay and the
+ * time its write takes on a loaded host. */
+#define REFUSED_WINDOW_US (250 * 1000)
+#define RECORD_POLL_US (10 * 1000)
 
 typedef struct {
 	lockfs_lock_info info; /* valid when r == 0 */
 	int r;                 /* 0 held, -ENOENT free, NOTHING: believe nothing */
 	int64_t until_mono;    /* believed until then */
 	int64_t changed_mono;  /* when this mount last changed the key, or 0 */
+	int64_t refused_mono;  /* when a take here was last refused, or 0 */
 } remote_entry;
 
 #define NOTHING 1
@@ -75,6 +85,7 @@ static void store_locked(lfs *fs, const char *key, int r, const lockfs_lock_info
 	e->r = r;
 	e->until_mono = now + for_us;
 	e->changed_mono = changed ? now : last_change;
+	e->refused_mono = old ? old->refused_mono : 0;
 	if (r == 0)
 		remote_info_copy(&e->info, info);
 	if (!old && g_hash_table_size(fs->remote) >= CACHE_MAX) {
@@ -102,6 +113,44 @@ void remote_forget(lfs *fs, const char *key)
 	store(fs, key, NOTHING, NULL, 0, 0, true);
 }
 
+/* A key held, but nobody says by whom (the tinystore CLI's locks, a holder
+ * record not written in time): a fresh lock of an unknown holder, with no
+ * age to break it by.  Shown only where nothing better can be said: held
+ * past the window with no record, or a create that must open what it
+ * found taken (lfs_create). */
+static void unknown_holder(lockfs_lock_info *info, const char *key)
+{
+	memset(info, 0, sizeof(*info));
+	info->key = g_strdup(key);
+	info->state = LOCKFS_STATE_HELD;
+	info->lease_left_ms = -1;
+	info->holder.mode = S_IFREG | 0644;
+	info->holder.acquired_us = info->holder.heartbeat_us = lockfs_now_us();
+}
+
+/* KEY was found free after a refusal: no record is waited for any more. */
+static void end_refused(lfs *fs, const char *key)
+{
+	g_mutex_lock(&fs->remote_mu);
+	remote_entry *e = g_hash_table_lookup(fs->remote, key);
+	if (e)
+		e->refused_mono = 0;
+	g_mutex_unlock(&fs->remote_mu);
+}
+
+/* Until when an inspect of KEY that finds no record must ask again (mono
+ * µs; 0: it need not), see REFUSED_WINDOW_US. */
+static int64_t refused_until(lfs *fs, const char *key)
+{
+	if (!(fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED))
+		return 0;
+	g_mutex_lock(&fs->remote_mu);
+	remote_entry *e = g_hash_table_lookup(fs->remote, key);
+	int64_t at = e ? e->refused_mono : 0;
+	g_mutex_unlock(&fs->remote_mu);
+	return at ? at + REFUSED_WINDOW_US : 0;
+}
+
 int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
 {
 	if (!fs->shared)
@@ -121,11 +170,42 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
 	}
 	lockfs_lock_info info;
 	memset(&info, 0, sizeof(info));
-	int64_t asked = lockfs_mono_us();
-	int r = fs->be->inspect(fs->be, key, &info);
+	int64_t asked, until = refused_until(fs, key), for_us = fs->set->list_cache_ms * 1000;
+	int r;
+	for (;;) {
+		asked = lockfs_mono_us();
+		r = fs->be->inspect(fs->be, key, &info);
+		if (r != -ENOENT || asked >= until)
+			break;
+		/* No record yet, a moment after a refusal here: held, not yet
+		 * described, or let go?  The lock service itself says
+		 * (held(): tinystore's look stands in line for the key, so a
+		 * release is known the moment it happens); else ask the record
+		 * again shortly.  Both bounded by the window. */
+		int h = fs->be->held ? fs->be->held(fs->be, key, 0) : 1;
+		if (h < 0) {
+			r = -EIO;
+			break;
+		}
+		if (h == 0) { /* free: no record will come */
+			end_refused(fs, key);
+			break;
+		}
+		if (lockfs_mono_us() + RECORD_POLL_US >= until) {
+			/* Held all this time and still no record (its write
+			 * failed, or a client without records holds it): held
+			 * by someone nobody names, believed only briefly. */
+			unknown_holder(&info, key);
+			r = 0;
+			for_us = MIN(for_us, RECORD_POLL_US);
+			break;
+		}
+		if (!fs->be->held)
+			g_usleep(RECORD_POLL_US);
+	}
 	if (r != 0 && r != -ENOENT)
 		return -EIO;
-	store(fs, key, r, &info, fs->set->list_cache_ms * 1000, asked, false);
+	store(fs, key, r, &info, for_us, asked, false);
 	if (r == 0)
 		*out = info;
 	return r;
@@ -137,42 +217,22 @@ void remote_note_free(lfs *fs, const char *key)
 		store(fs, key, -ENOENT, NULL, fs->set->list_cache_ms * 1000, 0, true);
 }
 
-/* A key held, but nobody says by whom (the tinystore CLI's locks, a holder
- * record not written yet -- tinystore's holder writes it after the grant,
- * and a lock let go within that time never has one): a fresh lock of an
- * unknown holder, with no age to break it by. */
-static void unknown_holder(lockfs_lock_info *info, const char *key)
-{
-	memset(info, 0, sizeof(*info));
-	info->key = g_strdup(key);
-	info->state = LOCKFS_STATE_HELD;
-	info->lease_left_ms = -1;
-	info->holder.mode = S_IFREG | 0644;
-	info->holder.acquired_us = info->holder.heartbeat_us = lockfs_now_us();
-}
-
 void remote_note_refused(lfs *fs, const char *key)
 {
 	if (!fs->shared || !(fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED))
 		return;
-	lockfs_lock_info info;
-	memset(&info, 0, sizeof(info));
-	int64_t asked = lockfs_mono_us();
-	int r = remote_get(fs, key, true, &info);
-	if (r == 0) {
-		lockfs_lock_info_clear(&info);
-		return;
-	}
-	if (r != -ENOENT)
-		return;
-	/* Shown as an unknown holder's, so that the tool's lstat() right after
-	 * EEXIST finds a lock to wait for (liblockfile gives up after six
-	 * ENOENTs in a row).  Believed only briefly: it may have been released
-	 * already, and meanwhile every create of the name fails in the
-	 * kernel's lookup. */
-	unknown_holder(&info, key);
-	store(fs, key, 0, &info, MIN(fs->set->list_cache_ms * 1000, REFUSED_FOR_US), asked, false);
-	lockfs_lock_info_clear(&info);
+	/* Every inspection from now on waits for the holder's record rather
+	 * than show the name free or held by nobody (REFUSED_WINDOW_US): the
+	 * tool's lstat() right after EEXIST must find the lock it waits for
+	 * (liblockfile gives up after six ENOENTs in a row, and unlinks a
+	 * name whose stat fails).  Nothing is believed of the key until then:
+	 * an answer asked before the refusal may predate the grant. */
+	g_mutex_lock(&fs->remote_mu);
+	store_locked(fs, key, NOTHING, NULL, 0, 0, true);
+	remote_entry *e = g_hash_table_lookup(fs->remote, key);
+	if (e)
+		e->refused_mono = lockfs_mono_us();
+	g_mutex_unlock(&fs->remote_mu);
 }
 
 lfs_node *remote_node_refused(lfs *fs, const char *key)
@@ -231,7 +291,7 @@ static struct timespec ts_of(int64_t us)
 lfs_node *remote_node_new(lfs *fs, const lockfs_lock_info *info)
 {
 	mode_t mode = info->holder.mode ? info->holder.mode : (S_IFREG | 0644);
-	/* A holder nobody names (remote_note_refused) is shown as the mount's
+	/* A holder nobody names (unknown_holder) is shown as the mount's
 	 * own user's, not root's: an unprivileged mount's users may open it, as
 	 * they could once its record names them. */
 	bool named = info->holder.host != NULL;
