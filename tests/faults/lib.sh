@@ -432,9 +432,12 @@ _park() { # HOST WID
 _mount_up() { [[ -e $1/.lockfs/status ]]; }
 
 # _mount_wait MNT LOG WID [release]: 0 once MNT answers; 1 when it did not
-# within MOUNT_WAIT_MS, or (unless "release") when the host is asked to park
-# or the run to stop (the caller goes back to its loop's top).  A wait is
-# recorded in LOG: W wid t_from t_to up|timeout|park.
+# within MOUNT_WAIT_MS, or when the run is asked to stop, or the host to
+# park (the caller goes back to its loop's top) -- for a release, unless WID
+# is the worker the park leaves alone (park.HOST.except: restart-holder's
+# holder, whose lock the next mount takes back; kill-holder waits for every
+# worker before it mounts again).  A wait is recorded in LOG:
+# W wid t_from t_to up|timeout|park|stop.
 _mount_wait() {
     local m=$1 log=$2 wid=$3 rel=${4:-} t0 h=${1##*/} i why=timeout
     _mount_up "$m" && return 0
@@ -443,7 +446,10 @@ _mount_wait() {
         nap 50
         if _mount_up "$m"; then why=up; break; fi
         [[ -e $RUN/stop ]] && { why=stop; break; }
-        [[ -z $rel && -e $RUN/park.$h ]] && { why=park; break; }
+        if [[ -e $RUN/park.$h ]] && [[ -z $rel || $(cat "$RUN/park.$h.except" 2>/dev/null) != "$wid" ]]; then
+            why=park
+            break
+        fi
     done
     printf 'W\t%s\t%s000\t%s000\t%s\n' "$wid" "$t0" "${EPOCHREALTIME/./}" "$why" >>"$log"
     [[ $why == up ]]
@@ -470,6 +476,13 @@ _turn_take() { # HOST: a section of HOST began
         th=$1 tc=1 tq=$((RANDOM % FAULTS_TURN_MAX + 1))
     fi
     printf '%s %s %s %s\n' "$th" "$tc" "$tq" "${EPOCHREALTIME/./}" >|"$RUN/turn"
+}
+
+# _beat LOCK FENCE ERR: a long section's heartbeat (touch -c, by path) and
+# its check (the fence is still FENCE); errors to ERR.
+_beat() {
+    touch -c -- "$1" 2>>"$3" &&
+        [[ $(getfattr -h --absolute-names --only-values -n user.lockfs.fence -- "$1" 2>/dev/null) == "$2" ]]
 }
 
 # A legacy-tool worker: take R.lock with TOOL, check it (fence and state, as a
@@ -548,8 +561,12 @@ legacy_worker() { # WID HOST TOOL
                     # A heartbeat by path, then the fence, as a careful
                     # client does: by path, a touch also succeeds on the
                     # lock another process of this uid took here since.
-                    if touch -c -- "$lk" 2>>"$err" &&
-                        [[ $(getfattr -h --absolute-names --only-values -n user.lockfs.fence -- "$lk" 2>/dev/null) == "$A_FENCE" ]]; then
+                    # A check that failed while the mount answers again is
+                    # made once more at once: the first may have looked at
+                    # the plain directory just before the next lockfs
+                    # mounted (touch -c succeeds there, the fence is not).
+                    if _beat "$lk" "$A_FENCE" "$err" ||
+                        { _mount_up "$m" && _beat "$lk" "$A_FENCE" "$err"; }; then
                         # Back, and still ours: the section rode the gap.
                         [[ -n $gap ]] && printf 'W\t%s\t%s000\t%s000\tride\n' "$wid" "$gap" "$t_chk" >>"$log"
                         gap=''
@@ -955,6 +972,7 @@ park_host() { # HOST [EXCEPT]
     local h=$1 except=${2:-} w i left tenths=$(((FAULTS_LONG_MS + 10000 + 5000) / 100)) tok=${NEM_ID:-0}.${EPOCHREALTIME/./}
     # By rename: a worker reading it mid-write would park with an empty
     # token and never be counted (seen once in the etcd long run).
+    printf '%s\n' "$except" >"$RUN/park.$h.except"
     printf '%s\n' "$tok" >"$RUN/park.$h.tmp" && mv -f "$RUN/park.$h.tmp" "$RUN/park.$h"
     for ((i = 0; i < tenths; i++)); do
         left=''
