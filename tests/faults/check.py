@@ -584,31 +584,80 @@ def main():
         return None
 
     restart_stats = {}  # nemesis id -> dict
+    side_l = defaultdict(list)  # (host, side key) -> [(t, state)]: its keeper found it not held
+    for path in glob.glob(os.path.join(run, "k.*.log")):
+        kh = os.path.basename(path)[2:-4]
+        for f in read_tsv(path):
+            if f[0] == "L" and len(f) > 3:
+                side_l[(kh, f[1])].append((int(f[2]), f[3]))
+    refused_re = re.compile(r"^(\d+) lockfs: warning: the record of (\S+) in .* not taken back")
     for n in nems:
         if n.base != "restart-holder":
             continue
         h = n.target
+        w_end = (n.t1 or t_end) + after_ns
         serving = mark_ms(n, "serving")
         if serving is None:
             # No new mount (the run said why): its locks are nobody's to keep.
             emit("note", f"{n.label(t0)}: no new lockfs served the mount; its locks not judged")
             continue
-        slow_restart = serving is None or serving >= a.ttl * 500
+        slow_restart = serving >= a.ttl * 500
+        # What the new lockfs said it did not take back.
+        refused = {}
+        new_mounts = sorted((ts, lp) for mh, _, lp, ts in mounts if mh == h and ts >= n.t0)
+        if new_mounts:
+            try:
+                with open(new_mounts[0][1], errors="replace") as fh:
+                    for line in fh:
+                        m = refused_re.match(line)
+                        if m:
+                            refused[m.group(2)] = line.split(" ", 1)[1].strip()
+            except FileNotFoundError:
+                pass
         held = held_at(h, n.t0)
-        st = {"held": len(held), "kept": 0, "granted_elsewhere": 0, "lost": 0,
-              "stopped_ms": mark_ms(n, "stopped"), "serving_ms": serving}
+        st = {"held": len(held), "kept": 0, "granted_elsewhere": 0, "lost": 0, "not_kept": 0,
+              "refused": len(refused), "stopped_ms": mark_ms(n, "stopped"), "serving_ms": serving}
+
+        def not_kept(t, text):
+            st["not_kept"] += 1
+            if slow_restart:
+                emit("note", text + f" [{n.label(t0)}: the restart took half a ttl or more, excused]")
+            else:
+                add(t, text, kind="restart", nem=n)
+
         for key, fence in held:
+            bad = False
             if key == "R.lock":
                 mine = [s for s in secs if s.host == h and s.fence == fence and s.t_acq <= n.t0]
                 until = max((s.end or t_end) for s in mine) if mine else t_end
                 others = [(s.t_acq, s.host, s.fence, f"section {s.id}") for s in secs
                           if s.fence != fence and n.t0 <= s.t_acq < until]
+                # Its holder rode the restart: a check that failed after it
+                # (the lock not taken back, a heartbeat refused) is a lock the
+                # restart did not keep.
+                for s in mine:
+                    if s.how in ("lost", "gap") and n.t0 <= (s.end or t_end) <= w_end:
+                        bad = True
+                        not_kept(s.end, f"restart did not keep {key} (fence {fence}): its holder's check "
+                                        f"failed after the restart, {s.desc(t0)}")
             else:
                 evs = [t for t, kind, _ in side_ev.get((h, key), []) if kind in ("L", "R") and t > n.t0]
                 until = min(evs) if evs else t_end
                 others = [(t, th, tf, "a prober") for t, th, tf, kind in takes.get(key, [])
                           if kind == "G" and th != h and n.t0 <= t < until]
-            decl = [t for t, lh in lost_of.get((key, fence), []) if lh == h and n.t0 <= t <= until]
+                for t, state in side_l.get((h, key), []):
+                    if n.t0 < t <= w_end and t <= until:
+                        bad = True
+                        not_kept(t, f"restart did not keep {key} (fence {fence}): {h}'s keeper found it "
+                                    f"{state} at {fmt_t(t, t0)}")
+            if key in refused:
+                bad = True
+                not_kept(n.t0, f"restart did not keep {key} (fence {fence}): {refused[key][:200]}")
+            for t, bh, bkey, prev, pfence, age, what in breaks:
+                if bkey == key and pfence == fence and n.t0 <= t <= w_end:
+                    bad = True
+                    not_kept(t, f"restart did not keep {key} (fence {fence}): {bh} {what} it at {fmt_t(t, t0)}")
+            decl = [t for t, lh in lost_of.get((key, fence), []) if lh == h and n.t0 <= t <= max(until, w_end)]
             # After a loss declared (a slow restart), a grant is no second holder.
             others = [o for o in others if not (decl and min(decl) <= o[0])]
             for t, th, tf, who in others:
@@ -618,14 +667,11 @@ def main():
                        f"lockfs at {fmt_t(n.t0, t0)}, until {fmt_t(until, t0)}", kind="restart", nem=n)
             if decl:
                 st["lost"] += 1
-                text = (f"restart lost a lock: {h} declared {key} (fence {fence}) lost at {fmt_t(min(decl), t0)}, "
-                        f"after the restart of its lockfs at {fmt_t(n.t0, t0)} (new mount serving "
-                        f"{serving if serving is not None else '?'} ms after the stop)")
-                if slow_restart:
-                    emit("note", text + ": the restart took half a ttl or more, excused")
-                else:
-                    add(min(decl), text, kind="restart", nem=n)
-            elif not others:
+                bad = True
+                not_kept(min(decl), f"restart lost a lock: {h} declared {key} (fence {fence}) lost at "
+                                    f"{fmt_t(min(decl), t0)}, after the restart of its lockfs at "
+                                    f"{fmt_t(n.t0, t0)} (new mount serving {serving:.0f} ms after the stop)")
+            if not bad and not others:
                 st["kept"] += 1
         restart_stats[n.id] = st
 
@@ -780,14 +826,15 @@ def main():
         return (f"; lockfs gone {r['stopped_ms'] if r['stopped_ms'] is not None else '?'} ms and serving "
                 f"again {r['serving_ms'] if r['serving_ms'] is not None else '?'} ms after the stop began, "
                 f"{r['kept']} of the {r['held']} locks it held kept, {r['granted_elsewhere']} granted "
-                f"elsewhere, {r['lost']} declared lost")
+                f"elsewhere, {r['lost']} declared lost, {r['refused']} not taken back")
 
     if restart_stats:
         rs = list(restart_stats.values())
         serv = [r["serving_ms"] for r in rs if r["serving_ms"] is not None]
         emit("note", f"lockfs restarts: {len(rs)}; locks held at them {sum(r['held'] for r in rs)}, kept "
                      f"{sum(r['kept'] for r in rs)}, granted elsewhere {sum(r['granted_elsewhere'] for r in rs)}, "
-                     f"declared lost {sum(r['lost'] for r in rs)}; stop to serving again "
+                     f"declared lost {sum(r['lost'] for r in rs)}, not taken back by the new lockfs "
+                     f"{sum(r['refused'] for r in rs)}; stop to serving again "
                      f"{min(serv, default=0):.0f}..{max(serv, default=0):.0f} ms")
     if waits:
         by_why = defaultdict(int)
