@@ -660,6 +660,8 @@ def main():
             decl = [t for t, lh in lost_of.get((key, fence), []) if lh == h and n.t0 <= t <= max(until, w_end)]
             # After a loss declared (a slow restart), a grant is no second holder.
             others = [o for o in others if not (decl and min(decl) <= o[0])]
+            # The first grant is the second holder; later ones add nothing.
+            others = sorted(others)[:1]
             for t, th, tf, who in others:
                 st["granted_elsewhere"] += 1
                 add(t, f"restart let a second holder in: {th} ({who}) was granted {key} (fence {tf}) at "
