@@ -636,7 +636,9 @@ def main():
                 # (the lock not taken back, a heartbeat refused) is a lock the
                 # restart did not keep.
                 for s in mine:
-                    if s.how in ("lost", "gap") and n.t0 <= (s.end or t_end) <= w_end:
+                    # lost, gap (legacy), term (hold stopped its command), or
+                    # no end record at all.
+                    if s.how != "ok" and n.t0 <= (s.end or t_end) <= w_end:
                         bad = True
                         not_kept(s.end, f"restart did not keep {key} (fence {fence}): its holder's check "
                                         f"failed after the restart, {s.desc(t0)}")
