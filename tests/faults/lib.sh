@@ -1166,8 +1166,8 @@ nemesis() {
         tool=${2:-}
         case $how in clean | kill) ;; *) BAIL_OUT "faults: restart-holder clean or kill, not $how" ;; esac
         if [[ -z $tool ]]; then
-            # A legacy tool: lockfsctl hold takes ENOTCONN for a loss today
-            # and stops its command (issue 25 wants it to ride a restart).
+            # A legacy tool (hold and holdd by name: lockfsctl hold rides a
+            # restart since e7bbaa9, and took it for a loss before).
             for w in setc ln dotlockfile mkdir; do
                 [[ ,${FAULTS_TOOLSETS// /,}, == *",$w,"* ]] && legacy+=("$w")
             done
