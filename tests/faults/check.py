@@ -17,7 +17,10 @@ Assertions (each a result line, see below):
   * inspection (getfattr of fence and state) of a mount's own locks answered
     within --inspect-ms, except while that mount's lockfs was stopped;
   * after a fault on a link or the server, the mounts that lost locks declared
-    it within ttl of the fault's start (their last renewal was sent before it).
+    it within ttl of the fault's start (their last renewal was sent before it);
+  * a restart of a host's lockfs (restart-holder) kept every lock the host
+    held: none was granted to anyone else before its holder let it go, and
+    none was declared lost (unless the restart took half a ttl or more).
 Each violation is attributed to the nemesis active then (or within ttl + 2 s
 after it ended), and printed with the sections, hosts, fences and times.
 
@@ -156,6 +159,7 @@ def main():
     # ------------------------------------------------------------ load
     sections = {}
     aborted = []
+    waits = []  # (wid, t_from, t_to, why): a worker waited for its mount to come back
     hold_x_only = 0
     acq_fail = defaultdict(int)  # (tool-ish wid suffix, rc, message) -> count
     acq_fail_at = []  # (t, host, wid, message), unexpected ones only
@@ -174,6 +178,8 @@ def main():
                     ks[f[1]] = int(f[2])
                 elif f[0] == "A":
                     aborted.append((f[1], int(f[2]), f[3]))
+                elif f[0] == "W":
+                    waits.append((f[1], int(f[2]), int(f[3]), f[4]))
                 elif f[0] == "F":
                     msg = f[4] if len(f) > 4 else ""
                     acq_fail[(f[1].split("-")[-1], f[3], msg.split(": ")[-1])] += 1
@@ -250,6 +256,8 @@ def main():
                 slow_inspect.append((int(f[2]), host, f[1], int(f[3])))
             elif f[0] == "R":
                 released[(host, f[1])].append(int(f[2]))
+            elif f[0] == "W":
+                waits.append((f[1], int(f[2]), int(f[3]), f[4]))
             elif f[0] == "J":
                 janitor.append((int(f[2]), host, f[3], f[4], len(f) > 5 and f[5] == "1",
                                 int(f[6]) if len(f) > 6 and f[6].isdigit() else None,
@@ -260,6 +268,8 @@ def main():
         for f in read_tsv(path):
             if f[0] == "G" and f[3].isdigit():
                 takes[f[1]].append((int(f[5]), f[2], int(f[3]), "G"))
+            elif f[0] == "W":
+                waits.append((f[1], int(f[2]), int(f[3]), f[4]))
     for s in sections.values():
         if s.attr_us > a.inspect_ms * 1000:
             slow_inspect.append((s.t_ws, s.host, "R.lock", s.attr_us))
@@ -295,18 +305,20 @@ def main():
     tally = defaultdict(lambda: defaultdict(int))
     worst_amt = defaultdict(lambda: defaultdict(float))
 
-    def add(t, text, cat=None, kind=None, amount_ms=None):
-        n = nemesis_at(t)
+    def add(t, text, cat=None, kind=None, amount_ms=None, nem=None):
+        # NEM: the nemesis it belongs to, whenever it happened (else by time).
+        n = nem or nemesis_at(t)
         k = n.id if n else ""
         kind = kind or cat
         if kind:
             tally[k][kind] += 1
             if amount_ms is not None:
                 worst_amt[k][kind] = max(worst_amt[k][kind], amount_ms)
+        w = where(t) if nem is None or nemesis_at(t) is nem else f"{ms(t - nem.t0):.0f} ms after {nem.label(t0)} began"
         if cat:
-            other[cat].append(f"{text} [{where(t)}]")
+            other[cat].append(f"{text} [{w}]")
         else:
-            viol[n.name if n else ""].append(f"{text} [{where(t)}]")
+            viol[n.name if n else ""].append(f"{text} [{w}]")
             viol_kinds[n.name if n else ""].add(kind)
 
     # ------------------------------------------------------------ sections
@@ -494,7 +506,7 @@ def main():
     for t, host, key, us in slow_inspect:
         n = nemesis_at(t)
         # A stopped or killed lockfs answers nothing: not an inspection bug.
-        if n and n.base in ("pause-holder", "kill-holder") and n.target == host and \
+        if n and n.base in ("pause-holder", "kill-holder", "restart-holder") and n.target == host and \
                 n.t0 - 1e9 <= t <= (n.t1 or t_end) + 1e9 + us * 1000:
             continue
         if us > a.inspect_ms * 1000:
@@ -551,6 +563,122 @@ def main():
                 out.append(("R.lock", s.fence))
         return out
 
+    # ------------------------------------------------------------ restarts
+    # restart-holder: lockfs of the target stopped (SIGTERM or kill -9) and
+    # started again with its state_dir while it held R.lock (a long section)
+    # and its side locks.  Each lock held then must stay the host's until
+    # its holder is done with it: R.lock until the holding section's work
+    # ended (its release comes after; a grant elsewhere before the end is
+    # an overlap too), a side lock until its keeper finds it not held (L)
+    # or lets it go (R).
+    # A grant of it to anyone else before that is a second holder; a loss
+    # declared means the restart did not keep it (excused when the restart
+    # took half a ttl or more: the lease may have run out meanwhile).
+    def mark_ms(n, word):
+        for t, text in n.marks:
+            if text.startswith(word + " "):
+                try:
+                    return float(text.split()[1])
+                except (IndexError, ValueError):
+                    return None
+        return None
+
+    restart_stats = {}  # nemesis id -> dict
+    side_l = defaultdict(list)  # (host, side key) -> [(t, state)]: its keeper found it not held
+    for path in glob.glob(os.path.join(run, "k.*.log")):
+        kh = os.path.basename(path)[2:-4]
+        for f in read_tsv(path):
+            if f[0] == "L" and len(f) > 3:
+                side_l[(kh, f[1])].append((int(f[2]), f[3]))
+    refused_re = re.compile(r"^(\d+) lockfs: warning: the record of (\S+) in .* not taken back")
+    for n in nems:
+        if n.base != "restart-holder":
+            continue
+        h = n.target
+        w_end = (n.t1 or t_end) + after_ns
+        serving = mark_ms(n, "serving")
+        if serving is None:
+            # No new mount (the run said why): its locks are nobody's to keep.
+            emit("note", f"{n.label(t0)}: no new lockfs served the mount; its locks not judged")
+            continue
+        slow_restart = serving >= a.ttl * 500
+        # What the new lockfs said it did not take back.
+        refused = {}
+        new_mounts = sorted((ts, lp) for mh, _, lp, ts in mounts if mh == h and ts >= n.t0)
+        if new_mounts:
+            try:
+                with open(new_mounts[0][1], errors="replace") as fh:
+                    for line in fh:
+                        m = refused_re.match(line)
+                        if m:
+                            refused[m.group(2)] = line.split(" ", 1)[1].strip()
+            except FileNotFoundError:
+                pass
+        held = held_at(h, n.t0)
+        st = {"held": len(held), "kept": 0, "granted_elsewhere": 0, "lost": 0, "not_kept": 0,
+              "refused": len(refused), "stopped_ms": mark_ms(n, "stopped"), "serving_ms": serving}
+
+        def not_kept(t, text):
+            st["not_kept"] += 1
+            if slow_restart:
+                emit("note", text + f" [{n.label(t0)}: the restart took half a ttl or more, excused]")
+            else:
+                add(t, text, kind="restart", nem=n)
+
+        for key, fence in held:
+            bad = False
+            if key == "R.lock":
+                mine = [s for s in secs if s.host == h and s.fence == fence and s.t_acq <= n.t0]
+                until = max((s.end or t_end) for s in mine) if mine else t_end
+                others = [(s.t_acq, s.host, s.fence, f"section {s.id}") for s in secs
+                          if s.fence != fence and n.t0 <= s.t_acq < until]
+                # Its holder rode the restart: a check that failed after it
+                # (the lock not taken back, a heartbeat refused) is a lock the
+                # restart did not keep.
+                for s in mine:
+                    # lost, gap (legacy), term (hold stopped its command), or
+                    # no end record at all.
+                    if s.how != "ok" and n.t0 <= (s.end or t_end) <= w_end:
+                        bad = True
+                        not_kept(s.end, f"restart did not keep {key} (fence {fence}): its holder's check "
+                                        f"failed after the restart, {s.desc(t0)}")
+            else:
+                evs = [t for t, kind, _ in side_ev.get((h, key), []) if kind in ("L", "R") and t > n.t0]
+                until = min(evs) if evs else t_end
+                others = [(t, th, tf, "a prober") for t, th, tf, kind in takes.get(key, [])
+                          if kind == "G" and th != h and n.t0 <= t < until]
+                for t, state in side_l.get((h, key), []):
+                    if n.t0 < t <= w_end and t <= until:
+                        bad = True
+                        not_kept(t, f"restart did not keep {key} (fence {fence}): {h}'s keeper found it "
+                                    f"{state} at {fmt_t(t, t0)}")
+            if key in refused:
+                bad = True
+                not_kept(n.t0, f"restart did not keep {key} (fence {fence}): {refused[key][:200]}")
+            for t, bh, bkey, prev, pfence, age, what in breaks:
+                if bkey == key and pfence == fence and n.t0 <= t <= w_end:
+                    bad = True
+                    not_kept(t, f"restart did not keep {key} (fence {fence}): {bh} {what} it at {fmt_t(t, t0)}")
+            decl = [t for t, lh in lost_of.get((key, fence), []) if lh == h and n.t0 <= t <= max(until, w_end)]
+            # After a loss declared (a slow restart), a grant is no second holder.
+            others = [o for o in others if not (decl and min(decl) <= o[0])]
+            # The first grant is the second holder; later ones add nothing.
+            others = sorted(others)[:1]
+            for t, th, tf, who in others:
+                st["granted_elsewhere"] += 1
+                add(t, f"restart let a second holder in: {th} ({who}) was granted {key} (fence {tf}) at "
+                       f"{fmt_t(t, t0)} while {h} still held it (fence {fence}) through the restart of its "
+                       f"lockfs at {fmt_t(n.t0, t0)}, until {fmt_t(until, t0)}", kind="restart", nem=n)
+            if decl:
+                st["lost"] += 1
+                bad = True
+                not_kept(min(decl), f"restart lost a lock: {h} declared {key} (fence {fence}) lost at "
+                                    f"{fmt_t(min(decl), t0)}, after the restart of its lockfs at "
+                                    f"{fmt_t(n.t0, t0)} (new mount serving {serving:.0f} ms after the stop)")
+            if not bad and not others:
+                st["kept"] += 1
+        restart_stats[n.id] = st
+
     fault_lost = []  # (nemesis, delay_ns from fault start, host, key)
     cut = []  # (nemesis, host, key, fence, delay_ns or None)
     per = []
@@ -594,6 +722,7 @@ def main():
             "worst_ms": {k: round(v, 1) for k, v in worst_amt.get(n.id, {}).items()},
             "inspect_max_ms": round(max(insp) / 1000) if insp else None,
             "restart_ns": (n.marks[0][0] - n.t0) if n.base.startswith("server-kill") and n.marks else None,
+            "lockfs_restart": restart_stats.get(n.id),
         })
 
     # ------------------------------------------------------------ results
@@ -603,7 +732,7 @@ def main():
         # fail always; a loss declared late under a nemesis, what the suite
         # still finds now and then on a loaded machine, is shown, not
         # counted (--strict counts it).
-        if v and name and not a.strict and not (viol_kinds[name] & {"overlap", "stale", "inversion"}):
+        if v and name and not a.strict and not (viol_kinds[name] & {"overlap", "stale", "inversion", "restart"}):
             emit("todo", f"{label}: no overlap, stale run, fence inversion, late or missing loss "
                          f"({len(v)} found)\x1fa loss declared late or not at all, never two holders: seen "
                          f"now and then on a loaded machine (docs/faults.md); FAULTS_STRICT=1 fails on it")
@@ -622,8 +751,10 @@ def main():
     emit("note", f"{len(secs)} critical sections on {len(hosts)} hosts "
                  f"({', '.join(f'{h} {by_host[h]}' for h in hosts)}); "
                  f"{sum(1 for s in secs if s.long)} long; {len(aborted)} taken but found not held; "
-                 f"{sum(1 for s in secs if s.how and s.how != 'ok')} ended by a loss "
-                 f"(heartbeat failed / hold stopped the command); {side_grants} side-lock grants to probers; "
+                 f"{sum(1 for s in secs if s.how and s.how not in ('ok', 'gap'))} ended by a loss "
+                 f"(heartbeat failed / hold stopped the command); "
+                 f"{sum(1 for s in secs if s.how == 'gap')} ended while their mount was away (unconfirmed); "
+                 f"{side_grants} side-lock grants to probers; "
                  f"{len(lost)} lost declarations; {len(breaks)} breaks")
     if len(secs) > 0 and all(by_host[h] > 0 for h in first):
         emit("ok", f"the workload ran: {len(secs)} critical sections on every host")
@@ -693,6 +824,29 @@ def main():
     if resumed:
         emit("note", f"{len(resumed)} losses declared by a lockfs only after it ran again (it was stopped): "
                      f"at most {max(0, ms(max(r[2] for r in resumed))):.0f} ms after it resumed")
+    def restart_note(r):
+        if not r:
+            return ""
+        return (f"; lockfs gone {r['stopped_ms'] if r['stopped_ms'] is not None else '?'} ms and serving "
+                f"again {r['serving_ms'] if r['serving_ms'] is not None else '?'} ms after the stop began, "
+                f"{r['kept']} of the {r['held']} locks it held kept, {r['granted_elsewhere']} granted "
+                f"elsewhere, {r['lost']} declared lost, {r['refused']} not taken back")
+
+    if restart_stats:
+        rs = list(restart_stats.values())
+        serv = [r["serving_ms"] for r in rs if r["serving_ms"] is not None]
+        emit("note", f"lockfs restarts: {len(rs)}; locks held at them {sum(r['held'] for r in rs)}, kept "
+                     f"{sum(r['kept'] for r in rs)}, granted elsewhere {sum(r['granted_elsewhere'] for r in rs)}, "
+                     f"declared lost {sum(r['lost'] for r in rs)}, not taken back by the new lockfs "
+                     f"{sum(r['refused'] for r in rs)}; stop to serving again "
+                     f"{min(serv, default=0):.0f}..{max(serv, default=0):.0f} ms")
+    if waits:
+        by_why = defaultdict(int)
+        for w in waits:
+            by_why[w[3]] += 1
+        emit("note", f"waits for a mount that was away (W: before a take or a release; ride: a long section worked through it): {len(waits)} "
+                     f"({', '.join(f'{k} {v}' for k, v in sorted(by_why.items()))}), longest "
+                     f"{ms(max(w[2] - w[1] for w in waits)):.0f} ms")
     emit("note", "per nemesis:")
     for p in per:
         emit("note", f"  #{p['id']} {p['name']} on {p['target']} at {p['start_s']}s for {p['duration_ms']} ms: "
@@ -701,7 +855,8 @@ def main():
                      f"{p['fault_to_lost_max_ms'] if p['fault_to_lost_max_ms'] is not None else '-'} ms"
                      f"{', resume->lost ' + str(p['resume_to_lost_max_ms']) + ' ms' if p['name'].startswith('pause-holder') and p['resume_to_lost_max_ms'] is not None else ''}"
                      f"{', restart->lost ' + str(round(max(0, p['fault_to_lost_max_ms'] - ms(p['restart_ns'])))) + ' ms' if p.get('restart_ns') is not None and p['fault_to_lost_max_ms'] is not None else ''}"
-                     f"{', slowest inspection ' + str(p['inspect_max_ms']) + ' ms' if p['inspect_max_ms'] else ''}")
+                     f"{', slowest inspection ' + str(p['inspect_max_ms']) + ' ms' if p['inspect_max_ms'] else ''}"
+                     f"{restart_note(p['lockfs_restart'])}")
     for t, host, key, prev, pfence, age, what in breaks[:20]:
         emit("note", f"  break by {host}: {what} {key} of {prev} (fence {pfence}, heartbeat {age} s ago) "
                      f"at {fmt_t(t, t0)} [{where(t)}]")
@@ -728,6 +883,9 @@ def main():
             "cut_late_or_never": sum(1 for c in cut if c[4] is None or c[4] > ttl_ns),
             "cut_fault_to_lost_max_ms": round(ms(max((c[4] for c in cut if c[4] is not None), default=0))),
             "janitor": len(janitor),
+            "gap_sections": sum(1 for s in secs if s.how == "gap"),
+            "mount_waits": len(waits),
+            "lockfs_restarts": {k: v for k, v in restart_stats.items()},
             "violations_by_nemesis": {k or "none": len(v) for k, v in viol.items()},
             "nemeses": per,
             "no_fault": {"counts": dict(tally.get("", {})),

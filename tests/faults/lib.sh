@@ -11,7 +11,7 @@
 #   faults_setup BACKEND          start the server (tinystore over TCP with a token,
 #                                 or slapd), RUN=$TESTDIR/run
 #   host_start NAME TOOLS         proxy + mount at $TESTDIR/NAME; TOOLS its workers'
-#   host_mount NAME               (re)mount it (after kill-holder)
+#   host_mount NAME               (re)mount it (after kill-holder, restart-holder)
 #   workload_start                workers, side-lock keepers and probers on every host
 #   workload_start_host NAME      the same for one host (the fresh host hf)
 #   workload_stop                 ask them to stop, wait (bounded), then kill
@@ -25,6 +25,9 @@
 #   p.HOST.log  G records of one host's prober of the other hosts' side locks
 #   nemesis.log N+/N=/N- records: which fault, on whom, when
 #   hosts.tsv   host, lockfs pid, its log, start time (one line per mount)
+#   state.HOST/ HOST's state_dir: every lockfs of HOST uses it, so a restart
+#               takes back what the previous one held (kill-holder gives the
+#               new lockfs a fresh one: a lockfs replaced without its record)
 #   HOST.clock  HOST's libfaketime offset; HOST.conf its backend configuration;
 #   HOST.ctl    its proxy's control socket; HOST.proxy.log what its proxy did
 #               (etcd: one proxy per cluster member, HOST.N.ctl, HOST.N.proxy.log)
@@ -49,6 +52,15 @@ FAULTS_SHORT_MAX_MS=${FAULTS_SHORT_MAX_MS:-40}
 FAULTS_STEP_MS=${FAULTS_STEP_MS:-100}
 FAULTS_LONG_MS=${FAULTS_LONG_MS:-$((FAULTS_TTL_S * 3000))}
 FAULTS_MAX_PER_WORKER=${FAULTS_MAX_PER_WORKER:-1000000}
+# The gap: while a host's lockfs is away (stopped, or killed and not yet
+# replaced) its mount point is a dead mount (ENOTCONN) or a plain directory.
+# A worker waits up to MOUNT_WAIT_MS for it to come back before it takes a
+# lock or lets one go there (never creating under a plain directory); a long
+# section whose heartbeat fails because the mount is away goes on working
+# (as a job does whose lock helper failed) for at most GAP_MS, until the
+# mount answers again and shows its fence held, or the section ends.
+FAULTS_MOUNT_WAIT_MS=${FAULTS_MOUNT_WAIT_MS:-20000}
+FAULTS_GAP_MS=${FAULTS_GAP_MS:-$((FAULTS_TTL_S * 500))}
 # The tools each host's workers use, by host position (cycled).
 # hold is lockfsctl hold --ttl (the mount's ttl), holdd lockfsctl hold with
 # its default --ttl (30 s).  No mkdir beside set -C on one name: bash's
@@ -67,7 +79,7 @@ if [[ -z $FAULTS_FAKETIME_LIB ]]; then
 fi
 export FAULTS_FAKETIME_LIB
 
-declare -A H_PID=() H_LOG=() H_PROXY_PID=() H_PORT=() H_TOOLS=() H_WIDS=()
+declare -A H_PID=() H_LOG=() H_PROXY_PID=() H_PORT=() H_TOOLS=() H_WIDS=() H_STATE=()
 declare -a FAULTS_HOST_LIST=() _faults_bg=()
 FAULTS_NEMESIS_SEQ=0
 
@@ -280,10 +292,13 @@ _host_config() { # HOST
     printf '%s' "$f"
 }
 
-# host_mount HOST: (re)mount HOST's lockfs at $TESTDIR/HOST through its proxy.
+# host_mount HOST: (re)mount HOST's lockfs at $TESTDIR/HOST through its proxy,
+# with HOST's state_dir (H_STATE): a lockfs of the same mount point, host and
+# state_dir takes back what the previous one held.
 host_mount() {
     local h=$1 mnt=$TESTDIR/$1 rc
-    mkdir -p "$mnt"
+    # (A dead mount there, after restart-holder:kill, answers ENOTCONN.)
+    mkdir -p "$mnt" 2>/dev/null
     [[ -e $RUN/$h.clock ]] || printf '+0s\n' >"$RUN/$h.clock"
     local save_bin=$LOCKFS_BIN
     export FAULTS_LOCKFS=$FAULTS_REAL_LOCKFS
@@ -295,7 +310,9 @@ host_mount() {
     BACKEND_OPTS="backend=$FAULTS_BACKEND"
     BACKEND_CONFIG=$(_host_config "$h")
     LOCKFS_BIN=$FAULTS_DIR/lockfs-host
-    lockfs_start --mnt "$mnt" -o host="$h" -o ttl="${FAULTS_TTL_S}s" \
+    [[ -n ${H_STATE[$h]:-} ]] || H_STATE[$h]=$TESTDIR/state.$h
+    mkdir -p "${H_STATE[$h]}"
+    lockfs_start --mnt "$mnt" --state "${H_STATE[$h]}" -o host="$h" -o ttl="${FAULTS_TTL_S}s" \
         -o network_timeout="$FAULTS_NET_TIMEOUT" ${FAULTS_MOUNT_OPTS:+-o "$FAULTS_MOUNT_OPTS"}
     rc=$?
     LOCKFS_BIN=$save_bin
@@ -402,6 +419,42 @@ _park() { # HOST WID
     return 0
 }
 
+# The gap (restart-holder, kill-holder): while HOST's lockfs is away its
+# mount point is a dead mount, answering ENOTCONN to everything, or, after a
+# clean stop and until the next lockfs mounts, a plain directory, where
+# `set -C`, `ln`, `mkdir` and `dotlockfile` would create a real file that
+# the next mount hides: a "lock" nobody else sees.  So a worker, like a
+# careful tool, looks before it takes or lets go: the mount answers when its
+# .lockfs/status is there (no fork; ENOTCONN and a plain directory both say
+# no).  That look and the create are two calls: a stop between them still
+# lands on the plain directory, which is why restart-holder also parks the
+# host's workers (docs/faults.md, "the gap").
+_mount_up() { [[ -e $1/.lockfs/status ]]; }
+
+# _mount_wait MNT LOG WID [release]: 0 once MNT answers; 1 when it did not
+# within MOUNT_WAIT_MS, or when the run is asked to stop, or the host to
+# park (the caller goes back to its loop's top) -- for a release, unless WID
+# is the worker the park leaves alone (park.HOST.except: restart-holder's
+# holder, whose lock the next mount takes back; kill-holder waits for every
+# worker before it mounts again).  A wait is recorded in LOG:
+# W wid t_from t_to up|timeout|park|stop.
+_mount_wait() {
+    local m=$1 log=$2 wid=$3 rel=${4:-} t0 h=${1##*/} i why=timeout
+    _mount_up "$m" && return 0
+    t0=${EPOCHREALTIME/./}
+    for ((i = 0; i < FAULTS_MOUNT_WAIT_MS / 50; i++)); do
+        nap 50
+        if _mount_up "$m"; then why=up; break; fi
+        [[ -e $RUN/stop ]] && { why=stop; break; }
+        if [[ -e $RUN/park.$h ]] && [[ -z $rel || $(cat "$RUN/park.$h.except" 2>/dev/null) != "$wid" ]]; then
+            why=park
+            break
+        fi
+    done
+    printf 'W\t%s\t%s000\t%s000\t%s\n' "$wid" "$t0" "${EPOCHREALTIME/./}" "$why" >>"$log"
+    [[ $why == up ]]
+}
+
 # Turns: a mount that just released a lock sees its name free at once, while
 # the other mounts trust what they were told for list_cache (200 ms), so one
 # host would keep the lock to itself.  A host takes up to TURN_MAX (random)
@@ -425,6 +478,13 @@ _turn_take() { # HOST: a section of HOST began
     printf '%s %s %s %s\n' "$th" "$tc" "$tq" "${EPOCHREALTIME/./}" >|"$RUN/turn"
 }
 
+# _beat LOCK FENCE ERR: a long section's heartbeat (touch -c, by path) and
+# its check (the fence is still FENCE); errors to ERR.
+_beat() {
+    touch -c -- "$1" 2>>"$3" &&
+        [[ $(getfattr -h --absolute-names --only-values -n user.lockfs.fence -- "$1" 2>/dev/null) == "$2" ]]
+}
+
 # A legacy-tool worker: take R.lock with TOOL, check it (fence and state, as a
 # careful client would), work, release.  Records (tab-separated):
 #   B id host tool fence t_try t_acq t_work_start long
@@ -436,12 +496,13 @@ _turn_take() { # HOST: a section of HOST began
 legacy_worker() { # WID HOST TOOL
     local wid=$1 h=$2 tool=$3
     local m=$TESTDIR/$2 log=$RUN/w.$1.log err=$RUN/w.$1.err
-    local lk=$m/R.lock tmp=$m/.tmp.$1 seq=0 id rc t_try t_acq t_ws t_we t_chk how long dur left e msg
+    local lk=$m/R.lock tmp=$m/.tmp.$1 seq=0 id rc t_try t_acq t_ws t_we t_chk how long dur left e msg gap
     exec {NAPFD}<>"$RUN/nap.fifo"
     [[ $tool == setc ]] && set -C
     while ((seq < FAULTS_MAX_PER_WORKER && EPOCHSECONDS < FAULTS_DEADLINE)); do
         [[ -e $RUN/stop ]] && break
         _park "$h" "$wid" && continue
+        _mount_wait "$m" "$log" "$wid" || continue
         if _turn_wait "$h"; then
             nap $((RANDOM % 100 + 50))
             continue
@@ -492,7 +553,7 @@ legacy_worker() { # WID HOST TOOL
             _turn_take "$h"
             how=ok
             if ((long)); then
-                left=$FAULTS_LONG_MS
+                left=$FAULTS_LONG_MS gap=''
                 while ((left > 0)); do
                     nap "$FAULTS_STEP_MS"
                     left=$((left - FAULTS_STEP_MS))
@@ -500,12 +561,35 @@ legacy_worker() { # WID HOST TOOL
                     # A heartbeat by path, then the fence, as a careful
                     # client does: by path, a touch also succeeds on the
                     # lock another process of this uid took here since.
-                    if ! touch -c -- "$lk" 2>>"$err" ||
-                        [[ $(getfattr -h --absolute-names --only-values -n user.lockfs.fence -- "$lk" 2>/dev/null) != "$A_FENCE" ]]; then
-                        how=lost
+                    # A check that failed while the mount answers again is
+                    # made once more at once: the first may have looked at
+                    # the plain directory just before the next lockfs
+                    # mounted (touch -c succeeds there, the fence is not).
+                    if _beat "$lk" "$A_FENCE" "$err" ||
+                        { _mount_up "$m" && _beat "$lk" "$A_FENCE" "$err"; }; then
+                        # Back, and still ours: the section rode the gap.
+                        [[ -n $gap ]] && printf 'W\t%s\t%s000\t%s000\tride\n' "$wid" "$gap" "$t_chk" >>"$log"
+                        gap=''
+                        continue
+                    fi
+                    # The mount is away (its lockfs restarting: ENOTCONN,
+                    # or a plain directory, where touch -c does nothing and
+                    # succeeds): the job's work goes on, unconfirmed, for
+                    # at most GAP_MS, until the mount answers again.  Its
+                    # interval includes the gap: if the lock was let go
+                    # meanwhile, another holder overlaps it.
+                    if ! _mount_up "$m"; then
+                        [[ -n $gap ]] || gap=$t_chk
+                        (((t_chk - gap) / 1000 < FAULTS_GAP_MS)) && continue
+                        how=gap
                         break
                     fi
+                    how=lost
+                    break
                 done
+                # Ended unconfirmed (the mount still away when its work
+                # was done): "gap", neither confirmed nor known lost.
+                [[ $how == ok && -n $gap ]] && how=gap
                 if [[ $how == lost ]]; then t_we=$t_chk; else t_we=${EPOCHREALTIME/./}; fi
             else
                 dur=$((FAULTS_SHORT_MIN_MS + RANDOM % (FAULTS_SHORT_MAX_MS - FAULTS_SHORT_MIN_MS + 1)))
@@ -517,7 +601,11 @@ legacy_worker() { # WID HOST TOOL
         fi
         # Release.  Only an EIO is retried (the backend did not answer, the
         # lock is still ours): after a loss one unlink answers ENOENT, and a
-        # second could break the next holder's lock.
+        # second could break the next holder's lock.  Through the mount:
+        # while it is away an rm on the plain directory would succeed and
+        # let go of nothing, and the next lockfs would take the lock back
+        # for a holder that is gone (bounded wait; then tried anyway).
+        _mount_wait "$m" "$log" "$wid" release
         for ((e = 0; e < 40; e++)); do
             case $tool in
             setc | ln) rm -f -- "$lk" 2>|"$err.rel" ;;
@@ -558,6 +646,9 @@ hold_worker() { # WID HOST TOOL (hold: --ttl the mount's ttl; holdd: hold's defa
     while ((seq < FAULTS_MAX_PER_WORKER && EPOCHSECONDS < FAULTS_DEADLINE)); do
         [[ -e $RUN/stop ]] && break
         _park "$h" "$wid" && continue
+        # hold would say "69: the lock could not be tried" on a dead mount,
+        # and create under a plain directory.
+        _mount_wait "$m" "$log" "$wid" || continue
         if _turn_wait "$h"; then
             nap $((RANDOM % 100 + 50))
             continue
@@ -636,14 +727,17 @@ _left_behind() { # HOST FENCE PID HOLD MS STATE
 #                          lost, ENOENT: that only drops the name), or nothing
 #                          could take R.lock again
 keeper() { # HOST
-    local h=$1 m=$TESTDIR/$1 log=$RUN/k.$1.log i k n t beat=0 lost_fence='' lost_since=0
+    local h=$1 m=$TESTDIR/$1 log=$RUN/k.$1.log i k n t beat=0 lost_fence='' lost_since=0 away
     local -A fence=()
     exec {NAPFD}<>"$RUN/nap.fifo"
     set -C
     for ((i = 1; i <= FAULTS_SIDE_LOCKS; i++)); do fence[side-$h-$i.lock]=''; done
     while [[ ! -e $RUN/stop ]] && ((EPOCHSECONDS < FAULTS_DEADLINE)); do
         _park "$h" "keeper-$h" && continue
-        n=0
+        # Its locks are the mount's while lockfs is away (a restart takes
+        # them back): no verdict, and no take under a plain directory.
+        _mount_wait "$m" "$log" "keeper-$h" || continue
+        n=0 away=0
         t=${EPOCHREALTIME/./}
         for k in "${!fence[@]}"; do
             if [[ ${fence[$k]} == '?' ]]; then
@@ -666,6 +760,7 @@ keeper() { # HOST
                 # (refused: it still is, and stays '?').
             fi
             if [[ -z ${fence[$k]} || ${fence[$k]} == '?' ]]; then
+                _mount_up "$m" || { away=1; break; }
                 { printf '%s\n' "$BASHPID" >"$m/$k"; } 2>/dev/null || continue
                 if _lockfs_attrs "$m/$k" && [[ $A_STATE == held ]]; then
                     fence[$k]=$A_FENCE
@@ -690,11 +785,17 @@ keeper() { # HOST
                 n=$((n + 1))
                 continue
             fi
+            # Unreadable because the mount went away meanwhile: no verdict.
+            [[ -z $A_STATE ]] && ! _mount_up "$m" && { away=1; break; }
             printf 'L\t%s\t%s000\t%s\t%s\n' "$k" "${EPOCHREALTIME/./}" "${A_STATE:-gone}" "${A_FENCE:-}" >>"$log"
             # Ours but lost: one unlink drops it (ENOENT).  Another's: leave it.
             [[ $A_STATE == lost && $A_FENCE == "${fence[$k]}" ]] && rm -f -- "$m/$k" 2>/dev/null
             fence[$k]=''
         done
+        if ((away)); then
+            nap 50
+            continue
+        fi
         if _lockfs_attrs "$m/R.lock" && [[ $A_HOST == "$h" && ($A_STATE == lost || $A_STATE == held) ]]; then
             # Timed from when it was first seen so (held, or lost) with this fence.
             [[ $A_FENCE:$A_STATE == "$lost_fence" ]] || { lost_fence=$A_FENCE:$A_STATE lost_since=$t; }
@@ -738,6 +839,7 @@ prober() { # HOST OTHER...
     set -C
     while [[ ! -e $RUN/stop ]] && ((EPOCHSECONDS < FAULTS_DEADLINE)); do
         _park "$h" "prober-$h" && continue
+        _mount_wait "$m" "$log" "prober-$h" || continue
         for o in "$@"; do
             for ((i = 1; i <= FAULTS_SIDE_LOCKS; i++)); do
                 k=side-$o-$i.lock
@@ -745,6 +847,7 @@ prober() { # HOST OTHER...
                 # After a grant, leave the key to its owner for a while: this
                 # mount sees it free at once, the owner's only after list_cache.
                 ((t_try < ${next[$k]:-0})) && continue
+                _mount_up "$m" || break 2
                 { printf '%s\n' "$BASHPID" >"$m/$k"; } 2>/dev/null || continue
                 next[$k]=$((t_try + 3000000))
                 t_acq=${EPOCHREALTIME/./}
@@ -863,15 +966,18 @@ pick_holder() {
 # Each call asks with a token of its own: server-kill-fresh parks hf before
 # its nemesis begins, and a token reused from an earlier park would find
 # the workers "parked" while they run.
-park_host() {
-    local h=$1 w i left tenths=$(((FAULTS_LONG_MS + 10000 + 5000) / 100)) tok=${NEM_ID:-0}.${EPOCHREALTIME/./}
+# EXCEPT: a worker not waited for (restart-holder's holder, in its long
+# section through the restart; it parks when its section is over).
+park_host() { # HOST [EXCEPT]
+    local h=$1 except=${2:-} w i left tenths=$(((FAULTS_LONG_MS + 10000 + 5000) / 100)) tok=${NEM_ID:-0}.${EPOCHREALTIME/./}
     # By rename: a worker reading it mid-write would park with an empty
     # token and never be counted (seen once in the etcd long run).
+    printf '%s\n' "$except" >"$RUN/park.$h.except"
     printf '%s\n' "$tok" >"$RUN/park.$h.tmp" && mv -f "$RUN/park.$h.tmp" "$RUN/park.$h"
     for ((i = 0; i < tenths; i++)); do
         left=''
         for w in ${H_WIDS[$h]}; do
-            [[ $(cat "$RUN/parked.$w" 2>/dev/null) == "$tok" ]] || left+=" $w"
+            [[ $w == "$except" || $(cat "$RUN/parked.$w" 2>/dev/null) == "$tok" ]] || left+=" $w"
         done
         [[ -z $left ]] && return 0
         sleep 0.1
@@ -942,6 +1048,10 @@ settle() {
 #   skew-contender [OFFSET] [SECS]   a host other than the holder runs OFFSET off
 #   skew-holder [OFFSET] [SECS]      the holder's lockfs runs OFFSET off
 #   kill-holder [DOWN_SECS]     kill -9 the holder's lockfs, remount after DOWN
+#                               (a fresh state_dir: nothing is taken back)
+#   restart-holder [clean|kill] [TOOL]   restart the holder's lockfs with its
+#                               state_dir while it holds: SIGTERM, or kill -9
+#                               (the new lockfs unmounts the dead mount)
 #   server-pause [SECS]         SIGSTOP the server
 #   server-kill [DOWN_SECS]     kill -9 the server, restart it after DOWN
 #   server-kill-fresh           kill -9, restart at once, and a fresh mount (hf)
@@ -1032,7 +1142,62 @@ nemesis() {
         park_host "$HOLDER" || fail "$label: the workers of $HOLDER stopped using its dead mount"
         _nem_mark remount
         host_unmount_dead "$HOLDER"
+        # A fresh state_dir: a lockfs replaced without its record (what
+        # restart-holder:kill keeps), so its leases run out at the backend.
+        H_STATE[$HOLDER]=$TESTDIR/state.$HOLDER.$NEM_ID
         host_mount "$HOLDER" || fail "$label: remount $HOLDER"
+        rm -f "$RUN/park.$HOLDER"
+        _nem_end
+        ;;
+    restart-holder)
+        # Issue 25: a restart of lockfs keeps every lock.  The holder's
+        # lockfs is restarted while one of its workers is in a long section
+        # of R.lock and its keeper holds its side locks, with the same mount
+        # point, host, options and state_dir: "clean" as systemctl restart
+        # does it (SIGTERM, wait for the exit, mount again), "kill" as
+        # Restart=on-failure after a crash (kill -9, then mount again: the
+        # new lockfs must unmount the dead mount itself; nothing here does).
+        # The holder goes on working through the gap (legacy_worker) and
+        # lets go through the new mount; the other hosts keep taking R.lock
+        # and probing the side locks.  The host's other workers are parked
+        # first: in the gap its mount point is a plain directory, where a
+        # take would create a real file (docs/faults.md, "the gap").
+        local how=${1:-clean} pid t_stop legacy=() w
+        tool=${2:-}
+        case $how in clean | kill) ;; *) BAIL_OUT "faults: restart-holder clean or kill, not $how" ;; esac
+        if [[ -z $tool ]]; then
+            # A legacy tool (hold and holdd by name: lockfsctl hold rides a
+            # restart since e7bbaa9, and took it for a loss before).
+            for w in setc ln dotlockfile mkdir; do
+                [[ ,${FAULTS_TOOLSETS// /,}, == *",$w,"* ]] && legacy+=("$w")
+            done
+            tool=${legacy[RANDOM % ${#legacy[@]}]}
+        fi
+        label=$name:$how
+        pick_holder "$tool" || { fail "$label: no holder to restart"; return; }
+        _nem_begin "$label" "$HOLDER" "$([[ $how == clean ]] && echo 'SIGTERM' || echo 'kill -9') of its lockfs and a new one on the same mount point and state_dir, section $HOLDER_SECTION ($tool) holding"
+        park_host "$HOLDER" "${HOLDER_SECTION%.*}" || fail "$label: the workers of $HOLDER other than the holder parked"
+        _nem_mark parked
+        pid=${H_PID[$HOLDER]}
+        t_stop=${EPOCHREALTIME/./}
+        if [[ $how == clean ]]; then
+            # lockfs_stop: SIGTERM, a bounded wait for the exit; it fails
+            # when lockfs left its mount behind.
+            lockfs_stop "$pid" TERM >/dev/null || diag "$label: lockfs of $HOLDER did not stop cleanly (${LOCKFS_RC:-?})"
+        else
+            kill -KILL "$pid"
+            wait "$pid" 2>/dev/null
+        fi
+        _forget_lockfs "$pid"
+        _nem_mark "stopped $(((${EPOCHREALTIME/./} - t_stop) / 1000)) ms"
+        if host_mount "$HOLDER"; then
+            _nem_mark "serving $(((${EPOCHREALTIME/./} - t_stop) / 1000)) ms"
+        else
+            fail "$label: mount $HOLDER again"
+        fi
+        local mounts
+        mounts=$(grep -c " $TESTDIR/$HOLDER fuse" /proc/self/mounts)
+        [[ $mounts == 1 ]] || fail "$label: one mount on $HOLDER's mount point after the restart ($mounts)"
         rm -f "$RUN/park.$HOLDER"
         _nem_end
         ;;

@@ -4,9 +4,11 @@
 # hosts, each with its own proxy to the server, a workload of legacy tools and
 # lockfsctl hold on one lock, and nemeses (a stopped lockfs, a cut or reset
 # link, a skewed clock, a killed, restarted or stopped server, a killed
-# lockfs); the checker fails on any two critical sections that overlapped,
+# lockfs, a lockfs restarted with SIGTERM and with kill -9 while its locks
+# are held); the checker fails on any two critical sections that overlapped,
 # fences out of order, a loss declared after the lock was granted elsewhere,
-# and the other rules listed there.  About 1.5 minutes per backend and pass.
+# a lock a restart of lockfs did not keep, and the other rules listed there.
+# About 2 minutes per backend and pass.
 # LOCKFS_FAULTS=0 skips it.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
