@@ -87,6 +87,7 @@ struct daemon {
 
 struct cycle_result {
 	double *us[NPART]; /* µs per cycle, one per round */
+	double *cpu_us[NPART]; /* the daemon's CPU µs per cycle, one per round (mounts only) */
 	double med[NPART];
 	double ratio, ratio_lo, ratio_hi;
 	bool failed;
@@ -126,6 +127,17 @@ static double mono(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* PID's CPU time (every thread, also those that ended) in µs, or -1. */
+static double proc_cpu_us(pid_t pid)
+{
+	clockid_t clk;
+	struct timespec ts;
+
+	if (pid <= 0 || clock_getcpuclockid(pid, &clk) != 0 || clock_gettime(clk, &ts) != 0)
+		return -1;
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 /* Polling interval while waiting for a mount or an exit; the wait itself is
@@ -1045,6 +1057,28 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 			       lo, hi, cr[c].med[BASE] / fl);
 		}
 	}
+	if (o->baseline) {
+		/* CPU time is far less disturbed by other load than wall time. */
+		printf("\n%-28s %10s %10s %10s %9s %-13s\n", "daemon CPU (µs per cycle)", "floor",
+		       "baseline", lf, "lockfs/b", " rounds");
+		for (int c = 0; c < NCYC; c++) {
+			double lo = 1e9, hi = 0, q[3];
+
+			if (cr[c].failed)
+				continue;
+			for (int k = 0; k < r; k++) {
+				double x = cr[c].cpu_us[LOCKFS][k] / cr[c].cpu_us[BASE][k];
+
+				lo = x < lo ? x : lo;
+				hi = x > hi ? x : hi;
+			}
+			q[0] = median(cr[c].cpu_us[FLOOR], r);
+			q[1] = median(cr[c].cpu_us[BASE], r);
+			q[2] = median(cr[c].cpu_us[LOCKFS], r);
+			printf("%-28s %10.1f %10.1f %10.1f %8.2fx  %4.2f-%4.2f\n", cycle_name[c], q[0],
+			       q[1], q[2], q[2] / q[1], lo, hi);
+		}
+	}
 	printf("\nreference, not a target: O_EXCL cycle on %s (%s): %.1f µs\n", ref_dir, ref_fs,
 	       ref_med);
 
@@ -1125,6 +1159,13 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 				printf(",\"baseline_us\":%.3f,\"baseline_rounds_us\":",
 				       cr[c].med[BASE]);
 				json_array(stdout, cr[c].us[BASE], r);
+				printf(",\"cpu_rounds_us\":{\"floor\":");
+				json_array(stdout, cr[c].cpu_us[FLOOR], r);
+				printf(",\"baseline\":");
+				json_array(stdout, cr[c].cpu_us[BASE], r);
+				printf(",\"lockfs\":");
+				json_array(stdout, cr[c].cpu_us[LOCKFS], r);
+				printf("}");
 			}
 		}
 		printf("}");
@@ -1303,7 +1344,8 @@ int main(int argc, char **argv)
 	parts[np++] = LOCKFS;
 	for (c = 0; c < NCYC; c++)
 		for (fs = 0; fs < NPART; fs++)
-			if (!(cr[c].us[fs] = calloc(o.rounds, sizeof(double))))
+			if (!(cr[c].us[fs] = calloc(o.rounds, sizeof(double))) ||
+			    !(cr[c].cpu_us[fs] = calloc(o.rounds, sizeof(double))))
 				return 2;
 	if (!(ref_us = calloc(o.rounds, sizeof(double))))
 		return 2;
@@ -1402,7 +1444,7 @@ int main(int argc, char **argv)
 		/* floor first in even rounds, lockfs first in odd ones, so neither
 		 * always runs in the other's wake. */
 		for (c = 0; c < NCYC; c++) {
-			double total[NPART] = { 0 };
+			double total[NPART] = { 0 }, cpu[NPART] = { 0 };
 
 			/* A round is cut into slices that alternate between the
 			 * participants (ABBA), so a burst of load lasting a second
@@ -1412,17 +1454,22 @@ int main(int argc, char **argv)
 
 				for (int j = 0; j < np && !cr[c].failed; j++) {
 					int p = parts[(r + s) % 2 ? np - 1 - j : j];
-					double us;
+					pid_t pid = p == RAW ? 0 : d[p == BASE ? NFS : p].pid;
+					double us, c0 = proc_cpu_us(pid);
 
 					if (time_part(p, c, d, raw, n, &us))
 						mark_failed(&cr[c], part_label[p]);
 					total[p] += us * n;
+					if (pid > 0)
+						cpu[p] += proc_cpu_us(pid) - c0;
 				}
 				if (g_stop)
 					goto out;
 			}
-			for (int j = 0; j < np; j++)
+			for (int j = 0; j < np; j++) {
 				cr[c].us[parts[j]][r] = total[parts[j]] / o.iterations;
+				cr[c].cpu_us[parts[j]][r] = cpu[parts[j]] / o.iterations;
+			}
 		}
 		if (time_cycle(CYC_EXCL, ref_dir, o.iterations, &ref_us[r]))
 			goto out;
