@@ -32,7 +32,10 @@ class Daemon:
 
     def __init__(self, binary, mnt, log, opts, config=""):
         self.dir, self.log = mnt, log
-        os.makedirs(mnt, exist_ok=True)
+        try:
+            os.makedirs(mnt, exist_ok=True)
+        except FileExistsError:
+            pass  # a killed daemon's dead mount (ENOTCONN): lockfs unmounts it itself
         cmd = [binary, mnt, "-f", "-o", opts]
         if config:
             cmd += ["--config", config]

@@ -59,8 +59,10 @@
 
 extern char **environ;
 
-/* The two mounts, and the raw backend cycle as a third participant. */
-enum { FLOOR, LOCKFS, NFS, RAW = NFS, NPART };
+/* The two mounts, and the raw backend cycle as a third participant; with
+ * --baseline, another lockfs build on a mount of its own (its daemon is
+ * d[NFS]) as a fourth. */
+enum { FLOOR, LOCKFS, NFS, RAW = NFS, BASE, NPART };
 enum { CYC_EXCL, CYC_LOCKFILE, CYC_FLOCK, CYC_FCNTL, NCYC };
 
 static const char *const cycle_name[NCYC] = {
@@ -85,6 +87,7 @@ struct daemon {
 
 struct cycle_result {
 	double *us[NPART]; /* µs per cycle, one per round */
+	double *cpu_us[NPART]; /* the daemon's CPU µs per cycle, one per round (mounts only) */
 	double med[NPART];
 	double ratio, ratio_lo, ratio_hi;
 	bool failed;
@@ -124,6 +127,17 @@ static double mono(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* PID's CPU time (every thread, also those that ended) in µs, or -1. */
+static double proc_cpu_us(pid_t pid)
+{
+	clockid_t clk;
+	struct timespec ts;
+
+	if (pid <= 0 || clock_getcpuclockid(pid, &clk) != 0 || clock_gettime(clk, &ts) != 0)
+		return -1;
+	return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
 }
 
 /* Polling interval while waiting for a mount or an exit; the wait itself is
@@ -732,6 +746,7 @@ struct options {
 	long slices; /* alternations per round */
 	long cpu;    /* -1: no pinning */
 	const char *lockfs, *noopfs, *lockfs_opts, *floor_opts;
+	const char *baseline;      /* another lockfs binary to compare with, or NULL */
 	const char *backend;       /* "local", "tinystore", "ldap" or "etcd" */
 	const char *lockfs_config; /* lockfs --config FILE, or NULL */
 	bool shared;               /* a shared backend: a raw cycle, zero timeouts */
@@ -766,6 +781,10 @@ static void usage(FILE *f, const char *prog)
 	        "  --stand-in       the --lockfs binary is a noopfs stand-in: give it the\n"
 	        "                   floor's options, with --lockfs-opts instead of\n"
 	        "                   --floor-opts (for checking the bench itself)\n"
+	        "  --baseline PATH  another lockfs build (e.g. the commit before a change),\n"
+	        "                   mounted beside lockfs with its options and a state_dir\n"
+	        "                   of its own; it joins the slices and the report adds\n"
+	        "                   lockfs/baseline per cycle\n"
 	        "  --cpu N          pin this program and both daemons to CPU N (steadier\n"
 	        "                   numbers where cross-CPU wake-ups are costly, e.g. VMs)\n"
 	        "  --json           also print one JSON object at the end\n",
@@ -801,6 +820,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		{ "lockfs-opts", required_argument, NULL, 'O' },
 		{ "floor-opts", required_argument, NULL, 'F' },
 		{ "stand-in", no_argument, NULL, 'S' },
+		{ "baseline", required_argument, NULL, 'B' },
 		{ "cpu", required_argument, NULL, 'c' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "help", no_argument, NULL, 'h' },
@@ -847,6 +867,9 @@ static void parse_options(int argc, char **argv, struct options *o)
 		case 'S':
 			o->stand_in = true;
 			break;
+		case 'B':
+			o->baseline = optarg;
+			break;
 		case 'c':
 			o->cpu = parse_long(optarg, "--cpu", 0);
 			break;
@@ -881,6 +904,10 @@ static void parse_options(int argc, char **argv, struct options *o)
 		o->locks = o->shared ? 0 : 10000;
 	if (o->slices > o->iterations)
 		o->slices = o->iterations;
+	if (o->baseline && o->stand_in) {
+		fprintf(stderr, "lockbench: --baseline and --stand-in do not go together\n");
+		exit(2);
+	}
 }
 
 /* Defaults are found relative to this program, so build/bench/lockbench
@@ -948,6 +975,9 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 	       o->stand_in ? "\n  * stand-in: a second noopfs, not lockfs" : "");
 	if (raw)
 		printf("  raw    : %s\n", raw_describe(raw));
+	if (o->baseline)
+		printf("  baseline: %s -o %s%s%s\n", d[NFS].bin, d[NFS].opts ? d[NFS].opts : "(none)",
+		       d[NFS].config ? " --config " : "", d[NFS].config ? d[NFS].config : "");
 
 	if (!o->shared) {
 		printf("\n%-28s %10s %10s %7s %-13s %8s %s\n", "cycle (µs per cycle)", "floor", lf,
@@ -1005,6 +1035,48 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 			       "      --floor-opts (e.g. attr_timeout=1), see bench/README.md\n",
 			       lf);
 			break;
+		}
+	}
+	if (o->baseline) {
+		printf("\n%-28s %10s %10s %9s %-13s %12s\n", "against the baseline (µs)", "baseline",
+		       lf, "lockfs/b", " rounds", "baseline/floor");
+		for (int c = 0; c < NCYC; c++) {
+			double lo = 1e9, hi = 0, fl;
+
+			if (cr[c].failed)
+				continue;
+			for (int k = 0; k < r; k++) {
+				double q = cr[c].us[LOCKFS][k] / cr[c].us[BASE][k];
+
+				lo = q < lo ? q : lo;
+				hi = q > hi ? q : hi;
+			}
+			fl = cr[c].med[FLOOR] + (o->shared ? cr[c].med[RAW] : 0);
+			printf("%-28s %10.1f %10.1f %8.2fx  %4.2f-%4.2f   %11.2fx\n", cycle_name[c],
+			       cr[c].med[BASE], cr[c].med[LOCKFS], cr[c].med[LOCKFS] / cr[c].med[BASE],
+			       lo, hi, cr[c].med[BASE] / fl);
+		}
+	}
+	if (o->baseline) {
+		/* CPU time is far less disturbed by other load than wall time. */
+		printf("\n%-28s %10s %10s %10s %9s %-13s\n", "daemon CPU (µs per cycle)", "floor",
+		       "baseline", lf, "lockfs/b", " rounds");
+		for (int c = 0; c < NCYC; c++) {
+			double lo = 1e9, hi = 0, q[3];
+
+			if (cr[c].failed)
+				continue;
+			for (int k = 0; k < r; k++) {
+				double x = cr[c].cpu_us[LOCKFS][k] / cr[c].cpu_us[BASE][k];
+
+				lo = x < lo ? x : lo;
+				hi = x > hi ? x : hi;
+			}
+			q[0] = median(cr[c].cpu_us[FLOOR], r);
+			q[1] = median(cr[c].cpu_us[BASE], r);
+			q[2] = median(cr[c].cpu_us[LOCKFS], r);
+			printf("%-28s %10.1f %10.1f %10.1f %8.2fx  %4.2f-%4.2f\n", cycle_name[c], q[0],
+			       q[1], q[2], q[2] / q[1], lo, hi);
 		}
 	}
 	printf("\nreference, not a target: O_EXCL cycle on %s (%s): %.1f µs\n", ref_dir, ref_fs,
@@ -1083,6 +1155,18 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 			}
 			printf(",\"lockfs_rounds_us\":");
 			json_array(stdout, cr[c].us[LOCKFS], r);
+			if (o->baseline) {
+				printf(",\"baseline_us\":%.3f,\"baseline_rounds_us\":",
+				       cr[c].med[BASE]);
+				json_array(stdout, cr[c].us[BASE], r);
+				printf(",\"cpu_rounds_us\":{\"floor\":");
+				json_array(stdout, cr[c].cpu_us[FLOOR], r);
+				printf(",\"baseline\":");
+				json_array(stdout, cr[c].cpu_us[BASE], r);
+				printf(",\"lockfs\":");
+				json_array(stdout, cr[c].cpu_us[LOCKFS], r);
+				printf("}");
+			}
 		}
 		printf("}");
 	}
@@ -1155,6 +1239,8 @@ static int time_part(int p, int cyc, const struct daemon *d, raw_client *raw, lo
 	double t0;
 	int rc;
 
+	if (p == BASE)
+		return time_cycle(cyc, d[NFS].mnt, n, us);
 	if (p != RAW)
 		return time_cycle(cyc, d[p].mnt, n, us);
 	t0 = mono();
@@ -1166,8 +1252,10 @@ static int time_part(int p, int cyc, const struct daemon *d, raw_client *raw, lo
 int main(int argc, char **argv)
 {
 	struct options o;
-	struct daemon d[NFS] = { { .label = "floor" }, { .label = "lockfs" } };
-	static const char *const part_label[NPART] = { "floor", "lockfs", "raw" };
+	struct daemon d[NFS + 1] = { { .label = "floor" }, { .label = "lockfs" },
+		                     { .label = "baseline" } };
+	static const char *const part_label[NPART] = { "floor", "lockfs", "raw", "baseline" };
+	char state_base[PATH_MAX];
 	struct cycle_result cr[NCYC];
 	struct big_result big;
 	struct sigaction sa;
@@ -1190,7 +1278,8 @@ int main(int argc, char **argv)
 
 	d[FLOOR].bin = resolve_bin(o.noopfs, "NOOPFS_BIN", "noopfs");
 	d[LOCKFS].bin = resolve_bin(o.lockfs, "LOCKFS_BIN", "../src/lockfs");
-	for (fs = 0; fs < NFS; fs++) {
+	d[NFS].bin = o.baseline;
+	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++) {
 		if (!d[fs].bin || access(d[fs].bin, X_OK) != 0) {
 			fprintf(stderr, "lockbench: no %s binary at %s%s\n", d[fs].label,
 			        d[fs].bin ? d[fs].bin : "(unknown)",
@@ -1250,10 +1339,13 @@ int main(int argc, char **argv)
 	parts[np++] = FLOOR;
 	if (o.shared)
 		parts[np++] = RAW;
+	if (o.baseline)
+		parts[np++] = BASE;
 	parts[np++] = LOCKFS;
 	for (c = 0; c < NCYC; c++)
 		for (fs = 0; fs < NPART; fs++)
-			if (!(cr[c].us[fs] = calloc(o.rounds, sizeof(double))))
+			if (!(cr[c].us[fs] = calloc(o.rounds, sizeof(double))) ||
+			    !(cr[c].cpu_us[fs] = calloc(o.rounds, sizeof(double))))
 				return 2;
 	if (!(ref_us = calloc(o.rounds, sizeof(double))))
 		return 2;
@@ -1268,7 +1360,9 @@ int main(int argc, char **argv)
 	if (join_path(state, work, "state") || join_path(ref_dir, work, "ref") ||
 	    join_path(d[FLOOR].mnt, work, "floor") || join_path(d[LOCKFS].mnt, work, "lockfs") ||
 	    join_path(d[FLOOR].log, work, "floor.log") ||
-	    join_path(d[LOCKFS].log, work, "lockfs.log"))
+	    join_path(d[LOCKFS].log, work, "lockfs.log") ||
+	    join_path(state_base, work, "state-base") || join_path(d[NFS].mnt, work, "baseline") ||
+	    join_path(d[NFS].log, work, "baseline.log"))
 		goto out;
 	if (!o.stand_in) {
 		int n = o.shared ? asprintf(&d[LOCKFS].opts, "backend=%s%s%s", o.backend,
@@ -1284,6 +1378,21 @@ int main(int argc, char **argv)
 			goto out;
 		}
 		d[LOCKFS].config = o.lockfs_config;
+		/* The baseline: lockfs's options, its own state_dir. */
+		n = o.shared ? asprintf(&d[NFS].opts, "%s", d[LOCKFS].opts)
+		             : asprintf(&d[NFS].opts, "backend=local,state_dir=%s%s%s", state_base,
+		                        o.lockfs_opts ? "," : "",
+		                        o.lockfs_opts ? o.lockfs_opts : "");
+		if (n < 0) {
+			d[NFS].opts = NULL;
+			set_err("out of memory");
+			goto out;
+		}
+		d[NFS].config = o.lockfs_config;
+	}
+	if (o.baseline && (mkdir(state_base, 0700) || mkdir(d[NFS].mnt, 0755))) {
+		set_err("mkdir in %s: %s", work, strerror(errno));
+		goto out;
 	}
 	if (mkdir(state, 0700) || mkdir(ref_dir, 0755) || mkdir(d[FLOOR].mnt, 0755) ||
 	    mkdir(d[LOCKFS].mnt, 0755)) {
@@ -1293,10 +1402,10 @@ int main(int argc, char **argv)
 	if (statfs(ref_dir, &sf) == 0)
 		ref_fs = fs_name((long)sf.f_type);
 
-	for (fs = 0; fs < NFS; fs++)
+	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
 		if (start_daemon(&d[fs]))
 			goto out;
-	for (fs = 0; fs < NFS; fs++)
+	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
 		if (wait_mounted(&d[fs]))
 			goto out;
 	rss_idle_kb = proc_status_kb(d[LOCKFS].pid, "VmRSS");
@@ -1335,7 +1444,7 @@ int main(int argc, char **argv)
 		/* floor first in even rounds, lockfs first in odd ones, so neither
 		 * always runs in the other's wake. */
 		for (c = 0; c < NCYC; c++) {
-			double total[NPART] = { 0 };
+			double total[NPART] = { 0 }, cpu[NPART] = { 0 };
 
 			/* A round is cut into slices that alternate between the
 			 * participants (ABBA), so a burst of load lasting a second
@@ -1345,17 +1454,22 @@ int main(int argc, char **argv)
 
 				for (int j = 0; j < np && !cr[c].failed; j++) {
 					int p = parts[(r + s) % 2 ? np - 1 - j : j];
-					double us;
+					pid_t pid = p == RAW ? 0 : d[p == BASE ? NFS : p].pid;
+					double us, c0 = proc_cpu_us(pid);
 
 					if (time_part(p, c, d, raw, n, &us))
 						mark_failed(&cr[c], part_label[p]);
 					total[p] += us * n;
+					if (pid > 0)
+						cpu[p] += proc_cpu_us(pid) - c0;
 				}
 				if (g_stop)
 					goto out;
 			}
-			for (int j = 0; j < np; j++)
+			for (int j = 0; j < np; j++) {
 				cr[c].us[parts[j]][r] = total[parts[j]] / o.iterations;
+				cr[c].cpu_us[parts[j]][r] = cpu[parts[j]] / o.iterations;
+			}
 		}
 		if (time_cycle(CYC_EXCL, ref_dir, o.iterations, &ref_us[r]))
 			goto out;
@@ -1366,6 +1480,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, " %s floor %.1f", cycle_key[c], cr[c].us[FLOOR][r]);
 			if (o.shared)
 				fprintf(stderr, " raw %.1f", cr[c].us[RAW][r]);
+			if (o.baseline)
+				fprintf(stderr, " baseline %.1f", cr[c].us[BASE][r]);
 			fprintf(stderr, " lockfs %.1f µs;", cr[c].us[LOCKFS][r]);
 		}
 		fprintf(stderr, " %s %.1f µs\n", ref_fs, ref_us[r]);
@@ -1410,11 +1526,11 @@ out:
 	if (g_stop)
 		status = 130;
 	raw_close(raw);
-	for (fs = 0; fs < NFS; fs++)
+	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
 		unlink_all(&d[fs]);
-	for (fs = 0; fs < NFS; fs++)
+	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
 		stop_daemon(&d[fs]);
-	for (fs = 0; fs < NFS; fs++) {
+	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++) {
 		if (d[fs].spawned && is_mounted(&d[fs])) {
 			fprintf(stderr, "lockbench: %s still mounted; leaving %s in place\n",
 			        d[fs].mnt, work);
