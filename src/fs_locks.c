@@ -282,8 +282,14 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	pthread_mutex_unlock(&fs->mu);
 	int r = backend_errno(
 	        fs->be->acquire(fs->be, key, &holder, initial, initial_len, &lease, &res));
-	if (r == 0) /* for the lock record, while the network is not waited on */
+	uint64_t holder_start = 0;
+	if (r == 0) { /* for the lock record, without fs->mu */
 		token = restart_token(fs, lease, &session);
+		/* A flock's holder: /proc/PID/stat, read once, to know it again
+		 * after a restart (fs_flock.c, orphans). */
+		if (flock_key_parse(key, &(const char *){NULL}, &(const char *){NULL}))
+			holder_start = lockfs_pid_start(who->pid);
+	}
 	pthread_mutex_lock(&fs->mu);
 	restart_session(fs, session);
 	node->nlookup--;
@@ -332,8 +338,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	d->renewed_mono = sent;
 	node->lost = false;
 	d->token = g_steal_pointer(&token);
-	if (flock_key_parse(key, &(const char *){NULL}, &(const char *){NULL}))
-		d->holder_start = lockfs_pid_start(who->pid);
+	d->holder_start = holder_start;
 	g_hash_table_insert(fs->held, lease->key, d);
 	if (restart_record(fs, d) != 0) {
 		/* Unrecorded, a restart would lose it while its holder runs. */
