@@ -1,10 +1,10 @@
 /* lockfs backend interface.
  *
- * The filesystem (src/fs_*.c) calls these functions and knows nothing of LDAP,
+ * The filesystem (src/daemon/fs_*.c) calls these functions and knows nothing of LDAP,
  * tinystore or the in-process table; a backend knows nothing of FUSE.  Like
  * libgit2's git_odb_backend, a backend is a versioned table of functions, made
  * by the constructor of its lockfs_backend_type (below; the table of types is
- * src/backend.c).
+ * src/common/backend.c).
  *
  * Ownership.  "The caller" is the filesystem (or lockfsctl check, a test):
  *   - Every pointer in these structs is allocated with GLib (g_malloc,
@@ -350,7 +350,7 @@ struct lockfs_backend {
 #define LOCKFS_BACKEND_TYPE_VERSION 1
 
 /* A kind of backend, as built into lockfs: each backend exports one, named
- * lockfs_NAME_backend_type, and src/backend.c lists them.  The registry
+ * lockfs_NAME_backend_type, and src/common/backend.c lists them.  The registry
  * refuses a type whose version is not LOCKFS_BACKEND_TYPE_VERSION (a backend
  * built against another lockfs). */
 typedef struct lockfs_backend_type {

@@ -1,5 +1,5 @@
 /* The backends built into lockfs, chosen by name from the table of
- * lockfs_backend_type in src/backend.c. */
+ * lockfs_backend_type in src/common/backend.c. */
 #ifndef LOCKFS_BACKENDS_H
 #define LOCKFS_BACKENDS_H
 

@@ -129,7 +129,7 @@ const char *lockfs_config_origin(const lockfs_config *cfg, const char *group, co
 void lockfs_config_register_group(const char *group, const char *const *keys);
 
 /* The backend names backend= accepts, as messages list them ("local, ldap
- * or tinystore"); the backend registry says (src/backend.c). */
+ * or tinystore"); the backend registry says (src/common/backend.c). */
 void lockfs_config_register_backends(const char *names);
 
 /* "30s", "500ms", "5m", "1h", "2d", "1.5s"; a bare number is seconds.

@@ -280,7 +280,7 @@ def cmd_inlist(a):
 def cmd_statushas(a):
     """STATUSFILE NAME: OK when a line for key NAME with state=held exists.
 
-    NAME escaped as src/view_format.h says (tests/lib/viewfmt.py): \\NNN
+    NAME escaped as src/common/view_format.h says (tests/lib/viewfmt.py): \\NNN
     for controls, the space, the backslash, bad UTF-8, C1 and the like.
     """
     import viewfmt

@@ -608,7 +608,7 @@ _mount_watchdog() {
 
 # ---------------------------------------------------------------- inspection
 
-# status_escape KEY: KEY as .lockfs/status prints it (src/view_format.h;
+# status_escape KEY: KEY as .lockfs/status prints it (src/common/view_format.h;
 # tests/lib/viewfmt.py for anything beyond printable ASCII and the space).
 status_escape() {
     local s=$1

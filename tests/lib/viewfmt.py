@@ -1,6 +1,6 @@
 """The escapes of lockfs's .lockfs/ view, written again for the tests.
 
-src/view_format.h is the rule; this is an independent second reading of it
+src/common/view_format.h is the rule; this is an independent second reading of it
 (Python's strict UTF-8 decoder judges well-formedness), so that a test
 compares the daemon's and lockfsctl's output with what the rule says rather
 than with the same code.  \\NNN (three octal digits of one byte) for:

@@ -33,7 +33,7 @@ typedef struct {
 	 * the suite adds ttl, stale_after, network_timeout and
 	 * heartbeat_min_interval. */
 	const char *const *options;
-	/* The backend type's name, as backend= names it (src/backend.c). */
+	/* The backend type's name, as backend= names it (src/common/backend.c). */
 	const char *backend;
 	/* Instances made by construct() share their locks, like two hosts on
 	 * one server (false for local: then the "other host" is the same

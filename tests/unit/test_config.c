@@ -1,4 +1,4 @@
-/* Unit tests for src/config.c: durations, key files, mount options, the rules
+/* Unit tests for src/common/config.c: durations, key files, mount options, the rules
  * between keys and the getters backends use. */
 #include "lockfs/config.h"
 

@@ -1,4 +1,4 @@
-/* Unit tests for src/fence_store.c and the local backend: fences never
+/* Unit tests for src/common/fence_store.c and the local backend: fences never
  * repeat across reopenings, a state file that cannot be written refuses to
  * hand out a fence (and nothing repeats after), and a corrupt file is never
  * reset. */

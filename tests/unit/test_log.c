@@ -1,7 +1,7 @@
 /* The journal's fields of a log line (lockfs_log_journal_fields): what
  * g_log_writer_journald is handed when stderr is the journal.  The end to
  * end check, with a real journald, is tests/fs/76-journald.t (root only). */
-#include "../../src/log.h"
+#include "log.h"
 
 #include <string.h>
 #include <syslog.h>

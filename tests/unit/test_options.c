@@ -1,4 +1,4 @@
-/* Unit tests for src/options.c, the one mount option splitter of lockfs -o
+/* Unit tests for src/common/options.c, the one mount option splitter of lockfs -o
  * and lockfsctl check -o: libfuse's rules (a comma ends an item, "\," and
  * "\\" inside one, "\NNN" octal, a backslash before anything else stands for
  * that character, empty items dropped), and lockfs_options_append() writes

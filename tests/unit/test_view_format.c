@@ -1,11 +1,11 @@
-/* Unit tests for src/view_format.c, the text of .lockfs/ that the daemon
+/* Unit tests for src/common/view_format.c, the text of .lockfs/ that the daemon
  * writes and lockfsctl reads: every byte value survives escaping and comes
  * back, the escaped text holds no control character, space, bad UTF-8 or
  * line break of any kind, malformed escapes are refused rather than taken
  * literally, a hostile holder record can neither add a status line nor a
- * field, and lockfsctl's own reader (src/ctl_common.c, linked in) gets back
+ * field, and lockfsctl's own reader (src/ctl/ctl_common.c, linked in) gets back
  * exactly what the daemon's writer was given.  Also the fence state file's
- * one parser (src/fence_store.c), which lockfsctl check uses too. */
+ * one parser (src/common/fence_store.c), which lockfsctl check uses too. */
 #include "ctl.h"
 #include "fence_store.h"
 #include "view_format.h"

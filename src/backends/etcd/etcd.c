@@ -14,12 +14,10 @@
  * before etcd could expire the lease and grant the key to anyone else. */
 #include "etcd_client.h"
 #include "etcd_record.h"
-#include "holder.h"
-#include "log.h"
-#include "secret.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <lockfs/backend_support.h>
 #include <lockfs/backends.h>
 #include <stdio.h>
 #include <stdlib.h>

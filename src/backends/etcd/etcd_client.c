@@ -4,11 +4,10 @@
  * member that hangs costs at most its share, then the next one is asked. */
 #include "etcd_client.h"
 
-#include "holder.h"
-
 #include <curl/curl.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <lockfs/backend_support.h>
 #include <string.h>
 
 /* Idle handles kept; more may exist while calls run. */

@@ -6,11 +6,10 @@
  * the server offers them, is a dynamic entry (RFC 2589).  Either way the stale
  * rules judge the last write on the server's clock.  Fences come from one
  * counter entry that is never deleted.  See docs/backends.md. */
-#include "holder.h"
 #include "ldap_int.h"
-#include "log.h"
 
 #include <errno.h>
+#include <lockfs/backend_support.h>
 #include <lockfs/backends.h>
 #include <string.h>
 #include <unistd.h>

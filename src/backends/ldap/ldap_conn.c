@@ -1,12 +1,10 @@
 /* The LDAP backend's plumbing: its configuration, connections (TLS, bind and
  * timeouts), what the server offers, the base entries and the fence counter. */
-#include "holder.h"
 #include "ldap_int.h"
-#include "log.h"
-#include "secret.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
+#include <lockfs/backend_support.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>

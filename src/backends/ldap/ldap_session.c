@@ -21,11 +21,10 @@
  * of the mount resumes it (ll_session_resume()) while it is still live by
  * the rule others judge it by; the lock entries naming it that adopt() does
  * not take back are deleted once adoption is over (ll_session_settle()). */
-#include "holder.h"
 #include "ldap_int.h"
-#include "log.h"
 
 #include <errno.h>
+#include <lockfs/backend_support.h>
 #include <string.h>
 #include <unistd.h>
 

@@ -1,11 +1,9 @@
 /* The local backend: locks live in this lockfs process (one host), their
  * fences come from a counter kept durable in a state file. */
-#include "fence_store.h"
-#include "holder.h"
-#include "log.h"
 
 #include <errno.h>
 #include <inttypes.h>
+#include <lockfs/backend_support.h>
 #include <lockfs/backends.h>
 #include <stdio.h>
 #include <string.h>

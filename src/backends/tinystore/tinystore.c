@@ -13,11 +13,10 @@
  * A lockfs that stops leaves its leases held, and the next one takes them
  * back by id ("restart" below).
  * See docs/tinystore-protocol.md for every wire fact used here. */
-#include "holder.h"
-#include "log.h"
 #include "tinystore_conn.h"
 
 #include <errno.h>
+#include <lockfs/backend_support.h>
 #include <lockfs/backends.h>
 #include <string.h>
 #include <sys/random.h>

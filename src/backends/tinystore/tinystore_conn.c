@@ -7,10 +7,9 @@
  * connection closed, never a wait past the deadline. */
 #include "tinystore_conn.h"
 
-#include "holder.h"
-
 #include <errno.h>
 #include <fcntl.h>
+#include <lockfs/backend_support.h>
 #include <poll.h>
 #include <string.h>
 #include <sys/random.h>

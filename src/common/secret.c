@@ -1,6 +1,6 @@
 /* Secrets kept in files: one check of ownership and content for every backend
  * that reads a password from a file. */
-#include "secret.h"
+#include <lockfs/backend_support.h>
 
 #include <errno.h>
 #include <glib.h>

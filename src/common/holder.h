@@ -6,10 +6,11 @@
 
 #include <glib.h>
 #include <lockfs/backend.h>
+#include <lockfs/backend_support.h>
 #include <sys/types.h>
 
 void lockfs_holder_set_host(const char *host);
-const char *lockfs_holder_host(void);
+/* lockfs_holder_host(): lockfs/backend_support.h. */
 
 /* Fill H (strings allocated; free with lockfs_holder_clear). */
 void lockfs_holder_fill(lockfs_holder *h, pid_t pid, uid_t uid, gid_t gid, mode_t mode,
@@ -22,11 +23,7 @@ pid_t lockfs_tgid(pid_t tid);
 /* The same, and its parent in *PPID (0 when unknown). */
 pid_t lockfs_tgid_ppid(pid_t tid, pid_t *ppid);
 
-/* Unix time in µs, and CLOCK_BOOTTIME in µs (monotonic, counting suspend:
- * every lease, deadline and staleness of this host is measured on it). */
-int64_t lockfs_now_us(void);
-int64_t lockfs_mono_us(void);
-/* g_cond_wait_until() for a DEADLINE of lockfs_mono_us(). */
-gboolean lockfs_cond_wait_until(GCond *cond, GMutex *mu, int64_t deadline);
+/* The clocks, lockfs_now_us(), lockfs_mono_us() and
+ * lockfs_cond_wait_until(), are in lockfs/backend_support.h. */
 
 #endif

@@ -5,6 +5,7 @@
 
 #include <glib.h>
 #include <lockfs/backend.h>
+#include <lockfs/backend_support.h>
 #include <stdbool.h>
 
 /* LEVEL: "error", "warning", "info" or "debug".  When stderr is the
@@ -16,9 +17,7 @@ void lockfs_log_init(const char *ident, bool to_stderr, const char *level);
 /* Whether a line of LEVEL is written at all (check before costly text). */
 bool lockfs_log_enabled(GLogLevelFlags level);
 
-/* One line; KEY (the lock concerned, or NULL) is also the field LOCKFS_LOCK. */
-void lockfs_log(GLogLevelFlags level, const char *key, const char *fmt, ...)
-	G_GNUC_PRINTF(3, 4);
+/* lockfs_log(), one line, is in lockfs/backend_support.h. */
 
 /* A lock event: one line, and in the journal the fields LOCKFS_EVENT
  * (grant, release, break, stale, lost, error), LOCKFS_LOCK, LOCKFS_FENCE,
@@ -47,10 +46,7 @@ char *lockfs_holder_text(const lockfs_holder *h);
 void lockfs_notify_init(const char *command, const char *mount);
 void lockfs_notify(const char *event, const char *key, const lockfs_holder *holder,
                    const lockfs_holder *breaker, const char *fence);
-/* The same with LOCKFS_DETAIL: one line saying more (event "clock": this
- * host's clock against the server's). */
-void lockfs_notify_detail(const char *event, const char *key, const lockfs_holder *holder,
-                          const lockfs_holder *breaker, const char *fence, const char *detail);
+/* The same with LOCKFS_DETAIL, lockfs_notify_detail(): lockfs/backend_support.h. */
 void lockfs_notify_shutdown(void);
 
 #endif
