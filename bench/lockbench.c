@@ -46,7 +46,7 @@
 #define STOP_TIMEOUT_S 10.0
 #define LS_RUNS 3
 
-/* lockfs's FUSE loop (src/main.c): fuse_session_loop_mt without cloned
+/* lockfs's FUSE loop (src/daemon/main.c): fuse_session_loop_mt without cloned
  * /dev/fuse fds, at most 16 workers.  The floor runs the same one. */
 #define LOCKFS_LOOP_OPTS "clone_fd=0,max_threads=16"
 
@@ -1317,8 +1317,8 @@ int main(int argc, char **argv)
 	/* The floor keeps lockfs's cache policy, so the kernel sends both the
 	 * same requests: on the local backend names and attributes are cached
 	 * for 1 s (and listed with readdirplus); on a shared backend nothing
-	 * is, since other hosts change the directory (src/fs_ops.c lfs_new).
-	 * It also runs lockfs's loop (src/main.c): no cloned /dev/fuse fds, at
+	 * is, since other hosts change the directory (src/daemon/fs_ops.c lfs_new).
+	 * It also runs lockfs's loop (src/daemon/main.c): no cloned /dev/fuse fds, at
 	 * most 16 workers.  --floor-opts come last and override either. */
 	policy = o.shared ? "attr_timeout=0,entry_timeout=0" : "attr_timeout=1,entry_timeout=1";
 	/* The floor and lockfs get the same FUSE options (lockfs defaults to
