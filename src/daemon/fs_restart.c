@@ -71,11 +71,9 @@ static void state_failed(lfs *fs, int r)
 	fs->state_failing = r != 0;
 }
 
-/* Rewrite the record from what is held, once the appended lines outgrow it. */
-static void maybe_rewrite(lfs *fs)
+/* Rewrite the record whole, from what is held now (fs->mu held). */
+static void rewrite(lfs *fs)
 {
-	if (!lockfs_lockstate_wants_rewrite(fs->state, g_hash_table_size(fs->held)))
-		return;
 	g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(g_free);
 	GHashTableIter it;
 	gpointer v;
@@ -86,6 +84,13 @@ static void maybe_rewrite(lfs *fs)
 		g_ptr_array_add(recs, rec);
 	}
 	state_failed(fs, lockfs_lockstate_rewrite(fs->state, recs, fs->session));
+}
+
+/* ... once the appended lines outgrow the locks they describe. */
+static void maybe_rewrite(lfs *fs)
+{
+	if (lockfs_lockstate_wants_rewrite(fs->state, g_hash_table_size(fs->held)))
+		rewrite(fs);
 }
 
 int restart_record(lfs *fs, lfs_dentry *d)
@@ -368,16 +373,7 @@ void restart_reclaim(lfs *fs, lockfs_lockstate_found *found)
 			reclaim_one(fs, &all[i], &c);
 	}
 	/* The record from here on: what was taken back, under new serials. */
-	g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(g_free);
-	GHashTableIter it;
-	gpointer v;
-	g_hash_table_iter_init(&it, fs->held);
-	while (g_hash_table_iter_next(&it, NULL, &v)) {
-		lockfs_lockrec *rec = g_new(lockfs_lockrec, 1);
-		rec_of(fs, v, rec);
-		g_ptr_array_add(recs, rec);
-	}
-	state_failed(fs, lockfs_lockstate_rewrite(fs->state, recs, fs->session));
+	rewrite(fs);
 	pthread_mutex_unlock(&fs->mu);
 	lockfs_log(c.lost || c.left || c.refused ? G_LOG_LEVEL_WARNING : G_LOG_LEVEL_INFO, NULL,
 	           "took back %u lock%s of the previous lockfs of %s in %.3f s (%u lost, %u not "

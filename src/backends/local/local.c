@@ -63,6 +63,23 @@ static local_lock *owned(local_backend *lb, const lockfs_lease *lease)
 	return strcmp(f, lease->fence) == 0 ? l : NULL;
 }
 
+/* KEY held for WHO with FENCE (lb->mu held): its lease. */
+static lockfs_lease *install(local_backend *lb, const char *key, const lockfs_holder *who,
+                             uint64_t fence)
+{
+	local_lock *l = g_new0(local_lock, 1);
+	lockfs_holder_copy(&l->holder, who);
+	l->fence = fence;
+	/* The holder's last heartbeat as given (now, for a fresh grant; the
+	 * recorded one, for a lock taken back), on the boot clock from here on. */
+	l->beat_boot = lockfs_mono_us() - MAX(lockfs_now_us() - who->heartbeat_us, 0);
+	g_hash_table_insert(lb->locks, g_strdup(key), l);
+	lockfs_lease *lease = g_new0(lockfs_lease, 1);
+	lease->key = g_strdup(key);
+	snprintf(lease->fence, sizeof(lease->fence), "%" PRIu64, fence);
+	return lease;
+}
+
 /* CONTENT is not kept: the filesystem keeps local content itself. */
 static int local_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
                          const void *content, size_t content_len, lockfs_lease **out,
@@ -91,19 +108,8 @@ static int local_acquire(lockfs_backend *be, const char *key, const lockfs_holde
 		g_mutex_unlock(&lb->mu);
 		return -EIO;
 	}
-	l = g_new0(local_lock, 1);
-	lockfs_holder_copy(&l->holder, who);
-	l->fence = fence;
-	/* The holder's last heartbeat as given (now, for a fresh grant), on
-	 * the boot clock from here on. */
-	l->beat_boot = lockfs_mono_us() - MAX(lockfs_now_us() - who->heartbeat_us, 0);
-	g_hash_table_insert(lb->locks, g_strdup(key), l);
+	*out = install(lb, key, who, fence);
 	g_mutex_unlock(&lb->mu);
-
-	lockfs_lease *lease = g_new0(lockfs_lease, 1);
-	lease->key = g_strdup(key);
-	snprintf(lease->fence, sizeof(lease->fence), "%" PRIu64, fence);
-	*out = lease;
 	return 0;
 }
 
@@ -239,16 +245,8 @@ static int local_adopt(lockfs_backend *be, const char *key, const char *fence, c
 		g_mutex_unlock(&lb->mu);
 		return -ESTALE; /* recorded twice: the first record holds it */
 	}
-	local_lock *l = g_new0(local_lock, 1);
-	lockfs_holder_copy(&l->holder, who);
-	l->fence = f;
-	l->beat_boot = lockfs_mono_us() - MAX(lockfs_now_us() - who->heartbeat_us, 0);
-	g_hash_table_insert(lb->locks, g_strdup(key), l);
+	*out = install(lb, key, who, f);
 	g_mutex_unlock(&lb->mu);
-	lockfs_lease *lease = g_new0(lockfs_lease, 1);
-	lease->key = g_strdup(key);
-	snprintf(lease->fence, sizeof(lease->fence), "%" PRIu64, f);
-	*out = lease;
 	return 0;
 }
 
