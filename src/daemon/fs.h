@@ -384,8 +384,8 @@ void flock_request(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, int op,
 /* D, a flock or POSIX lock the restart took back (fs->mu held): kept while
  * the process that took it runs, released at once when it is gone. */
 void flock_adopt_orphan(lfs *fs, lfs_dentry *d);
-/* Whether D is such a lock. */
-bool flock_is_orphan(lfs *fs, const lfs_dentry *d);
+/* Whether KEY is such a lock (fs->mu held): .lockfs/ shows it "orphaned". */
+bool flock_orphan_key(lfs *fs, const char *key);
 /* The last close of OWNER's open file description of N (fs->mu held). */
 void flock_release_owner(lfs *fs, lfs_node *n, uint64_t owner);
 /* Whether KEY is a flock's or a POSIX lock's backend key, and what it

@@ -74,7 +74,10 @@ static void view_of(lfs *fs, const lockfs_lock_info *i, lockfs_view *v)
 	const lockfs_holder *h = &i->holder;
 	memset(v, 0, sizeof(*v));
 	lockfs_view_set(v, LOCKFS_VF_LOCK, i->key);
-	lockfs_view_set(v, LOCKFS_VF_STATE, lockfs_state_name(i->state));
+	/* A flock or POSIX lock a restart took back, kept for its holder's
+	 * process until it exits (fs_flock.c), says so. */
+	bool orphan = i->mine && i->state == LOCKFS_STATE_HELD && flock_orphan_key(fs, i->key);
+	lockfs_view_set(v, LOCKFS_VF_STATE, orphan ? "orphaned" : lockfs_state_name(i->state));
 	lockfs_view_set(v, LOCKFS_VF_FENCE, i->fence);
 	lockfs_view_set(v, LOCKFS_VF_HOST, h->host ? h->host : "-");
 	lockfs_view_setf(v, LOCKFS_VF_PID, "%" G_GINT64_FORMAT, h->pid);

@@ -519,11 +519,12 @@ void flock_adopt_orphan(lfs *fs, lfs_dentry *d)
 	           d->lease->key, pid);
 }
 
-bool flock_is_orphan(lfs *fs, const lfs_dentry *d)
+bool flock_orphan_key(lfs *fs, const char *key)
 {
-	for (guint i = 0; fs->flock_orphans && i < fs->flock_orphans->len; i++) {
+	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+	for (guint i = 0; d && fs->flock_orphans && i < fs->flock_orphans->len; i++) {
 		lfs_flock_orphan *o = fs->flock_orphans->pdata[i];
-		if (o->serial == d->serial && strcmp(o->key, d->lease->key) == 0)
+		if (o->serial == d->serial && strcmp(o->key, key) == 0)
 			return true;
 	}
 	return false;

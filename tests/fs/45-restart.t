@@ -96,7 +96,9 @@ FIFO=$TESTDIR/flock.go
 mkfifo "$FIFO"
 flock -n "$A/fl" -c "timeout 300 cat '$FIFO' >/dev/null" &
 FLPID=$!
-fl_held() { [[ $(status_field "$(status_line .lockfs/flock/fl "$A")" state) == held ]]; }
+fl_state() { status_field "$(status_line .lockfs/flock/fl "$A")" state; }
+fl_held() { [[ $(fl_state) == held ]]; }
+fl_orphaned() { [[ $(fl_state) == orphaned && $(status_field "$(status_line .lockfs/flock/fl "$A")" pid) == "$FLPID" ]]; }
 ok "hostA: flock(1) holds fl" wait_until 10 fl_held
 : >"$A/pf"
 coproc PL { exec "$PYTHON" "$TESTLIB/posix-lock.py" "$A/pf"; }
@@ -187,7 +189,7 @@ for way in term kill umount; do
     [[ $(posix_contend) == OK ]] && echo posix >>"$GRANTS"
     is "$(sort -u "$GRANTS" | tr '\n' ' ')" "" "restart by $way: the contender got no lock"
     ok "restart by $way: the flock(1) holder still runs" kill -0 "$FLPID"
-    ok "restart by $way: its flock is held (kept until it exits)" wait_until 10 fl_held
+    ok "restart by $way: its flock is shown orphaned, with its pid (kept until it exits)" wait_until 10 fl_orphaned
     ok "restart by $way: the log says the locks were taken back" \
         log_has "took back $((${#IDIOMS[@]} + 2)) locks of the previous lockfs" "$LOG_A"
     for i in "${IDIOMS[@]}"; do
