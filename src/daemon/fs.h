@@ -190,6 +190,15 @@ typedef struct {
 		r_;                              \
 	})
 
+/* The same for an expression whose value is a pointer. */
+#define UNLOCKED_PTR(fs, expr)                   \
+	({                                       \
+		pthread_mutex_unlock(&(fs)->mu); \
+		__typeof__(expr) p_ = (expr);    \
+		pthread_mutex_lock(&(fs)->mu);   \
+		p_;                              \
+	})
+
 /* ---- fs_nodes.c: the model ---- */
 lfs_node *node_new(lfs *fs, lfs_node_kind kind, mode_t mode, uid_t uid, gid_t gid);
 void node_maybe_free(lfs *fs, lfs_node *n);

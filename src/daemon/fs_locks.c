@@ -946,6 +946,15 @@ static void confirm_key(lfs *fs, const char *key)
 		if (r == 0) {
 			g_strlcpy(d->lease->fence, fence, sizeof(d->lease->fence));
 			d->fence_final = true;
+			/* Checked now: the record says so (a restart need not check
+			 * again), with the final fence. */
+			char *session = NULL;
+			g_autofree char *token = UNLOCKED_PTR(fs, restart_token(fs, d->lease, &session));
+			g_free(session);
+			if (token) {
+				g_free(d->token);
+				d->token = g_steal_pointer(&token);
+			}
 			restart_record(fs, d);
 		} else if (r == -ESTALE || r == -ENOENT) {
 			locks_mark_lost(fs, d, "the backend no longer has it");

@@ -1227,6 +1227,50 @@ static void restart_keeps(slapd *srv, const char *name, const char *sessions)
 	recorded_clear(&r);
 }
 
+/* A lock recorded before its fence was checked (the filesystem records it
+ * at the grant, confirm() comes later): its token says so, and the lease
+ * adopted from it is checked at its confirm(), as the grant's would have
+ * been, never taken as final unchecked.  Once checked, the token is plain. */
+static void test_restart_unchecked(void)
+{
+	if (!need_slapd())
+		return;
+	g_autofree char *base = base_of(srv_dds, "unchecked");
+	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
+	lockfs_backend *a1 = backend(srv_dds, "hosta", base, opts);
+	lockfs_holder h = holder("hosta", 4242);
+	lockfs_lease *l = NULL;
+	g_assert_cmpint(a1->acquire(a1, "u.lock", &h, NULL, 0, &l, NULL), ==, 0);
+	lockfs_holder_clear(&h);
+	recorded r = record(a1, l);
+	g_assert_true(g_str_has_prefix(r.token, "session:unchecked:"));
+	stop(a1, &l, 1);
+
+	lockfs_backend *a2 = backend(srv_dds, "hosta", base, opts);
+	g_assert_cmpint(a2->resume(a2, r.session), ==, 0);
+	lockfs_lease *k = NULL;
+	g_assert_cmpint(adopt(a2, &r, NULL, NULL, &k), ==, 0);
+	g_autoptr(GString) s = g_string_new(NULL);
+	g_assert_cmpint(a2->lease_token(a2, k, s), ==, 0);
+	g_assert_true(g_str_has_prefix(s->str, "session:unchecked:"));
+	char fence[LOCKFS_FENCE_MAX];
+	g_assert_cmpint(a2->confirm(a2, k, fence), ==, 0);
+	g_assert_cmpint(lockfs_fence_cmp(fence, r.fence), >=, 0);
+	g_assert_cmpint(a2->lease_token(a2, k, s), ==, 0);
+	g_assert_cmpstr(s->str, ==, "session");
+	/* Malformed forms of it are refused. */
+	static const char *const bad[] = { "session:unchecked:", "session:unchecked:01",
+		                           "session:unchecked:x", "session:checked:5",
+		                           "entry:unchecked:-1" };
+	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
+		lockfs_lease *x = NULL;
+		g_assert_cmpint(adopt(a2, &r, NULL, bad[i], &x), ==, -EINVAL);
+	}
+	release_ok(a2, k);
+	a2->destroy(a2);
+	recorded_clear(&r);
+}
+
 static void test_restart_keeps(gconstpointer data)
 {
 	if (!need_slapd())
@@ -2286,6 +2330,7 @@ int main(int argc, char **argv)
 	g_test_add_data_func("/ldap/restart/expired-plain", &srv_plain, test_restart_expired);
 	g_test_add_func("/ldap/restart/taken", test_restart_taken);
 	g_test_add_func("/ldap/restart/garbage", test_restart_garbage);
+	g_test_add_func("/ldap/restart/unchecked", test_restart_unchecked);
 	g_test_add_func("/ldap/clock/matrix-dds", test_clock_matrix_dds);
 	g_test_add_func("/ldap/clock/matrix-plain", test_clock_matrix_plain);
 	g_test_add_func("/ldap/clock/bound", test_clock_bound);

@@ -911,12 +911,46 @@ static int ll_resume(lockfs_backend *b, const char *token)
 	return ll_session_resume((ll_backend *)b, token);
 }
 
+/* "session" or "entry", and while the fence is not checked yet (confirm())
+ * ":unchecked:END", END its block's end: a lease taken back before its
+ * fence was checked is checked then, as it would have been. */
+#define TOKEN_UNCHECKED ":unchecked:"
+
 static int ll_lease_token(lockfs_backend *b, const lockfs_lease *lease, GString *out)
 {
 	(void)b;
-	const ll_lease *p = lease->priv;
+	ll_lease *p = lease->priv;
 	g_string_assign(out, p->session ? TOKEN_SESSION : TOKEN_ENTRY);
+	g_mutex_lock(&p->mu);
+	if (p->unchecked)
+		g_string_append_printf(out, TOKEN_UNCHECKED "%" G_GUINT64_FORMAT, p->block_end);
+	g_mutex_unlock(&p->mu);
 	return 0;
+}
+
+/* TOKEN as lease_token() writes it: its kind, and whether (and up to which
+ * block end) its fence is to be checked.  False for anything else. */
+static bool token_parse(const char *token, bool *on_session, bool *unchecked, uint64_t *end)
+{
+	const char *rest = NULL;
+	*unchecked = false;
+	*end = 0;
+	if (!token)
+		return false;
+	if (g_str_has_prefix(token, TOKEN_SESSION))
+		*on_session = true, rest = token + strlen(TOKEN_SESSION);
+	else if (g_str_has_prefix(token, TOKEN_ENTRY))
+		*on_session = false, rest = token + strlen(TOKEN_ENTRY);
+	else
+		return false;
+	if (!*rest)
+		return true;
+	if (!g_str_has_prefix(rest, TOKEN_UNCHECKED))
+		return false;
+	rest += strlen(TOKEN_UNCHECKED);
+	*unchecked = true;
+	return g_ascii_isdigit(rest[0]) && (rest[0] != '0' || !rest[1]) &&
+	       g_ascii_string_to_unsigned(rest, 10, 0, G_MAXUINT64, end, NULL);
 }
 
 /* A fence as this backend writes them: a u64 in decimal, no leading zero. */
@@ -930,12 +964,13 @@ static bool fence_ok(const char *fence)
 }
 
 /* Adopt the entry CUR, found to be the lease's: a lease as acquire() makes
- * one, whose fence was shown already (so final), and the holder record as
+ * one, whose fence is final unless UNCHECKED (recorded before confirm(); then
+ * checked against block END as a grant's is), and the holder record as
  * the filesystem kept it, with the entry's times.  Without a session the
  * entry is renewed now, as renew() does; with one, adopt() renewed it. */
 static int adopt_found(ll_op *op, const char *dn, const ll_lock *cur, const lockfs_holder *who,
                        const void *content, size_t content_len, const char *session,
-                       uint64_t gen, lockfs_lease **out)
+                       uint64_t gen, uint64_t end, bool unchecked, lockfs_lease **out)
 {
 	ll_backend *be = op->be;
 	lockfs_holder h;
@@ -948,7 +983,7 @@ static int adopt_found(ll_op *op, const char *dn, const ll_lock *cur, const lock
 	g_autoptr(GBytes) bytes =
 	        content ? g_bytes_new(content, MIN(content_len, (size_t)LOCKFS_CONTENT_MAX))
 	                : (cur->content ? g_bytes_ref(cur->content) : NULL);
-	lockfs_lease *lease = lease_make(cur->key, dn, cur->fence_value, 0, false,
+	lockfs_lease *lease = lease_make(cur->key, dn, cur->fence_value, end, unchecked,
 	                                 lockfs_mono_us() - age, &h, bytes, session, gen);
 	lockfs_holder_clear(&h);
 	int r = 0;
@@ -976,8 +1011,9 @@ static int ll_adopt(lockfs_backend *b, const char *key, const char *fence, const
                     lockfs_lease **out)
 {
 	ll_backend *be = (ll_backend *)b;
-	bool on_session = g_strcmp0(token, TOKEN_SESSION) == 0;
-	if ((!on_session && g_strcmp0(token, TOKEN_ENTRY) != 0) || !fence_ok(fence))
+	bool on_session, unchecked;
+	uint64_t end;
+	if (!token_parse(token, &on_session, &unchecked, &end) || !fence_ok(fence))
 		return -EINVAL;
 	int r = 0;
 	g_autofree char *dn = lock_dn(be, key, &r);
@@ -1008,7 +1044,8 @@ static int ll_adopt(lockfs_backend *b, const char *key, const char *fence, const
 	         g_strcmp0(cur.session, session) != 0)
 		r = -ESTALE; /* another's now, or another lease of ours */
 	else
-		r = adopt_found(&op, dn, &cur, who, content, content_len, session, gen, out);
+		r = adopt_found(&op, dn, &cur, who, content, content_len, session, gen, end,
+		                unchecked, out);
 	ll_lock_clear(&cur);
 	ll_op_end(&op);
 	if (r == 0 && session) {
