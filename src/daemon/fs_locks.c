@@ -684,14 +684,20 @@ static void lost_remember(lfs *fs, lfs_dentry *d, bool released)
 	}
 }
 
-void locks_note_lost(lfs *fs, const char *key, const lockfs_holder *h, const char *fence,
-                     pid_t ppid, const char *why)
+/* A loss of KEY, held by H with FENCE: counted, logged, notified. */
+static void say_lost(const char *key, const lockfs_holder *h, const char *fence, const char *why)
 {
 	metrics_count(M_LOSSES);
 	lockfs_log_event(G_LOG_LEVEL_WARNING, "lost", key, h, NULL, fence,
 	                 "lost %s (fence %s, held by %s:%" G_GINT64_FORMAT " uid %u): %s", key,
 	                 fence, h->host, h->pid, h->uid, why);
 	lockfs_notify("lost", key, h, NULL, fence);
+}
+
+void locks_note_lost(lfs *fs, const char *key, const lockfs_holder *h, const char *fence,
+                     pid_t ppid, const char *why)
+{
+	say_lost(key, h, fence, why);
 	lost_add(fs, key, h, h->heartbeat_us, fence, ppid, false);
 }
 
@@ -764,12 +770,7 @@ void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why)
 		return;
 	d->lost = true;
 	d->node->lost = true;
-	metrics_count(M_LOSSES);
-	lockfs_log_event(
-	        G_LOG_LEVEL_WARNING, "lost", d->lease->key, &d->holder, NULL, d->lease->fence,
-	        "lost %s (fence %s, held by %s:%" G_GINT64_FORMAT " uid %u): %s", d->lease->key,
-	        d->lease->fence, d->holder.host, d->holder.pid, d->holder.uid, why);
-	lockfs_notify("lost", d->lease->key, &d->holder, NULL, d->lease->fence);
+	say_lost(d->lease->key, &d->holder, d->lease->fence, why);
 	lost_remember(fs, d, false);
 	inval_node(fs, d->node);
 	inval_entry(fs, d->dir, d->name);
