@@ -23,6 +23,7 @@ record() { ls "$STATE"/mount*.locks; }
 # ---- the gap ----
 start_a || BAIL_OUT "cannot mount"
 ok "hostA takes held.lock" takes "$A/held.lock" holder
+held_fence=$(info_field held.lock fence "$A")
 lockfs_stop
 # While nothing is mounted, tools on this host write under the mount point.
 printf '4242\n' >"$A/gap.lock"
@@ -34,7 +35,8 @@ is "$(status_field "$(status_line gap.lock "$A")" state)" held "gap.lock, made u
 is "$(status_field "$(status_line gap.lock "$A")" uid)" "$gap_uid" "for the owner of the file"
 is "$(cat "$A/gap.lock")" 4242 "with the file's content"
 ok "its taking is logged" log_has "gap.lock was created on the disk under .* taken for its owner"
-is "$(info_field held.lock fence "$A")" "$(info_field held.lock fence "$A")" "held.lock is still held"
+is "$(status_field "$(status_line held.lock "$A")" state)" held "held.lock is still held"
+is "$(info_field held.lock fence "$A")" "$held_fence" "held.lock keeps its fence ($held_fence)"
 is "$(cat "$A/held.lock")" holder "held.lock keeps its holder's content, not the file's"
 ok "held.lock's file is reported as a conflict" log_has "held.lock was created on the disk .* this mount's holder held it"
 ok "and notified" grep -q '^conflict held.lock' "$EVENTS"
