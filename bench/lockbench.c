@@ -16,11 +16,13 @@
  * It is a measurement, not a test: it exits 0 whenever it could measure, even
  * when a target is missed, and non-zero only when something failed to run.
  */
+#include <dirent.h>
 #include <errno.h>
-#include <sched.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <getopt.h>
 #include <limits.h>
+#include <sched.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -34,8 +36,6 @@
 #include <sys/statfs.h>
 #include <sys/utsname.h>
 #include <sys/wait.h>
-#include <dirent.h>
-#include <ftw.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -62,8 +62,21 @@ extern char **environ;
 /* The two mounts, and the raw backend cycle as a third participant; with
  * --baseline, another lockfs build on a mount of its own (its daemon is
  * d[NFS]) as a fourth. */
-enum { FLOOR, LOCKFS, NFS, RAW = NFS, BASE, NPART };
-enum { CYC_EXCL, CYC_LOCKFILE, CYC_FLOCK, CYC_FCNTL, NCYC };
+enum {
+	FLOOR,
+	LOCKFS,
+	NFS,
+	RAW = NFS,
+	BASE,
+	NPART
+};
+enum {
+	CYC_EXCL,
+	CYC_LOCKFILE,
+	CYC_FLOCK,
+	CYC_FCNTL,
+	NCYC
+};
 
 static const char *const cycle_name[NCYC] = {
 	"O_EXCL create+close+unlink",
@@ -76,7 +89,7 @@ static const char *const cycle_key[NCYC] = { "o_excl", "liblockfile", "flock", "
 struct daemon {
 	const char *label;
 	const char *bin;
-	char *opts; /* the -o argument, or NULL */
+	char *opts;         /* the -o argument, or NULL */
 	const char *config; /* lockfs --config FILE, or NULL */
 	char mnt[PATH_MAX];
 	char log[PATH_MAX];
@@ -86,7 +99,7 @@ struct daemon {
 };
 
 struct cycle_result {
-	double *us[NPART]; /* µs per cycle, one per round */
+	double *us[NPART];     /* µs per cycle, one per round */
 	double *cpu_us[NPART]; /* the daemon's CPU µs per cycle, one per round (mounts only) */
 	double med[NPART];
 	double ratio, ratio_lo, ratio_hi;
@@ -98,8 +111,8 @@ struct big_result {
 	bool ran, failed;
 	char err[1024 + 64]; /* g_err and a prefix */
 	double create_s[NFS], ls_s[NFS][LS_RUNS], ls_med[NFS], unlink_s[NFS];
-	long rss_kb[NFS];   /* VmRSS while the locks are held (larger of two samples) */
-	long hwm_kb[NFS];   /* VmHWM at that point */
+	long rss_kb[NFS]; /* VmRSS while the locks are held (larger of two samples) */
+	long hwm_kb[NFS]; /* VmHWM at that point */
 };
 
 static volatile sig_atomic_t g_stop;
@@ -340,8 +353,8 @@ static int time_cycle(int cyc, const char *dir, long n, double *us)
 
 /* ---- daemons ----------------------------------------------------------- */
 
-static int spawn(const char *path, char *const argv[], char *const envp[], int out_fd,
-                 int err_fd, bool own_group, pid_t *pid)
+static int spawn(const char *path, char *const argv[], char *const envp[], int out_fd, int err_fd,
+                 bool own_group, pid_t *pid)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t at;
@@ -368,7 +381,7 @@ static int spawn(const char *path, char *const argv[], char *const envp[], int o
 	posix_spawnattr_setsigdefault(&at, &def);
 	posix_spawnattr_setpgroup(&at, 0);
 	posix_spawnattr_setflags(&at, POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF |
-	                                (own_group ? POSIX_SPAWN_SETPGROUP : 0));
+	                                      (own_group ? POSIX_SPAWN_SETPGROUP : 0));
 	rc = posix_spawn(pid, path, &fa, &at, argv, envp);
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&at);
@@ -829,7 +842,11 @@ static void parse_options(int argc, char **argv, struct options *o)
 	int c;
 
 	*o = (struct options){
-		.iterations = -1, .rounds = 5, .slices = 10, .locks = -1, .cpu = -1,
+		.iterations = -1,
+		.rounds = 5,
+		.slices = 10,
+		.locks = -1,
+		.cpu = -1,
 		.backend = "local",
 	};
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -976,8 +993,9 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 	if (raw)
 		printf("  raw    : %s\n", raw_describe(raw));
 	if (o->baseline)
-		printf("  baseline: %s -o %s%s%s\n", d[NFS].bin, d[NFS].opts ? d[NFS].opts : "(none)",
-		       d[NFS].config ? " --config " : "", d[NFS].config ? d[NFS].config : "");
+		printf("  baseline: %s -o %s%s%s\n", d[NFS].bin,
+		       d[NFS].opts ? d[NFS].opts : "(none)", d[NFS].config ? " --config " : "",
+		       d[NFS].config ? d[NFS].config : "");
 
 	if (!o->shared) {
 		printf("\n%-28s %10s %10s %7s %-13s %8s %s\n", "cycle (µs per cycle)", "floor", lf,
@@ -1038,8 +1056,8 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 		}
 	}
 	if (o->baseline) {
-		printf("\n%-28s %10s %10s %9s %-13s %12s\n", "against the baseline (µs)", "baseline",
-		       lf, "lockfs/b", " rounds", "baseline/floor");
+		printf("\n%-28s %10s %10s %9s %-13s %12s\n", "against the baseline (µs)",
+		       "baseline", lf, "lockfs/b", " rounds", "baseline/floor");
 		for (int c = 0; c < NCYC; c++) {
 			double lo = 1e9, hi = 0, fl;
 
@@ -1053,8 +1071,8 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 			}
 			fl = cr[c].med[FLOOR] + (o->shared ? cr[c].med[RAW] : 0);
 			printf("%-28s %10.1f %10.1f %8.2fx  %4.2f-%4.2f   %11.2fx\n", cycle_name[c],
-			       cr[c].med[BASE], cr[c].med[LOCKFS], cr[c].med[LOCKFS] / cr[c].med[BASE],
-			       lo, hi, cr[c].med[BASE] / fl);
+			       cr[c].med[BASE], cr[c].med[LOCKFS],
+			       cr[c].med[LOCKFS] / cr[c].med[BASE], lo, hi, cr[c].med[BASE] / fl);
 		}
 	}
 	if (o->baseline) {
@@ -1075,8 +1093,8 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 			q[0] = median(cr[c].cpu_us[FLOOR], r);
 			q[1] = median(cr[c].cpu_us[BASE], r);
 			q[2] = median(cr[c].cpu_us[LOCKFS], r);
-			printf("%-28s %10.1f %10.1f %10.1f %8.2fx  %4.2f-%4.2f\n", cycle_name[c], q[0],
-			       q[1], q[2], q[2] / q[1], lo, hi);
+			printf("%-28s %10.1f %10.1f %10.1f %8.2fx  %4.2f-%4.2f\n", cycle_name[c],
+			       q[0], q[1], q[2], q[2] / q[1], lo, hi);
 		}
 	}
 	printf("\nreference, not a target: O_EXCL cycle on %s (%s): %.1f µs\n", ref_dir, ref_fs,
@@ -1252,7 +1270,8 @@ static int time_part(int p, int cyc, const struct daemon *d, raw_client *raw, lo
 int main(int argc, char **argv)
 {
 	struct options o;
-	struct daemon d[NFS + 1] = { { .label = "floor" }, { .label = "lockfs" },
+	struct daemon d[NFS + 1] = { { .label = "floor" },
+		                     { .label = "lockfs" },
 		                     { .label = "baseline" } };
 	static const char *const part_label[NPART] = { "floor", "lockfs", "raw", "baseline" };
 	char state_base[PATH_MAX];
@@ -1368,8 +1387,8 @@ int main(int argc, char **argv)
 		int n = o.shared ? asprintf(&d[LOCKFS].opts, "backend=%s%s%s", o.backend,
 		                            o.lockfs_opts ? "," : "",
 		                            o.lockfs_opts ? o.lockfs_opts : "")
-		                 : asprintf(&d[LOCKFS].opts, "backend=local,state_dir=%s%s%s", state,
-		                            o.lockfs_opts ? "," : "",
+		                 : asprintf(&d[LOCKFS].opts, "backend=local,state_dir=%s%s%s",
+		                            state, o.lockfs_opts ? "," : "",
 		                            o.lockfs_opts ? o.lockfs_opts : "");
 
 		if (n < 0) {
@@ -1415,8 +1434,8 @@ int main(int argc, char **argv)
 		/* After lockfs mounted: it creates what it needs on the server
 		 * (the LDAP base).  The stand-in takes noopfs options, so then
 		 * the raw client reads only the configuration file. */
-		raw = raw_open(o.backend, o.lockfs_config, o.stand_in ? NULL : o.lockfs_opts,
-		               g_err, sizeof(g_err));
+		raw = raw_open(o.backend, o.lockfs_config, o.stand_in ? NULL : o.lockfs_opts, g_err,
+		               sizeof(g_err));
 		if (!raw) {
 			char why[sizeof(g_err)];
 
@@ -1500,7 +1519,8 @@ int main(int argc, char **argv)
 			cr[c].med[parts[j]] = median(cr[c].us[parts[j]], o.rounds);
 		/* Against the floor, plus the raw cycle on a shared backend:
 		 * lockfs cannot do less than both. */
-		cr[c].ratio = cr[c].med[LOCKFS] / (cr[c].med[FLOOR] + (o.shared ? cr[c].med[RAW] : 0));
+		cr[c].ratio =
+		        cr[c].med[LOCKFS] / (cr[c].med[FLOOR] + (o.shared ? cr[c].med[RAW] : 0));
 		for (int r = 0; r < o.rounds; r++)
 			ratios[r] = cr[c].us[LOCKFS][r] /
 			            (cr[c].us[FLOOR][r] + (o.shared ? cr[c].us[RAW][r] : 0));

@@ -54,9 +54,9 @@ struct node {
 /* One lock for everything: a lock cycle touches the table on almost every
  * request, and a single uncontended mutex is the cheapest correct choice. */
 static pthread_mutex_t mutex = PTHREAD_MUTEX_INITIALIZER;
-static double attr_timeout; /* 0 unless -o attr_timeout=S */
+static double attr_timeout;  /* 0 unless -o attr_timeout=S */
 static double entry_timeout; /* 0 unless -o entry_timeout=S */
-static GHashTable *names; /* name (owned) -> struct node *, root entries only */
+static GHashTable *names;    /* name (owned) -> struct node *, root entries only */
 static struct node root;
 static ino_t next_ino = 2;
 

@@ -36,8 +36,7 @@ const char *lockfs_holder_host(void);
 
 /* One log line of LEVEL; KEY (the lock concerned, or NULL) is also the
  * journal field LOCKFS_LOCK. */
-void lockfs_log(GLogLevelFlags level, const char *key, const char *fmt, ...)
-	G_GNUC_PRINTF(3, 4);
+void lockfs_log(GLogLevelFlags level, const char *key, const char *fmt, ...) G_GNUC_PRINTF(3, 4);
 
 /* Run the notify command (notify= in the configuration) for EVENT, with
  * LOCKFS_DETAIL, one line saying more, in its environment (the event

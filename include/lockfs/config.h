@@ -41,28 +41,28 @@ typedef enum {
 /* The general keys of [lockfs], parsed and validated; owned by the config.
  * Durations are milliseconds. */
 typedef struct {
-	char *backend;            /* "local" (default), "ldap", "tinystore" */
-	char *suffix;             /* lock name suffix, ".lock" */
-	int64_t ttl_ms;           /* lease time, 30 s */
-	int64_t renew_ms;         /* lease renewal interval; ttl/3 when the key is 0 */
-	int64_t stale_after_ms;   /* 300 s; 0 = never stale */
+	char *backend;              /* "local" (default), "ldap", "tinystore" */
+	char *suffix;               /* lock name suffix, ".lock" */
+	int64_t ttl_ms;             /* lease time, 30 s */
+	int64_t renew_ms;           /* lease renewal interval; ttl/3 when the key is 0 */
+	int64_t stale_after_ms;     /* 300 s; 0 = never stale */
 	int64_t network_timeout_ms; /* 10 s */
-	int64_t heartbeat_min_ms; /* heartbeats reach the backend at most this often, 5 s */
-	int64_t list_cache_ms;    /* listings may be this old, 200 ms */
-	char *host;               /* host identity, gethostname() when unset */
-	char *state_dir;          /* where durable state lives: /var/lib/lockfs for root,
+	int64_t heartbeat_min_ms;   /* heartbeats reach the backend at most this often, 5 s */
+	int64_t list_cache_ms;      /* listings may be this old, 200 ms */
+	char *host;                 /* host identity, gethostname() when unset */
+	char *state_dir;            /* where durable state lives: /var/lib/lockfs for root,
 	                           * else $XDG_STATE_HOME/lockfs or ~/.local/state/lockfs */
-	char *notify;             /* command run for every break and lost lock, or NULL */
-	char *log_file;           /* once mounted, stderr and the log go here, or NULL */
-	mode_t dir_mode;          /* mode of the in-memory root directory, 01777 */
-	uid_t dir_uid;            /* owner of the in-memory root, the mounting user; */
-	gid_t dir_gid;            /* the keys take numbers or names */
+	char *notify;               /* command run for every break and lost lock, or NULL */
+	char *log_file;             /* once mounted, stderr and the log go here, or NULL */
+	mode_t dir_mode;            /* mode of the in-memory root directory, 01777 */
+	uid_t dir_uid;              /* owner of the in-memory root, the mounting user; */
+	gid_t dir_gid;              /* the keys take numbers or names */
 	lockfs_passthrough_mode passthrough;
-	bool allow_other;         /* FUSE allow_other (default: true when root) */
-	bool foreground;          /* -f; also true when debug is */
-	bool debug;               /* -d: FUSE debug, implies foreground */
-	char *log_level;          /* "error", "warning", "info" (default), "debug" */
-	bool audit;               /* grants and releases logged at info (default) */
+	bool allow_other; /* FUSE allow_other (default: true when root) */
+	bool foreground;  /* -f; also true when debug is */
+	bool debug;       /* -d: FUSE debug, implies foreground */
+	char *log_level;  /* "error", "warning", "info" (default), "debug" */
+	bool audit;       /* grants and releases logged at info (default) */
 } lockfs_settings;
 
 typedef struct lockfs_config lockfs_config;
@@ -104,8 +104,8 @@ const lockfs_settings *lockfs_config_settings(const lockfs_config *cfg);
  * Backends call these from their constructors. */
 bool lockfs_config_get_string(const lockfs_config *cfg, const char *group, const char *key,
                               const char *def, char **out, GError **error);
-bool lockfs_config_get_bool(const lockfs_config *cfg, const char *group, const char *key,
-                            bool def, bool *out, GError **error);
+bool lockfs_config_get_bool(const lockfs_config *cfg, const char *group, const char *key, bool def,
+                            bool *out, GError **error);
 bool lockfs_config_get_duration(const lockfs_config *cfg, const char *group, const char *key,
                                 int64_t def_ms, int64_t *out_ms, GError **error);
 bool lockfs_config_get_int(const lockfs_config *cfg, const char *group, const char *key,

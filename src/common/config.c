@@ -318,7 +318,7 @@ static char *unknown_key_hint(const char *group, const char *key)
 			return g_strdup_printf("'%s' belongs in [%s]", key, g);
 	}
 
-	suggestion sg = {.typed = key, .dist = G_MAXUINT};
+	suggestion sg = { .typed = key, .dist = G_MAXUINT };
 	GString *list = g_string_new(NULL);
 	if (strcmp(group, GENERAL_GROUP) == 0) {
 		for (size_t i = 0; i < G_N_ELEMENTS(general_keys); i++) {
@@ -452,8 +452,8 @@ bool lockfs_parse_duration(const char *text, int64_t *out_ms)
 
 static bool parse_bool(const char *text, bool *out)
 {
-	static const char *const yes[] = {"true", "yes", "on", "1", NULL};
-	static const char *const no[] = {"false", "no", "off", "0", NULL};
+	static const char *const yes[] = { "true", "yes", "on", "1", NULL };
+	static const char *const no[] = { "false", "no", "off", "0", NULL };
 	for (size_t i = 0; yes[i]; i++) {
 		if (g_ascii_strcasecmp(text, yes[i]) == 0) {
 			*out = true;
@@ -648,7 +648,7 @@ static bool parse_general(const general_key *k, const char *value, lockfs_settin
 		*FIELD(s, k, bool) = b;
 		return true;
 	case KIND_LOG_LEVEL: {
-		static const char *const levels[] = {"error", "warning", "info", "debug", NULL};
+		static const char *const levels[] = { "error", "warning", "info", "debug", NULL };
 		for (size_t i = 0; levels[i]; i++)
 			if (g_ascii_strcasecmp(value, levels[i]) == 0) {
 				set_string(FIELD(s, k, char *), levels[i]);
@@ -679,7 +679,7 @@ static void settings_clear(lockfs_settings *s)
 /* Check VALUE for general key K without keeping it. */
 static bool check_general(const general_key *k, const char *value, char **why)
 {
-	lockfs_settings scratch = {0};
+	lockfs_settings scratch = { 0 };
 	bool ok = parse_general(k, value, &scratch, why);
 	settings_clear(&scratch);
 	return ok;
@@ -1092,7 +1092,7 @@ bool lockfs_config_set_option(lockfs_config *cfg, const char *option, bool *for_
 		}
 	}
 	if (!group) {
-		suggestion sg = {.typed = name, .dist = G_MAXUINT};
+		suggestion sg = { .typed = name, .dist = G_MAXUINT };
 		for (size_t i = 0; i < G_N_ELEMENTS(general_keys); i++)
 			consider(&sg, general_keys[i].name, general_keys[i].name);
 		g_autoptr(GPtrArray) groups = sorted_groups();
@@ -1105,8 +1105,8 @@ bool lockfs_config_set_option(lockfs_config *cfg, const char *option, bool *for_
 		}
 		g_autofree char *best = sg.best;
 		g_autofree char *hint =
-		        best ? g_strdup_printf("did you mean '%s'?", best) :
-		               g_strdup("write a key of [" GENERAL_GROUP
+		        best ? g_strdup_printf("did you mean '%s'?", best)
+		             : g_strdup("write a key of [" GENERAL_GROUP
 		                        "] (ttl=30s), a backend key "
 		                        "prefixed with its group (ldap_uri=...) or a FUSE option");
 		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
@@ -1148,9 +1148,9 @@ static char *describe(const lockfs_config *cfg, const char *key)
 	g_autofree char *def = e ? NULL : default_text(find_general(key));
 	g_autofree char *v = printable(e ? e->value : def);
 	return g_strdup_printf("%s=%s (%s)", key, v,
-	                       !e             ? "default" :
-	                       e->from_option ? "mount option" :
-	                                        e->origin);
+	                       !e               ? "default"
+	                       : e->from_option ? "mount option"
+	                                        : e->origin);
 }
 
 /* Refuse when BAD: KEY must be RELATION OTHER.  The error points at KEY when
@@ -1172,7 +1172,7 @@ static bool check_rule(const lockfs_config *cfg, bool bad, const char *key, cons
 bool lockfs_config_finish(lockfs_config *cfg, GError **error)
 {
 	g_return_val_if_fail(cfg, false);
-	lockfs_settings s = {0};
+	lockfs_settings s = { 0 };
 
 	for (size_t i = 0; i < G_N_ELEMENTS(general_keys); i++) {
 		const general_key *k = &general_keys[i];
@@ -1245,9 +1245,9 @@ static const char *need_value(const entry *e, const char *group, const char *key
 	if (!e->flag)
 		return e->value;
 	g_autofree char *why =
-	        strcmp(group, GENERAL_GROUP) == 0 ?
-	                g_strdup_printf("needs a value; write %s=VALUE", key) :
-	                g_strdup_printf("needs a value; write %s_%s=VALUE", group, key);
+	        strcmp(group, GENERAL_GROUP) == 0
+	                ? g_strdup_printf("needs a value; write %s=VALUE", key)
+	                : g_strdup_printf("needs a value; write %s_%s=VALUE", group, key);
 	set_entry_error(error, LOCKFS_CONFIG_ERROR_VALUE, e, group, key, why);
 	return NULL;
 }

@@ -148,7 +148,8 @@ int lockfs_fence_store_next(lockfs_fence_store *fs, uint64_t *out)
 {
 	if (fs->next > fs->reserved) {
 		g_autoptr(GError) err = NULL;
-		if (fs->reserved > UINT64_MAX - fs->block || save(fs, fs->reserved + fs->block, &err)) {
+		if (fs->reserved > UINT64_MAX - fs->block ||
+		    save(fs, fs->reserved + fs->block, &err)) {
 			lockfs_log(G_LOG_LEVEL_CRITICAL, NULL, "%s",
 			           err ? err->message : "the fence counter is exhausted");
 			return -EIO;

@@ -188,9 +188,9 @@ static lockfs_lockrec *parse_grant(char **f)
 {
 	lockfs_lockrec *r = g_new0(lockfs_lockrec, 1);
 	g_autofree char *fence = NULL;
-	if (!num_u64(f[1], UINT64_MAX, &r->serial) || r->serial == 0 ||
-	    !(r->key = unesc(f[2])) || !*r->key || !(fence = unesc(f[3])) ||
-	    strlen(fence) >= LOCKFS_FENCE_MAX || !(r->token = unesc(f[4])))
+	if (!num_u64(f[1], UINT64_MAX, &r->serial) || r->serial == 0 || !(r->key = unesc(f[2])) ||
+	    !*r->key || !(fence = unesc(f[3])) || strlen(fence) >= LOCKFS_FENCE_MAX ||
+	    !(r->token = unesc(f[4])))
 		goto bad;
 	g_strlcpy(r->fence, fence, sizeof(r->fence));
 	/* The numbers follow the token: f[5..15]. */
@@ -225,7 +225,7 @@ static bool refuse(reader *rd, GError **error, const char *what)
 	return false;
 }
 
-static const char *const header_words[5] = {"mount", "host", "backend", "server", "boot"};
+static const char *const header_words[5] = { "mount", "host", "backend", "server", "boot" };
 
 /* A header line "WORD VALUE", in order. */
 static bool header_line(reader *rd, char **f, guint n, GError **error)
@@ -242,7 +242,7 @@ static bool header_line(reader *rd, char **f, guint n, GError **error)
 bool lockfs_lockstate_check(const char *name, const lockfs_lockstate_found *found,
                             const lockfs_lockstate_id *id, GError **error)
 {
-	const char *want[4] = {id->mount, id->host, id->backend, id->server};
+	const char *want[4] = { id->mount, id->host, id->backend, id->server };
 	for (int i = 0; i < 4 && found->locks && found->locks->len; i++) {
 		if (!want[i] || !found->header[i] || strcmp(want[i], found->header[i]) == 0)
 			continue;
@@ -308,7 +308,7 @@ bool lockfs_lockstate_parse(const char *name, const char *text, size_t len,
                             lockfs_lockstate_found *found, GError **error)
 {
 	memset(found, 0, sizeof(*found));
-	reader rd = {.name = name, .found = found};
+	reader rd = { .name = name, .found = found };
 	rd.live = g_hash_table_new_full(g_int64_hash, g_int64_equal, NULL, lockfs_lockrec_free);
 	bool ok = true;
 	size_t pos = 0;
@@ -475,9 +475,8 @@ static bool read_all(int fd, const char *path, GString *out, GError **error)
 	}
 }
 
-lockfs_lockstate *lockfs_lockstate_open(const char *dir, const lockfs_lockstate_id *id,
-                                        int wait_ms, lockfs_lockstate_found *found,
-                                        GError **error)
+lockfs_lockstate *lockfs_lockstate_open(const char *dir, const lockfs_lockstate_id *id, int wait_ms,
+                                        lockfs_lockstate_found *found, GError **error)
 {
 	memset(found, 0, sizeof(*found));
 	g_autofree char *path = lockfs_lockstate_path(dir, id->mount);

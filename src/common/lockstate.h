@@ -39,11 +39,11 @@ typedef struct {
 	uint64_t serial;
 	char *key;
 	char fence[LOCKFS_FENCE_MAX];
-	char *token;        /* the backend's lease_token() */
+	char *token;          /* the backend's lease_token() */
 	lockfs_holder holder; /* mode and times: the lock file's */
-	int64_t ppid;       /* the holder's parent when it took the lock */
-	uint64_t start;     /* the holder's start time (/proc/PID/stat, ticks) */
-	char *content;      /* NULL when empty */
+	int64_t ppid;         /* the holder's parent when it took the lock */
+	uint64_t start;       /* the holder's start time (/proc/PID/stat, ticks) */
+	char *content;        /* NULL when empty */
 	size_t content_len;
 } lockfs_lockrec;
 
@@ -63,7 +63,7 @@ typedef struct lockfs_lockstate_found {
 	bool other_boot;  /* written before this host last started */
 	/* Its header: mount, host, backend, server, boot id (NULL: none). */
 	char *header[5];
-	guint skipped;    /* a torn last line (a full disk), skipped */
+	guint skipped; /* a torn last line (a full disk), skipped */
 } lockfs_lockstate_found;
 void lockfs_lockstate_found_clear(lockfs_lockstate_found *f);
 
@@ -77,9 +77,8 @@ char *lockfs_lockstate_path(const char *dir, const char *mount);
  * host, backend or server (ID's fields, NULL: not checked), it is not a
  * lock record, it cannot be written.  A record of another without a lock
  * held is only replaced. */
-lockfs_lockstate *lockfs_lockstate_open(const char *dir, const lockfs_lockstate_id *id,
-                                        int wait_ms, lockfs_lockstate_found *found,
-                                        GError **error);
+lockfs_lockstate *lockfs_lockstate_open(const char *dir, const lockfs_lockstate_id *id, int wait_ms,
+                                        lockfs_lockstate_found *found, GError **error);
 
 /* Parse TEXT (LEN bytes) as a lock record file into FOUND: false with an
  * error naming NAME:LINE.  For lockfsctl and the fuzzer too. */

@@ -107,7 +107,7 @@ static GLogWriterOutput writer(GLogLevelFlags level, const GLogField *fields, gs
 	 * in .lockfs/ (spaces kept), a message is one line and sends the
 	 * terminal or log reader no control of its own. */
 	g_autofree char *msg = lockfs_escape_text(raw);
-	static const char *names[] = {"error", "warning", "info", "debug"};
+	static const char *names[] = { "error", "warning", "info", "debug" };
 	int rank = level_rank(level);
 	if (log_out == OUT_SYSLOG)
 		syslog(lockfs_log_priority(level), "%s", msg);
@@ -230,7 +230,7 @@ static void run_one(char **vars)
 		g_autofree char *name = g_strndup(*v, eq - *v);
 		envp = g_environ_setenv(envp, name, eq + 1, TRUE);
 	}
-	char *argv[] = {"sh", "-c", notify_cmd, NULL};
+	char *argv[] = { "sh", "-c", notify_cmd, NULL };
 	pid_t pid = fork();
 	if (pid < 0) {
 		lockfs_log(G_LOG_LEVEL_WARNING, NULL, "notify: cannot fork: %s", g_strerror(errno));

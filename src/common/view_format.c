@@ -8,9 +8,8 @@
 
 bool lockfs_unichar_unsafe(gunichar c)
 {
-	return c < 0x21 || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029 ||
-	       c == 0x200e || c == 0x200f || (c >= 0x202a && c <= 0x202e) ||
-	       (c >= 0x2066 && c <= 0x2069);
+	return c < 0x21 || (c >= 0x7f && c <= 0x9f) || c == 0x2028 || c == 0x2029 || c == 0x200e ||
+	       c == 0x200f || (c >= 0x202a && c <= 0x202e) || (c >= 0x2066 && c <= 0x2069);
 }
 
 /* The length of the well-formed UTF-8 sequence at S (LEN > 0 bytes there)
@@ -58,7 +57,8 @@ static void octal(GString *out, unsigned char c)
  * lockfs_escape_append copies as it is. */
 static bool plain_byte(unsigned char c, unsigned flags)
 {
-	return (c > ' ' && c < 0x7f && c != '\\') || (c == ' ' && (flags & LOCKFS_ESCAPE_KEEP_SPACE));
+	return (c > ' ' && c < 0x7f && c != '\\') ||
+	       (c == ' ' && (flags & LOCKFS_ESCAPE_KEEP_SPACE));
 }
 
 void lockfs_escape_append(GString *out, const char *s, size_t len, unsigned flags)
@@ -169,7 +169,7 @@ static const char *const field_names[LOCKFS_VF_COUNT] = {
 /* The fields of a status line after its key, in order (the command last: it
  * is the longest). */
 static const lockfs_view_field status_fields[] = {
-	LOCKFS_VF_STATE, LOCKFS_VF_FENCE, LOCKFS_VF_HOST, LOCKFS_VF_PID,           LOCKFS_VF_UID,
+	LOCKFS_VF_STATE, LOCKFS_VF_FENCE, LOCKFS_VF_HOST,          LOCKFS_VF_PID,     LOCKFS_VF_UID,
 	LOCKFS_VF_USER,  LOCKFS_VF_AGE,   LOCKFS_VF_HEARTBEAT_AGE, LOCKFS_VF_COMMAND,
 };
 

@@ -294,8 +294,10 @@ static void check_shared(tally *t, const lockfs_config *cfg, const lockfs_settin
 	int r = be->list(be, "", count_lock, &n);
 	gint64 ms = (g_get_monotonic_time() - t0) / 1000;
 	if (r != 0)
-		error(t, "backend %s: listing the locks failed (%s); check the server and the "
-		      "network_timeout", s->backend, g_strerror(-r));
+		error(t,
+		      "backend %s: listing the locks failed (%s); check the server and the "
+		      "network_timeout",
+		      s->backend, g_strerror(-r));
 	else
 		printf("backend %s: reached in %" G_GINT64_FORMAT " ms; %d lock%s held\n",
 		       s->backend, ms, n, n == 1 ? "" : "s");

@@ -68,7 +68,7 @@ typedef struct {
 	int64_t ttl_us; /* --ttl: unconfirmed this long, it is lost */
 	dev_t dev;      /* the mount's: a restarted lockfs mounts anew */
 	ino_t ino;
-	bool rebind;    /* on a new mount: ours again only by its fence */
+	bool rebind; /* on a new mount: ours again only by its fence */
 	char *fence; /* NULL in a plain directory */
 	int64_t beat_every_us;
 
@@ -174,8 +174,8 @@ static int open_on_mount(const char *dir, dev_t dev)
 static int follow_mount(held *h)
 {
 	struct stat st;
-	bool away = stat(h->mount, &st) != 0 ||
-	            (st.st_dev != h->dev && !ctl_is_lockfs_mount(h->mount));
+	bool away =
+	        stat(h->mount, &st) != 0 || (st.st_dev != h->dev && !ctl_is_lockfs_mount(h->mount));
 	g_mutex_lock(&h->mu);
 	bool was = h->away;
 	h->away = away;
@@ -973,8 +973,8 @@ int ctl_hold(int argc, char **argv)
 		int64_t now = boot_us();
 		g_mutex_lock(&h.mu);
 		int64_t lease_end = h.lease_end_us;
-		int64_t term_before = CLAMP(h.lease_max_us / 5, KILL_MARGIN_US,
-		                            KILL_MARGIN_US + KILL_AFTER_US);
+		int64_t term_before =
+		        CLAMP(h.lease_max_us / 5, KILL_MARGIN_US, KILL_MARGIN_US + KILL_AFTER_US);
 		g_mutex_unlock(&h.mu);
 		if (stop == STOP_NONE) {
 			g_mutex_lock(&h.mu);
@@ -1003,8 +1003,7 @@ int ctl_hold(int argc, char **argv)
 					        ttl);
 				else
 					h.why = g_strdup_printf(
-					        "it could not be confirmed for --ttl %s: %s",
-					        ttl,
+					        "it could not be confirmed for --ttl %s: %s", ttl,
 					        h.last_err ? g_strerror(h.last_err)
 					                   : "the mount did not answer");
 			}

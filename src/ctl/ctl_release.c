@@ -70,8 +70,8 @@ static void show_live(const ctl_lock *l)
 	g_autofree char *user = ctl_escape(l->user ? l->user : "?");
 	g_autofree char *state = ctl_escape(l->state ? l->state : "?");
 	g_autofree char *age = ctl_format_age(l->age_s);
-	printf("  %s  fence %s  held by %s:%" G_GINT64_FORMAT " (user %s) for %s, %s\n", key,
-	       fence, host, l->pid, user, age, state);
+	printf("  %s  fence %s  held by %s:%" G_GINT64_FORMAT " (user %s) for %s, %s\n", key, fence,
+	       host, l->pid, user, age, state);
 }
 
 /* Break L as unlock does, only while its fence is the one shown. */

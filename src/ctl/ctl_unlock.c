@@ -15,7 +15,6 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-
 static void usage(void)
 {
 	printf("usage: lockfsctl unlock [--yes] PATH\n"

@@ -47,8 +47,8 @@ struct lfs_node {
 	uid_t uid;
 	gid_t gid;
 	struct timespec atime, mtime, ctime;
-	bool lost;            /* its lock was broken or lost: writes fail ESTALE */
-	bool relinked;        /* kept its other name when a lock name went (other_name_of) */
+	bool lost;     /* its lock was broken or lost: writes fail ESTALE */
+	bool relinked; /* kept its other name when a lock name went (other_name_of) */
 
 	/* NODE_MEM regular file or symlink target. */
 	char *data;
@@ -76,8 +76,8 @@ struct lfs_node {
 
 	/* NODE_CONTROL: path relative to the mount root ("" for .lockfs itself). */
 	char *ctl_path;
-	bool ctl_status; /* .lockfs/status */
-	bool ctl_break;  /* .lockfs/break: write "KEY [FENCE]" to break a lock */
+	bool ctl_status;  /* .lockfs/status */
+	bool ctl_break;   /* .lockfs/break: write "KEY [FENCE]" to break a lock */
 	bool ctl_metrics; /* .lockfs/metrics */
 };
 
@@ -101,14 +101,14 @@ struct lfs_dentry {
 	bool beat_pending;      /* a change the rate limit held back */
 	/* A call of this lock waits in the renewal workers' queue. */
 	bool renew_queued, beat_queued, confirm_queued;
-	int64_t renewed_mono;   /* when the last successful renewal was sent */
-	int64_t granted_mono;   /* when it was granted */
-	uint64_t serial;        /* which grant: a claim re-finds the dentry by it */
-	bool fence_final;       /* the backend has confirmed lease->fence */
-	char *token;            /* the backend's lease_token(), for the lock record */
-	uint64_t holder_start;  /* flocks: the holder's start time (lockstate.h) */
-	bool lost;              /* the lease is gone: shown as lost until unlinked */
-	bool let_go;            /* unlinked while the backend did not answer */
+	int64_t renewed_mono;  /* when the last successful renewal was sent */
+	int64_t granted_mono;  /* when it was granted */
+	uint64_t serial;       /* which grant: a claim re-finds the dentry by it */
+	bool fence_final;      /* the backend has confirmed lease->fence */
+	char *token;           /* the backend's lease_token(), for the lock record */
+	uint64_t holder_start; /* flocks: the holder's start time (lockstate.h) */
+	bool lost;             /* the lease is gone: shown as lost until unlinked */
+	bool let_go;           /* unlinked while the backend did not answer */
 };
 
 typedef struct {
@@ -119,13 +119,13 @@ typedef struct {
 	char *mountpoint;
 	size_t suffix_len;
 	lfs_node *root;
-	lfs_node *control; /* .lockfs */
+	lfs_node *control;      /* .lockfs */
 	GHashTable *disk_nodes; /* "dev:ino" → lfs_node */
 	uint64_t next_ino;
 	uint64_t next_serial; /* of lock grants */
 	int64_t stale_after_us;
 	int64_t heartbeat_min_us;
-	GHashTable *held; /* lease key → lock dentry holding it here */
+	GHashTable *held;     /* lease key → lock dentry holding it here */
 	GHashTable *saw_free; /* "pid:key" → when that process last found KEY free */
 	/* key → lfs_lost: locks this mount lost lately, shown in .lockfs/ as
 	 * lost while nobody else holds the name (fs_locks.c). */
@@ -135,7 +135,7 @@ typedef struct {
 	 * lockfs, which invalidates what it changed (fs_inval). */
 	double attr_timeout;
 	double entry_timeout; /* the same, for names */
-	GAsyncQueue *inval; /* node ids whose kernel attributes are stale */
+	GAsyncQueue *inval;   /* node ids whose kernel attributes are stale */
 	GThread *inval_thread;
 	/* Keys whose lock a thread is changing at the backend (fs_locks.c). */
 	GHashTable *busy;
@@ -257,8 +257,7 @@ int locks_auto_beat(lfs *fs, lfs_dentry *d);
  * if it is still the holder's (-ESTALE otherwise). */
 int locks_break(lfs *fs, lfs_dentry *d, const struct lfs_caller *who, const char *fence);
 /* Break KEY held through another mount. */
-int locks_break_remote(lfs *fs, const char *key, const char *fence,
-                       const struct lfs_caller *who);
+int locks_break_remote(lfs *fs, const char *key, const char *fence, const struct lfs_caller *who);
 void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why);
 /* A lost lock leaves the namespace: remove D's name (true when it went). */
 bool locks_drop_lost(lfs *fs, lfs_dentry *d);
@@ -421,7 +420,7 @@ void posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh);
 
 /* ---- fs_inval.c: telling the kernel what lockfs changed by itself ---- */
 void inval_start(lfs *fs);
-void inval_node(lfs *fs, lfs_node *n); /* queue; never blocks */
+void inval_node(lfs *fs, lfs_node *n);                      /* queue; never blocks */
 void inval_entry(lfs *fs, lfs_node *dir, const char *name); /* queue */
 bool other_name_of(lfs *fs, lfs_node *dir, lfs_node *n, fuse_ino_t *parent, char **name);
 /* At once: only without fs->mu and outside requests on that directory. */
@@ -455,7 +454,7 @@ int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size);
 /* ---- fs_ops.c ---- */
 struct lfs_caller caller_of(fuse_req_t req); /* the requesting process */
 extern const struct fuse_lowlevel_ops lfs_ops;
-lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpoint,
-             int under_fd, bool passthrough);
+lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpoint, int under_fd,
+             bool passthrough);
 
 #endif

@@ -115,7 +115,8 @@ static void lock_text(lfs *fs, const lockfs_lock_info *i, GString *out)
 
 static int by_key(gconstpointer a, gconstpointer b)
 {
-	const lockfs_lock_info *x = *(lockfs_lock_info *const *)a, *y = *(lockfs_lock_info *const *)b;
+	const lockfs_lock_info *x = *(lockfs_lock_info *const *)a,
+	                       *y = *(lockfs_lock_info *const *)b;
 	return strcmp(x->key, y->key);
 }
 
@@ -221,7 +222,7 @@ int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
 		return 0;
 	}
 	g_autofree char *key =
-		*dir->ctl_path ? g_strconcat(dir->ctl_path, "/", name, NULL) : g_strdup(name);
+	        *dir->ctl_path ? g_strconcat(dir->ctl_path, "/", name, NULL) : g_strdup(name);
 	lockfs_lock_info info;
 	if (name_is_lock(fs, name) && info_for(fs, key, &info) == 0) {
 		lockfs_lock_info_clear(&info);
@@ -238,7 +239,8 @@ int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
 
 int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *types)
 {
-	g_autofree char *prefix = *dir->ctl_path ? g_strconcat(dir->ctl_path, "/", NULL) : g_strdup("");
+	g_autofree char *prefix =
+	        *dir->ctl_path ? g_strconcat(dir->ctl_path, "/", NULL) : g_strdup("");
 	g_autoptr(GPtrArray) infos = all_locks(fs, prefix);
 	g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	unsigned reg = S_IFREG >> 12, dirt = S_IFDIR >> 12;
@@ -263,9 +265,9 @@ int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *type
 	return 0;
 }
 
-static const char *const xattr_names[] = {"fence", "state", "host", "pid", "user",
-                                          "command", "acquired", "heartbeat", "holder",
-                                          "lease_left_ms"};
+static const char *const xattr_names[] = { "fence",  "state",        "host",     "pid",
+	                                   "user",   "command",      "acquired", "heartbeat",
+	                                   "holder", "lease_left_ms" };
 
 int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out)
 {

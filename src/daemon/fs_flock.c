@@ -48,10 +48,10 @@
 #include "fs.h"
 
 #include <errno.h>
-#include <inttypes.h>
-#include <string.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -62,7 +62,10 @@
 #include "metrics.h"
 
 /* The two kinds of lock, each with its own keys. */
-typedef enum { FL_FLOCK = 0, FL_POSIX = 1 } fl_class;
+typedef enum {
+	FL_FLOCK = 0,
+	FL_POSIX = 1
+} fl_class;
 static const char *const EX_PREFIX[] = { ".lockfs/flock/", ".lockfs/posix/" };
 static const char *const SH_PREFIX[] = { ".lockfs/flock-sh/", ".lockfs/posix-sh/" };
 static const char *const EX_KIND[] = { "flock", "posix" };
@@ -87,11 +90,11 @@ typedef struct {
 
 typedef struct {
 	fl_class cls;
-	uint64_t owner; /* flock: the open file description's FUSE handle;
+	uint64_t owner;  /* flock: the open file description's FUSE handle;
 	                 * POSIX: FUSE's lock_owner */
-	lfs_node *node; /* kept (opens) while the flock is */
-	int mode;       /* LOCK_SH or LOCK_EX */
-	char *key;      /* the backend key held */
+	lfs_node *node;  /* kept (opens) while the flock is */
+	int mode;        /* LOCK_SH or LOCK_EX */
+	char *key;       /* the backend key held */
 	uint64_t serial; /* of its dentry's grant */
 	GArray *ranges;  /* POSIX: fl_range, what the owner asked for */
 	uint64_t via_fh; /* POSIX: the handle of the last request (F_OFD_SETLK) */
@@ -107,8 +110,8 @@ typedef struct {
 	uint64_t via_fh;
 	char *path; /* as it was asked: N may lose its name while it waits */
 	struct lfs_caller who;
-	bool interrupted; /* under fs->flock_mu */
-	bool changed;     /* the same: its keys changed while it was tried */
+	bool interrupted;          /* under fs->flock_mu */
+	bool changed;              /* the same: its keys changed while it was tried */
 	int64_t next_try, backoff; /* g_get_monotonic_time */
 } flock_waiter;
 
@@ -306,8 +309,8 @@ static void drop_converted(lfs *fs, const char *hk, const char *keep_key, pid_t 
 /* One try at MODE (LOCK_SH or LOCK_EX) on N, at PATH, for OWNER, without
  * waiting (LOOK_FIRST: a waiter's retry): 0, -EWOULDBLOCK (held in a way
  * that conflicts), -EIO.  fs->mu held, let go during backend calls. */
-static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint64_t owner,
-                     int mode, bool look_first, const struct lfs_caller *who)
+static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint64_t owner, int mode,
+                     bool look_first, const struct lfs_caller *who)
 {
 	/* Where the backend may hold a key it cannot yet describe and cannot
 	 * look at its grants (held()), neither look can be trusted: a shared
@@ -316,7 +319,7 @@ static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint6
 		mode = LOCK_EX;
 	g_autofree char *k = owner_key(cls, owner, n);
 	lfs_flock *f = g_hash_table_lookup(fs->flocks, k);
-	bool had = false;              /* an exclusive lock being made shared */
+	bool had = false;               /* an exclusive lock being made shared */
 	g_autofree char *own_sh = NULL; /* POSIX: the shared key kept while made exclusive */
 	if (f) {
 		lfs_dentry *d = flock_dentry(fs, f);
@@ -346,9 +349,10 @@ static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint6
 	/* A waiting request looks first: each try then costs one read, no
 	 * write and no grant in the log.  Only the look after taking a key
 	 * decides. */
-	int pre = !look_first ? 0
+	int pre = !look_first       ? 0
 	          : mode == LOCK_EX ? shared_holders(fs, cls, path, own_sh)
-	          : had ? 0 : exclusive_held(fs, cls, path);
+	          : had             ? 0
+	                            : exclusive_held(fs, cls, path);
 	if (pre)
 		return pre < 0 ? -EIO : -EWOULDBLOCK;
 	if (mode == LOCK_EX) {
@@ -366,9 +370,9 @@ static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint6
 			return others < 0 ? -EIO : -EWOULDBLOCK;
 		}
 	} else {
-		g_autofree char *key = g_strdup_printf("%s%s//%016" PRIx64 "%08x", SH_PREFIX[cls],
-		                                       key_path(path), ++fs->flock_ids,
-		                                       g_random_int());
+		g_autofree char *key =
+		        g_strdup_printf("%s%s//%016" PRIx64 "%08x", SH_PREFIX[cls], key_path(path),
+		                        ++fs->flock_ids, g_random_int());
 		r = take_key(fs, key, who, &d);
 		if (r) /* a key of our own, but a backend may count shares (backend.h) */
 			return r == -EEXIST ? -EWOULDBLOCK : -EIO;
@@ -472,7 +476,7 @@ typedef struct {
 static bool orphan_alive(const lfs_flock_orphan *o)
 {
 	if (o->pidfd >= 0) {
-		struct pollfd p = {.fd = o->pidfd, .events = POLLIN};
+		struct pollfd p = { .fd = o->pidfd, .events = POLLIN };
 		return poll(&p, 1, 0) == 0; /* readable once the process exited */
 	}
 	return o->start && lockfs_pid_start(o->pid) == o->start;
@@ -770,9 +774,8 @@ void flock_stop(lfs *fs)
 
 /* Queue REQ to wait for MODE (fs->mu held, and let go here); RANGES
  * (POSIX, taken over) are the owner's once granted. */
-static void wait_for(lfs *fs, fuse_req_t req, fl_class cls, lfs_node *n, char *path,
-                     uint64_t owner, int mode, GArray *ranges, uint64_t via_fh,
-                     const struct lfs_caller *who)
+static void wait_for(lfs *fs, fuse_req_t req, fl_class cls, lfs_node *n, char *path, uint64_t owner,
+                     int mode, GArray *ranges, uint64_t via_fh, const struct lfs_caller *who)
 {
 	flock_waiter *w = g_new0(flock_waiter, 1);
 	w->req = req;
@@ -884,7 +887,7 @@ static bool lock_range(const struct flock *lk, int64_t *start, int64_t *end)
 		return false;
 	*start = lk->l_start;
 	*end = lk->l_len == 0 || lk->l_len > INT64_MAX - lk->l_start ? INT64_MAX
-	                                                              : lk->l_start + lk->l_len;
+	                                                             : lk->l_start + lk->l_len;
 	return true;
 }
 
@@ -911,7 +914,8 @@ void posix_setlk(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, uint64_t 
 		if (r == 0)
 			set_ranges(fs, n, owner, ranges, fh);
 		if (r == -EWOULDBLOCK && sleep) {
-			wait_for(fs, req, FL_POSIX, n, path, owner, mode, g_array_ref(ranges), fh, who);
+			wait_for(fs, req, FL_POSIX, n, path, owner, mode, g_array_ref(ranges), fh,
+			         who);
 			return;
 		}
 		g_free(path);
@@ -953,7 +957,8 @@ int posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk)
 	/* Held through this mount by another owner: known here, with no round
 	 * trip, and before a backend that writes its records after the grant
 	 * (tinystore) could describe it. */
-	lfs_dentry *mine = ex && (!own || strcmp(own, ex)) ? g_hash_table_lookup(fs->held, ex) : NULL;
+	lfs_dentry *mine =
+	        ex && (!own || strcmp(own, ex)) ? g_hash_table_lookup(fs->held, ex) : NULL;
 	if (mine && mine->dir == fs->flock_dir && !mine->lost) {
 		lk->l_type = F_WRLCK;
 		lk->l_whence = SEEK_SET;
@@ -979,7 +984,8 @@ int posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk)
 	}
 	bool write_conflict = c.found;
 	if (!r && !c.found && lk->l_type == F_WRLCK) {
-		g_autofree char *prefix = g_strconcat(SH_PREFIX[FL_POSIX], key_path(path), "//", NULL);
+		g_autofree char *prefix =
+		        g_strconcat(SH_PREFIX[FL_POSIX], key_path(path), "//", NULL);
 		r = fs->be->list(fs->be, prefix, first_other, &c);
 	}
 	if (r)
@@ -1023,7 +1029,8 @@ void posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh)
 			g_ptr_array_add(owners, (gpointer)(uintptr_t)f->owner);
 	}
 	for (guint i = 0; i < owners->len; i++)
-		unlock_owner(fs, FL_POSIX, n, (uint64_t)(uintptr_t)owners->pdata[i], LOCKS_BY_CLOSE);
+		unlock_owner(fs, FL_POSIX, n, (uint64_t)(uintptr_t)owners->pdata[i],
+		             LOCKS_BY_CLOSE);
 }
 
 /* The key of the lock of kind KIND ("flock" or "posix") held through this

@@ -8,8 +8,8 @@
  * dentry cannot be removed by anyone else, so it stays valid across the
  * unlocked call. */
 #include "fs.h"
-#include "lockstate.h"
 #include "holder.h"
+#include "lockstate.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -163,11 +163,13 @@ static void log_audit(lfs *fs, lfs_dentry *d, bool grant, pid_t by)
 	const char *kind, *path;
 	bool flock = flock_key_parse(d->lease->key, &kind, &path);
 	if (!grant && by > 0)
-		g_string_append_printf(h, flock ? "; let go by pid %d" : "; unlinked by pid %d", (int)by);
+		g_string_append_printf(h, flock ? "; let go by pid %d" : "; unlinked by pid %d",
+		                       (int)by);
 	else if (!grant && by == LOCKS_BY_CLOSE && flock && g_str_has_prefix(kind, "posix"))
 		g_string_append(h, "; at a close of its file");
 	else if (!grant)
-		g_string_append(h, by == LOCKS_BY_CLOSE ? "; at the last close of its file" : "; at unmount");
+		g_string_append(h, by == LOCKS_BY_CLOSE ? "; at the last close of its file"
+		                                        : "; at unmount");
 	const char *key = d->lease->key, *fence = d->lease->fence;
 	/* Without fs->mu (D's key is claimed, so D stays): a log that is slow
 	 * to take a line must not hold up the rest of the filesystem. */
@@ -287,7 +289,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 		token = restart_token(fs, lease, &session);
 		/* A flock's holder: /proc/PID/stat, read once, to know it again
 		 * after a restart (fs_flock.c, orphans). */
-		if (flock_key_parse(key, &(const char *){NULL}, &(const char *){NULL}))
+		if (flock_key_parse(key, &(const char *){ NULL }, &(const char *){ NULL }))
 			holder_start = lockfs_pid_start(who->pid);
 	}
 	pthread_mutex_lock(&fs->mu);
@@ -342,8 +344,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	g_hash_table_insert(fs->held, lease->key, d);
 	if (restart_record(fs, d) != 0) {
 		/* Unrecorded, a restart would lose it while its holder runs. */
-		lockfs_log_event(G_LOG_LEVEL_WARNING, "error", key, &d->holder, NULL,
-		                 lease->fence,
+		lockfs_log_event(G_LOG_LEVEL_WARNING, "error", key, &d->holder, NULL, lease->fence,
 		                 "cannot take %s: its grant could not be recorded in state_dir; "
 		                 "let go, answered EIO",
 		                 key);
@@ -363,7 +364,6 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 		*out = d;
 	return 0;
 }
-
 
 /* How long a process's finding a lock name free counts (below): from when
  * the finding was answered; the unlink that follows may wait for the backend
@@ -822,7 +822,7 @@ int locks_check_writable(lfs *fs, lfs_node *n)
 static int send_beat(lfs *fs, lfs_dentry *d, bool with_content)
 {
 	lfs_node *n = d->node;
-	lockfs_beat beat = {.heartbeat_us = d->hb_unsent ? d->heartbeat_us : 0};
+	lockfs_beat beat = { .heartbeat_us = d->hb_unsent ? d->heartbeat_us : 0 };
 	if (fs->shared) {
 		beat.mtime_us = us_of(n->mtime);
 		beat.atime_us = us_of(n->atime);
@@ -919,7 +919,8 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 			continue;
 		}
 		lfs_dentry *d = g_hash_table_lookup(fs->held, key);
-		if (d && d->node == n && !d->lost && send_beat(fs, d, what & BEAT_CONTENT) == -ESTALE)
+		if (d && d->node == n && !d->lost &&
+		    send_beat(fs, d, what & BEAT_CONTENT) == -ESTALE)
 			result = -ESTALE;
 		locks_unclaim(fs, key);
 	}
@@ -950,7 +951,8 @@ static void confirm_key(lfs *fs, const char *key)
 			/* Checked now: the record says so (a restart need not check
 			 * again), with the final fence. */
 			char *session = NULL;
-			g_autofree char *token = UNLOCKED_PTR(fs, restart_token(fs, d->lease, &session));
+			g_autofree char *token =
+			        UNLOCKED_PTR(fs, restart_token(fs, d->lease, &session));
 			g_free(session);
 			if (token) {
 				g_free(d->token);
@@ -1013,8 +1015,8 @@ typedef enum {
  * holds, so a newer holder's lock is never touched. */
 typedef struct {
 	lockfs_lease *lease; /* its key names the lock */
-	int64_t not_before; /* ttl after the last renewal that succeeded */
-	int64_t give_up;    /* then the backend's own expiry is left to it */
+	int64_t not_before;  /* ttl after the last renewal that succeeded */
+	int64_t give_up;     /* then the backend's own expiry is left to it */
 	bool queued;
 	bool unlinked; /* not lost: unlinked while the backend did not answer */
 } lfs_orphan;

@@ -28,8 +28,8 @@ lfs_node *node_new(lfs *fs, lfs_node_kind kind, mode_t mode, uid_t uid, gid_t gi
 static void node_free(lfs *fs, lfs_node *n)
 {
 	if (n->kind == NODE_DISK) {
-		g_autofree char *k = g_strdup_printf("%lu:%lu", (unsigned long)n->dev,
-		                                     (unsigned long)n->dino);
+		g_autofree char *k =
+		        g_strdup_printf("%lu:%lu", (unsigned long)n->dev, (unsigned long)n->dino);
 		if (g_hash_table_lookup(fs->disk_nodes, k) == n)
 			g_hash_table_remove(fs->disk_nodes, k);
 		if (n->fd >= 0)

@@ -11,10 +11,10 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sched.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
@@ -30,8 +30,8 @@
 
 typedef struct {
 	lfs_node *n;
-	int fd;       /* disk nodes */
-	char *snap;   /* control files: content rendered at open */
+	int fd;     /* disk nodes */
+	char *snap; /* control files: content rendered at open */
 	size_t snap_len;
 	/* Made by this open, without O_EXCL, a lock name (flock(1)'s open):
 	 * the grant's serial.  It goes with the flock or POSIX lock taken
@@ -60,7 +60,7 @@ typedef struct {
 } lfs_dirent;
 
 typedef struct {
-	GArray *ents; /* lfs_dirent */
+	GArray *ents;  /* lfs_dirent */
 	lfs_node *dir; /* pinned too */
 } lfs_dirlist;
 
@@ -253,8 +253,9 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 		lockfs_lock_info_clear(&info);
 		return -ENOENT;
 	}
-	lockfs_log(G_LOG_LEVEL_DEBUG, key, "lookup %s: held elsewhere (host %s pid %" G_GINT64_FORMAT ", fence %s)",
-	           key, info.holder.host ? info.holder.host : "-", info.holder.pid, info.fence);
+	lockfs_log(G_LOG_LEVEL_DEBUG, key,
+	           "lookup %s: held elsewhere (host %s pid %" G_GINT64_FORMAT ", fence %s)", key,
+	           info.holder.host ? info.holder.host : "-", info.holder.pid, info.fence);
 	*out = remote_node_new(fs, &info);
 	lockfs_lock_info_clear(&info);
 	return 0;
@@ -297,7 +298,8 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			n = d->node;
 		else if (!name_is_lock(fs, name))
 			r = dir->kind == NODE_DISK ? disk_lookup(fs, dir, name, &n) : -ENOENT;
-		else if ((r = lookup_remote(fs, dir, name, fuse_req_ctx(req)->uid, &n)) == -ENOENT ||
+		else if ((r = lookup_remote(fs, dir, name, fuse_req_ctx(req)->uid, &n)) ==
+		                 -ENOENT ||
 		         r == -EIO)
 			/* A failed look shows no lock either: liblockfile
 			 * unlinks a name whose stat() fails (locks_unseen_by). */
@@ -384,7 +386,7 @@ static int setattr_disk(lfs_node *n, struct stat *attr, int to_set, struct fuse_
 			return -errno;
 	}
 	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME)) {
-		struct timespec tv[2] = {{.tv_nsec = UTIME_OMIT}, {.tv_nsec = UTIME_OMIT}};
+		struct timespec tv[2] = { { .tv_nsec = UTIME_OMIT }, { .tv_nsec = UTIME_OMIT } };
 		if (to_set & FUSE_SET_ATTR_ATIME_NOW)
 			tv[0].tv_nsec = UTIME_NOW;
 		else if (to_set & FUSE_SET_ATTR_ATIME)
@@ -419,7 +421,8 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 		goto out;
 	}
 	/* fi comes with ftruncate(2), on a regular file's handle. */
-	if (n->remote || (fi && S_ISREG(n->mode) && ((lfs_handle *)(uintptr_t)fi->fh)->found_taken)) {
+	if (n->remote ||
+	    (fi && S_ISREG(n->mode) && ((lfs_handle *)(uintptr_t)fi->fh)->found_taken)) {
 		r = -EPERM; /* heartbeats come from the holder (lfs_create) */
 		goto out;
 	}
@@ -430,10 +433,11 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	 * past (utimes(now, now), as lock libraries refresh; flufl.lock's
 	 * expiry ahead) are heartbeats; an mtime set back (touch -d) only sets
 	 * what is shown. */
-	bool beat = (to_set & FUSE_SET_ATTR_MTIME_NOW) || size ||
-	            ((to_set & FUSE_SET_ATTR_MTIME) &&
-	             (int64_t)attr->st_mtim.tv_sec * G_USEC_PER_SEC + attr->st_mtim.tv_nsec / 1000 >=
-	                     lockfs_now_us() - EXPLICIT_BEAT_US);
+	bool beat =
+	        (to_set & FUSE_SET_ATTR_MTIME_NOW) || size ||
+	        ((to_set & FUSE_SET_ATTR_MTIME) &&
+	         (int64_t)attr->st_mtim.tv_sec * G_USEC_PER_SEC + attr->st_mtim.tv_nsec / 1000 >=
+	                 lockfs_now_us() - EXPLICIT_BEAT_US);
 	if (n->lost && (times || size)) {
 		r = -ESTALE; /* its lock was broken or lost */
 		goto out;
@@ -479,7 +483,8 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 	}
 	if (n->locks && (beat || times || mode))
 		r = locks_heartbeat(fs, n, &c,
-		                    (beat ? BEAT_HEARTBEAT : 0) | (size ? BEAT_CONTENT : 0) | BEAT_ATTRS);
+		                    (beat ? BEAT_HEARTBEAT : 0) | (size ? BEAT_CONTENT : 0) |
+		                            BEAT_ATTRS);
 	if (!r)
 		r = node_getattr(fs, n, &st);
 out:
@@ -520,9 +525,9 @@ static void lfs_readlink(fuse_req_t req, fuse_ino_t ino)
 /* Make NAME in DIR: a lock (taken from the backend first), a memory node, or
  * a file of the directory underneath.  For regular files OPEN_FLAGS >= 0 asks
  * for an open descriptor of a disk file in *FD. */
-static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode_t um,
-                     dev_t rdev, const char *target, const struct lfs_caller *c,
-                     int open_flags, lfs_node **out, int *fd)
+static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode_t um, dev_t rdev,
+                     const char *target, const struct lfs_caller *c, int open_flags, lfs_node **out,
+                     int *fd)
 {
 	int r = check_name(name);
 	if (r)
@@ -642,8 +647,7 @@ static void reply_made(fuse_req_t req, lfs *fs, int r, lfs_node *n)
 		reply_entry(req, fs, n, &e);
 }
 
-static void lfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
-                      dev_t rdev)
+static void lfs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode, dev_t rdev)
 {
 	lfs *fs = F(req);
 	struct lfs_caller c = caller_of(req);
@@ -665,8 +669,8 @@ static void lfs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name, mode_
 	struct lfs_caller c = caller_of(req);
 	lfs_node *n = NULL;
 	LOCK(fs);
-	int r = make_node(fs, node_of(fs, parent), name, S_IFDIR | (mode & 07777), umask_of(req),
-	                  0, NULL, &c, -1, &n, NULL);
+	int r = make_node(fs, node_of(fs, parent), name, S_IFDIR | (mode & 07777), umask_of(req), 0,
+	                  NULL, &c, -1, &n, NULL);
 	reply_made(req, fs, r, n);
 }
 
@@ -1055,8 +1059,9 @@ static int rename_to_lock(lfs *fs, lfs_node *dir, const char *name, lfs_node *ne
 		if (d)
 			dentry_remove(fs, d);
 		else if (unlinkat(dir->fd, name, 0) != 0)
-			lockfs_log(G_LOG_LEVEL_WARNING, NULL, "rename onto %s: cannot remove %s: %s",
-			           newname, name, g_strerror(errno));
+			lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+			           "rename onto %s: cannot remove %s: %s", newname, name,
+			           g_strerror(errno));
 	}
 	n->nlookup--;
 	node_maybe_free(fs, n);
@@ -1321,8 +1326,7 @@ static void lfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 
 /* POSIX record locks (fcntl(2), lockf(3)): the process's, by FUSE's
  * lock_owner, held in the backend (fs_flock.c). */
-static void lfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-                      struct flock *lock)
+static void lfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
 {
 	lfs *fs = F(req);
 	LOCK(fs);
@@ -1340,8 +1344,8 @@ static void lfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		fuse_reply_lock(req, lock);
 }
 
-static void lfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
-                      struct flock *lock, int sleep)
+static void lfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+                      int sleep)
 {
 	lfs *fs = F(req);
 	struct lfs_caller c = caller_of(req);
@@ -1367,7 +1371,7 @@ static void lfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_
 
 static void list_add(lfs_dirlist *l, const char *name, uint64_t ino, mode_t mode, lfs_node *n)
 {
-	lfs_dirent e = {g_strdup(name), ino, mode & S_IFMT, n};
+	lfs_dirent e = { g_strdup(name), ino, mode & S_IFMT, n };
 	if (n)
 		n->opens++;
 	g_array_append_val(l->ents, e);
@@ -1499,7 +1503,7 @@ static void lfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	size_t used = 0;
 	for (guint i = off; i < l->ents->len; i++) {
 		const lfs_dirent *e = &g_array_index(l->ents, lfs_dirent, i);
-		struct stat st = {.st_ino = e->ino, .st_mode = e->mode};
+		struct stat st = { .st_ino = e->ino, .st_mode = e->mode };
 		size_t need = fuse_add_direntry(req, buf + used, size - used, e->name, &st, i + 1);
 		if (need > size - used)
 			break;
@@ -1523,14 +1527,14 @@ static void lfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
 	LOCK(fs);
 	for (guint i = off; i < l->ents->len; i++) {
 		lfs_dirent *e = &g_array_index(l->ents, lfs_dirent, i);
-		struct fuse_entry_param ep = {.attr = {.st_ino = e->ino, .st_mode = e->mode}};
+		struct fuse_entry_param ep = { .attr = { .st_ino = e->ino, .st_mode = e->mode } };
 		/* Only a name that still leads to its node goes with attributes. */
 		lfs_dentry *d = e->node ? dentry_find(l->dir, e->name) : NULL;
 		bool live = d && d->node == e->node && fs->entry_timeout > 0;
 		if (live && make_entry(fs, e->node, &ep) != 0)
 			live = false;
-		size_t need = fuse_add_direntry_plus(req, buf + used, size - used, e->name, &ep,
-		                                     i + 1);
+		size_t need =
+		        fuse_add_direntry_plus(req, buf + used, size - used, e->name, &ep, i + 1);
 		if (need > size - used) {
 			if (live) {
 				e->node->nlookup--;
@@ -1606,7 +1610,8 @@ static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 		locks_confirm(fs, key, 0);
 		/* A fence the backend could not confirm (it did not answer) may
 		 * be older than another holder's since: never shown, EIO. */
-		d = kind ? g_hash_table_lookup(fs->held, key) : node_lock_dentry(fs, node_of(fs, ino));
+		d = kind ? g_hash_table_lookup(fs->held, key)
+		         : node_lock_dentry(fs, node_of(fs, ino));
 		if (kind && (!d || d->serial != serial || !d->lease || d->lost))
 			r = -ENODATA; /* lost meanwhile, or another's grant by now */
 		else if (d && d->lease && !d->fence_final && !d->lost)
@@ -1634,7 +1639,7 @@ static void lfs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	LOCK(fs);
 	lfs_node *n = node_of(fs, ino);
 	xattr_list(fs, n, v);
-	for (const char *const *k = (const char *const[]){"flock", "posix", NULL}; *k; k++) {
+	for (const char *const *k = (const char *const[]){ "flock", "posix", NULL }; *k; k++) {
 		g_autofree char *key = flock_fence_key(fs, n, *k, 0);
 		if (key)
 			g_string_append_printf(v, "%s%s.fence%c", LOCKFS_XATTR_PREFIX, *k, '\0');
@@ -1712,7 +1717,6 @@ static void lfs_init(void *userdata, struct fuse_conn_info *conn)
 		conn->want |= FUSE_CAP_DONT_MASK;
 		dont_mask = true;
 	}
-
 }
 
 const struct fuse_lowlevel_ops lfs_ops = {
@@ -1795,8 +1799,8 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 		                                    (unsigned long)st.st_ino),
 		                    fs->root);
 	} else {
-		fs->root = node_new(fs, NODE_MEM, S_IFDIR | set->dir_mode, set->dir_uid,
-		                    set->dir_gid);
+		fs->root =
+		        node_new(fs, NODE_MEM, S_IFDIR | set->dir_mode, set->dir_uid, set->dir_gid);
 		if (under_fd >= 0)
 			close(under_fd);
 	}

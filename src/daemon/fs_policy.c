@@ -93,7 +93,8 @@ int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_cal
 		lockfs_log(G_LOG_LEVEL_INFO, key,
 		           "pid %d removed %s %s; the lock held through host %s "
 		           "(fence %s) is left alone, ENOENT",
-		           c->pid, key, unseen, info.holder.host ? info.holder.host : "-", info.fence);
+		           c->pid, key, unseen, info.holder.host ? info.holder.host : "-",
+		           info.fence);
 		lockfs_lock_info_clear(&info);
 		return -ENOENT;
 	}

@@ -285,7 +285,7 @@ static struct timespec ts_of(int64_t us)
 		s--;
 		rest += G_USEC_PER_SEC;
 	}
-	return (struct timespec){s, rest * 1000};
+	return (struct timespec){ s, rest * 1000 };
 }
 
 lfs_node *remote_node_new(lfs *fs, const lockfs_lock_info *info)

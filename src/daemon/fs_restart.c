@@ -27,8 +27,8 @@ static int64_t us_of(struct timespec ts)
 
 static struct timespec ts_of(int64_t us)
 {
-	return (struct timespec){.tv_sec = us / G_USEC_PER_SEC,
-	                         .tv_nsec = (us % G_USEC_PER_SEC) * 1000};
+	return (struct timespec){ .tv_sec = us / G_USEC_PER_SEC,
+		                  .tv_nsec = (us % G_USEC_PER_SEC) * 1000 };
 }
 
 /* D's record as it stands (fs->mu held); the strings are borrowed from D. */
@@ -266,10 +266,10 @@ static void adopt_job(gpointer data, gpointer user)
 static adoption *adopt_all(lfs *fs, GPtrArray *locks, int64_t deadline)
 {
 	adoption *all = g_new0(adoption, locks->len);
-	adopt_ctx ctx = {fs, deadline};
-	GThreadPool *pool = locks->len > 1 ? g_thread_pool_new(adopt_job, &ctx, ADOPT_WORKERS,
-	                                                       TRUE, NULL)
-	                                   : NULL;
+	adopt_ctx ctx = { fs, deadline };
+	GThreadPool *pool = locks->len > 1
+	                            ? g_thread_pool_new(adopt_job, &ctx, ADOPT_WORKERS, TRUE, NULL)
+	                            : NULL;
 	for (guint i = 0; i < locks->len; i++) {
 		all[i].rec = locks->pdata[i];
 		if (pool)
@@ -347,7 +347,8 @@ void restart_reclaim(lfs *fs, lockfs_lockstate_found *found)
 		lockfs_log(G_LOG_LEVEL_INFO, NULL,
 		           "%u lock%s recorded in %s before this host restarted: their holders are "
 		           "gone; not taken back (they run out with their leases)",
-		           locks->len, locks->len == 1 ? "" : "s", lockfs_lockstate_file(fs->state));
+		           locks->len, locks->len == 1 ? "" : "s",
+		           lockfs_lockstate_file(fs->state));
 		locks = NULL;
 	}
 	if (!locks || !locks->len) { /* the record starts anew, with this lockfs's header */
@@ -359,11 +360,12 @@ void restart_reclaim(lfs *fs, lockfs_lockstate_found *found)
 	int64_t start = lockfs_mono_us();
 	/* No lease outlives ttl without a renewal: past it, nothing is left. */
 	int64_t deadline = start + MAX(fs->set->ttl_ms, 1000) * 1000;
-	reclaim_count c = {0};
+	reclaim_count c = { 0 };
 	pthread_mutex_lock(&fs->mu);
 	if (!resume_session(fs, found->session, deadline)) {
 		for (guint i = 0; i < locks->len; i++)
-			reclaim_lost(fs, locks->pdata[i], "its session ran out while lockfs was stopped");
+			reclaim_lost(fs, locks->pdata[i],
+			             "its session ran out while lockfs was stopped");
 		c.lost = locks->len;
 	} else {
 		pthread_mutex_unlock(&fs->mu);
@@ -428,8 +430,7 @@ static void gap_content(int dirfd, const char *name, restart_gap_file *g)
 	}
 }
 
-static void gap_scan(int dirfd, const char *prefix, const char *suffix, int depth,
-                     GPtrArray *out)
+static void gap_scan(int dirfd, const char *prefix, const char *suffix, int depth, GPtrArray *out)
 {
 	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	DIR *dp = fd >= 0 ? fdopendir(fd) : NULL;
@@ -456,7 +457,8 @@ static void gap_scan(int dirfd, const char *prefix, const char *suffix, int dept
 			gap_content(dirfd, name, g);
 			g_ptr_array_add(out, g);
 		} else if (S_ISDIR(st.st_mode) && depth < GAP_DEPTH) {
-			int sub = openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+			int sub =
+			        openat(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 			if (sub >= 0) {
 				g_autofree char *p = g_strconcat(key, "/", NULL);
 				gap_scan(sub, p, suffix, depth + 1, out);
@@ -500,8 +502,10 @@ bool restart_gap_only(int under_fd, GPtrArray *found)
 /* A lock name found on the disk cannot be taken: say so everywhere. */
 static void gap_conflict(lfs *fs, const restart_gap_file *g, const char *why)
 {
-	lockfs_holder h = {.host = (char *)lockfs_holder_host(), .uid = g->st.st_uid,
-	                   .gid = g->st.st_gid, .command = (char *)"(unknown)"};
+	lockfs_holder h = { .host = (char *)lockfs_holder_host(),
+		            .uid = g->st.st_uid,
+		            .gid = g->st.st_gid,
+		            .command = (char *)"(unknown)" };
 	lockfs_log_event(G_LOG_LEVEL_WARNING, "conflict", g->key, &h, NULL, NULL,
 	                 "%s was created on the disk under %s (uid %u, %s) while no lockfs was "
 	                 "mounted there, and %s: its creator may believe it holds the lock; "
@@ -528,7 +532,7 @@ static bool gap_take(lfs *fs, const restart_gap_file *g)
 	}
 	n->mtime = g->st.st_mtim;
 	n->atime = g->st.st_atim;
-	struct lfs_caller who = {.pid = 0, .uid = g->st.st_uid, .gid = g->st.st_gid};
+	struct lfs_caller who = { .pid = 0, .uid = g->st.st_uid, .gid = g->st.st_gid };
 	lfs_dentry *d = NULL;
 	int r = locks_acquire(fs, dir, name, n, &who, &d);
 	if (r) {
@@ -560,8 +564,7 @@ void restart_gap_close(lfs *fs, GPtrArray *found, int under_fd)
 		g_autofree char *base = g_path_get_basename(g->key);
 		int dfd = strcmp(dir, ".") ? openat(under_fd, dir, O_PATH | O_DIRECTORY | O_CLOEXEC)
 		                           : dup(under_fd);
-		if (dfd < 0 ||
-		    unlinkat(dfd, base, S_ISDIR(g->st.st_mode) ? AT_REMOVEDIR : 0) != 0)
+		if (dfd < 0 || unlinkat(dfd, base, S_ISDIR(g->st.st_mode) ? AT_REMOVEDIR : 0) != 0)
 			lockfs_log(G_LOG_LEVEL_WARNING, g->key,
 			           "cannot remove %s from the disk under the mount: %s", g->key,
 			           g_strerror(errno));

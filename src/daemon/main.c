@@ -14,9 +14,9 @@
 #include "service.h"
 
 #include <errno.h>
-#include <signal.h>
 #include <fcntl.h>
 #include <lockfs/backends.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,7 +81,7 @@ static void unmount_dead(const char *mountpoint)
 	           "%s: the mount of a lockfs that died is still there; unmounting it", path);
 	if (geteuid() == 0 && umount2(path, MNT_DETACH) == 0)
 		return;
-	const char *argv[] = {"fusermount3", "-u", "-z", "--", path, NULL};
+	const char *argv[] = { "fusermount3", "-u", "-z", "--", path, NULL };
 	int status = 0;
 	g_autoptr(GError) err = NULL;
 	if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, NULL, NULL,
@@ -114,7 +114,7 @@ static void on_hup(int sig)
 static void hup_init(const char *log_file)
 {
 	hup_log_file = log_file;
-	struct sigaction sa = {.sa_handler = on_hup, .sa_flags = SA_RESTART};
+	struct sigaction sa = { .sa_handler = on_hup, .sa_flags = SA_RESTART };
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGHUP, &sa, NULL);
 }
@@ -175,9 +175,9 @@ int main(int argc, char **argv)
 	/* Lock names made on the disk here while no lockfs was mounted: they
 	 * do not make the directory one to pass through. */
 	g_autoptr(GPtrArray) gap = restart_gap_find(under_fd, set->suffix);
-	bool passthrough = set->passthrough == LOCKFS_PASSTHROUGH_YES ||
-	                   (set->passthrough == LOCKFS_PASSTHROUGH_AUTO &&
-	                    !restart_gap_only(under_fd, gap));
+	bool passthrough =
+	        set->passthrough == LOCKFS_PASSTHROUGH_YES ||
+	        (set->passthrough == LOCKFS_PASSTHROUGH_AUTO && !restart_gap_only(under_fd, gap));
 	/* The gap's files are removed once taken: lfs_new keeps UNDER_FD only
 	 * when passing through. */
 	int gap_fd = gap->len ? fcntl(under_fd, F_DUPFD_CLOEXEC, 3) : -1;
@@ -185,7 +185,7 @@ int main(int argc, char **argv)
 	/* The record of this mount's locks, before the backend: a previous
 	 * lockfs of the mount may still be exiting, holding it (and the local
 	 * backend's fence counter). */
-	lockfs_lockstate_id id = {abs, lockfs_holder_host(), set->backend, NULL};
+	lockfs_lockstate_id id = { abs, lockfs_holder_host(), set->backend, NULL };
 	lockfs_lockstate_found found;
 	int wait_ms = 2 * (int)set->network_timeout_ms + 2000;
 	lockfs_lockstate *state = lockfs_lockstate_open(set->state_dir, &id, wait_ms, &found, &err);
@@ -203,7 +203,7 @@ int main(int argc, char **argv)
 	fs->state = state;
 	lockfs_notify_init(set->notify, abs);
 
-	char *fargv[] = {argv[0], "-o", fuse_opts->str, debug ? "-d" : NULL, NULL};
+	char *fargv[] = { argv[0], "-o", fuse_opts->str, debug ? "-d" : NULL, NULL };
 	struct fuse_args args = FUSE_ARGS_INIT(debug ? 4 : 3, fargv);
 	struct fuse_session *se = fuse_session_new(&args, &lfs_ops, sizeof(lfs_ops), fs);
 	if (!se)

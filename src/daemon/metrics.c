@@ -30,9 +30,8 @@ typedef enum {
 	OPS
 } backend_op;
 
-static const char *const op_names[OPS] = { "acquire", "release", "renew", "heartbeat",
-	                                   "break",   "get",     "list",  "confirm",
-	                                   "look" };
+static const char *const op_names[OPS] = { "acquire", "release", "renew",   "heartbeat", "break",
+	                                   "get",     "list",    "confirm", "look" };
 
 /* From the in-process table (microseconds) to network_timeout (seconds). */
 static const int64_t bucket_us[] = { 10,     25,      50,      100,     250,     500,    1000,

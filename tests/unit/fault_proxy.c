@@ -14,8 +14,8 @@ void fault_proxy_ctl(const char *cmd, const char *arg)
 	const char *argv[] = { "python3", PROXY_PY, "ctl", proxy_sock, cmd, arg, NULL };
 	int status = -1;
 	g_autofree char *out = NULL, *err = NULL;
-	g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-	                           &out, &err, &status, NULL));
+	g_assert_true(g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL, &out,
+	                           &err, &status, NULL));
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		g_error("proxy.py ctl %s: %s%s", cmd, out ? out : "", err ? err : "");
 }
@@ -26,10 +26,9 @@ int fault_proxy_start(const char *upstream, const char *dir)
 	g_free(proxy_sock);
 	proxy_sock = g_build_filename(dir, "proxy.sock", NULL);
 	g_autofree char *self = g_strdup_printf("%d", (int)getpid());
-	const char *argv[] = { "python3",   PROXY_PY,    "serve",     "--upstream",
-		               upstream,    "--control", proxy_sock,  "--port-file",
-		               port_file,   "--watch",   self,        "--deadline",
-		               "300",       NULL };
+	const char *argv[] = { "python3",   PROXY_PY,     "serve",       "--upstream", upstream,
+		               "--control", proxy_sock,   "--port-file", port_file,    "--watch",
+		               self,        "--deadline", "300",         NULL };
 	GError *e = NULL;
 	g_assert_true(g_spawn_async(NULL, (char **)argv, NULL,
 	                            G_SPAWN_SEARCH_PATH | G_SPAWN_DO_NOT_REAP_CHILD, NULL, NULL,

@@ -73,11 +73,11 @@ static void test_duration_valid(void)
 		const char *text;
 		int64_t ms;
 	} cases[] = {
-	        {"30s", 30000},  {"500ms", 500},    {"5m", 300000},
-	        {"1h", 3600000}, {"2d", 172800000}, {"1.5s", 1500},
-	        {"0", 0},        {"0s", 0},         {"10", 10000},
-	        {"0.001s", 1},   {"1.25m", 75000},  {"0.5h", 1800000},
-	        {"007s", 7000},  {"2.000s", 2000},  {"9223372036854775ms", INT64_MAX / 1000},
+		{ "30s", 30000 },  { "500ms", 500 },    { "5m", 300000 },
+		{ "1h", 3600000 }, { "2d", 172800000 }, { "1.5s", 1500 },
+		{ "0", 0 },        { "0s", 0 },         { "10", 10000 },
+		{ "0.001s", 1 },   { "1.25m", 75000 },  { "0.5h", 1800000 },
+		{ "007s", 7000 },  { "2.000s", 2000 },  { "9223372036854775ms", INT64_MAX / 1000 },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		int64_t ms = -1;
@@ -137,10 +137,10 @@ static void test_defaults(void)
 	g_assert_true(s->audit);
 	const char *xdg = g_getenv("XDG_STATE_HOME");
 	g_autofree char *state =
-	        geteuid() == 0 ? g_strdup("/var/lib/lockfs") :
-	        xdg && g_path_is_absolute(xdg) ?
-	                         g_build_filename(xdg, "lockfs", NULL) :
-	                         g_build_filename(g_get_home_dir(), ".local/state/lockfs", NULL);
+	        geteuid() == 0 ? g_strdup("/var/lib/lockfs")
+	        : xdg && g_path_is_absolute(xdg)
+	                ? g_build_filename(xdg, "lockfs", NULL)
+	                : g_build_filename(g_get_home_dir(), ".local/state/lockfs", NULL);
 	g_assert_cmpstr(s->state_dir, ==, state);
 	g_assert_null(lockfs_config_origin(cfg, "lockfs", "ttl"));
 	lockfs_config_free(cfg);
@@ -544,20 +544,22 @@ static void expect_conflict(const char *file, const char *const *options, const 
 
 static void test_rules(void)
 {
-	expect_conflict("[lockfs]\nttl=30s\nrenew_interval=30s\n", NULL,
-	                "%s:3: key 'renew_interval' in [lockfs]: renew_interval=30s (%s:3) must "
-	                "be shorter than four fifths of ttl=30s (%s:2); lower renew_interval (0 means ttl/3) "
-	                "or raise ttl");
+	expect_conflict(
+	        "[lockfs]\nttl=30s\nrenew_interval=30s\n", NULL,
+	        "%s:3: key 'renew_interval' in [lockfs]: renew_interval=30s (%s:3) must "
+	        "be shorter than four fifths of ttl=30s (%s:2); lower renew_interval (0 means ttl/3) "
+	        "or raise ttl");
 	/* Renewing after the loss would be declared (ttl less a fifth) is too late. */
-	expect_conflict("[lockfs]\nttl=30s\nrenew_interval=25s\n", NULL,
-	                "%s:3: key 'renew_interval' in [lockfs]: renew_interval=25s (%s:3) must "
-	                "be shorter than four fifths of ttl=30s (%s:2); lower renew_interval (0 means ttl/3) "
-	                "or raise ttl");
+	expect_conflict(
+	        "[lockfs]\nttl=30s\nrenew_interval=25s\n", NULL,
+	        "%s:3: key 'renew_interval' in [lockfs]: renew_interval=25s (%s:3) must "
+	        "be shorter than four fifths of ttl=30s (%s:2); lower renew_interval (0 means ttl/3) "
+	        "or raise ttl");
 	/* The default network_timeout (10s) is blamed on the ttl that was set. */
 	expect_conflict("[lockfs]\n\nttl=5s\n", NULL,
 	                "%s:3: key 'ttl' in [lockfs]: network_timeout=10s (default) must be "
 	                "shorter than ttl=5s (%s:3); lower network_timeout or raise ttl");
-	expect_conflict(NULL, (const char *const[]){"network_timeout=30s", NULL},
+	expect_conflict(NULL, (const char *const[]){ "network_timeout=30s", NULL },
 	                "mount option 'network_timeout=30s': network_timeout=30s (mount "
 	                "option) must be shorter than ttl=30s (default); lower "
 	                "network_timeout or raise ttl");
@@ -569,7 +571,7 @@ static void test_rules(void)
 	                "%s:2: key 'ttl' in [lockfs]: stale_after=300s (default) must be 0 "
 	                "(never) or longer than ttl=10m (%s:2); raise stale_after or lower ttl");
 	expect_conflict("[lockfs]\nstale_after=40s\n",
-	                (const char *const[]){"heartbeat_min_interval=1m", NULL},
+	                (const char *const[]){ "heartbeat_min_interval=1m", NULL },
 	                "mount option 'heartbeat_min_interval=1m': heartbeat_min_interval=1m "
 	                "(mount option) must be shorter than stale_after=40s (%s:2); lower "
 	                "heartbeat_min_interval or raise stale_after");
@@ -723,8 +725,8 @@ static void test_getters(void)
 static void test_register(void)
 {
 	/* Registering again replaces the keys. */
-	lockfs_config_register_group("tmpgroup", (const char *const[]){"a", NULL});
-	lockfs_config_register_group("tmpgroup", (const char *const[]){"b", "c_d", NULL});
+	lockfs_config_register_group("tmpgroup", (const char *const[]){ "a", NULL });
+	lockfs_config_register_group("tmpgroup", (const char *const[]){ "b", "c_d", NULL });
 	lockfs_config *cfg = lockfs_config_new();
 	set_option(cfg, "tmpgroup_c_d=1");
 	expect_option_error(cfg, "tmpgroup_a=1", LOCKFS_CONFIG_ERROR_UNKNOWN,
@@ -738,16 +740,16 @@ static void test_register(void)
 
 	/* Names that would make options ambiguous are refused. */
 	g_test_expect_message("lockfs", G_LOG_LEVEL_CRITICAL, "*group name 'my_backend'*");
-	lockfs_config_register_group("my_backend", (const char *const[]){"x", NULL});
+	lockfs_config_register_group("my_backend", (const char *const[]){ "x", NULL });
 	g_test_assert_expected_messages();
 	g_test_expect_message("lockfs", G_LOG_LEVEL_CRITICAL, "*mount option dir_mode*");
-	lockfs_config_register_group("dir", (const char *const[]){"mode", NULL});
+	lockfs_config_register_group("dir", (const char *const[]){ "mode", NULL });
 	g_test_assert_expected_messages();
 	g_test_expect_message("lockfs", G_LOG_LEVEL_CRITICAL, "*[lockfs] is built in*");
-	lockfs_config_register_group("lockfs", (const char *const[]){"x", NULL});
+	lockfs_config_register_group("lockfs", (const char *const[]){ "x", NULL });
 	g_test_assert_expected_messages();
 	g_test_expect_message("lockfs", G_LOG_LEVEL_CRITICAL, "*key name 'Bad-Key' of [okay]*");
-	lockfs_config_register_group("okay", (const char *const[]){"Bad-Key", NULL});
+	lockfs_config_register_group("okay", (const char *const[]){ "Bad-Key", NULL });
 	g_test_assert_expected_messages();
 }
 
@@ -786,9 +788,9 @@ int main(int argc, char **argv)
 
 	/* What the backends would register at start-up. */
 	lockfs_config_register_backends("local, ldap or tinystore");
-	lockfs_config_register_group("ldap", (const char *const[]){"uri", "base_dn", "starttls",
-	                                                           "retries", "timeout", NULL});
-	lockfs_config_register_group("tinystore", (const char *const[]){"endpoint", NULL});
+	lockfs_config_register_group("ldap", (const char *const[]){ "uri", "base_dn", "starttls",
+	                                                            "retries", "timeout", NULL });
+	lockfs_config_register_group("tinystore", (const char *const[]){ "endpoint", NULL });
 
 	GError *err = NULL;
 	tmpdir = g_dir_make_tmp("lockfs-test-config-XXXXXX", &err);

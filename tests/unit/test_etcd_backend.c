@@ -9,9 +9,9 @@
  * are lost; tokens it did not write refused).  Without etcd every test that
  * needs it skips, saying why. */
 #include "backend_contract.h"
-#include "fault_proxy.h"
 #include "backends/etcd/etcd_client.h"
 #include "backends/etcd/etcd_record.h"
+#include "fault_proxy.h"
 #include "holder.h"
 #include "log.h"
 
@@ -656,8 +656,8 @@ static int64_t lease_ttl(const char *id)
 	g_autofree char *body = g_strdup_printf("{\"ID\":\"%s\"}", id);
 	JsonNode *out = NULL;
 	g_autofree char *why = NULL;
-	if (etcd_call(cl, "/v3/lease/timetolive", body, lockfs_mono_us() + 5 * G_USEC_PER_SEC,
-	              &out, &why) != 0)
+	if (etcd_call(cl, "/v3/lease/timetolive", body, lockfs_mono_us() + 5 * G_USEC_PER_SEC, &out,
+	              &why) != 0)
 		g_error("timetolive %s: %s", id, why);
 	int64_t ttl = etcd_json_int(json_node_get_object(out), "TTL", 0);
 	json_node_unref(out);
@@ -819,9 +819,17 @@ static void test_bad_tokens(void)
 	g_autofree char *lead0 = g_strdup_printf("etcd-lease:0%s", id);
 	g_autofree char *space = g_strdup_printf("etcd-lease:%s ", id);
 	g_autofree char *bare = g_strdup(id);
-	const char *sessions[] = { "", "etcd-lease:", "etcd-lease:0", "etcd-lease:-5",
-		                   "etcd-lease:+5", "etcd-lease:99999999999999999999", lead0,
-		                   space, bare, rec.token->str, "ldap-session:5" };
+	const char *sessions[] = { "",
+		                   "etcd-lease:",
+		                   "etcd-lease:0",
+		                   "etcd-lease:-5",
+		                   "etcd-lease:+5",
+		                   "etcd-lease:99999999999999999999",
+		                   lead0,
+		                   space,
+		                   bare,
+		                   rec.token->str,
+		                   "ldap-session:5" };
 	for (size_t i = 0; i < G_N_ELEMENTS(sessions); i++)
 		if (a->resume(a, sessions[i]) != -EINVAL)
 			g_error("resume('%s') did not answer EINVAL", sessions[i]);
@@ -836,9 +844,9 @@ static void test_bad_tokens(void)
 	g_autofree char *long_nonce = g_strdup_printf("%s0", rec.token->str);
 	g_autofree char *zero_rev = g_strdup_printf("etcd-key:0:%s", nonce);
 	g_autofree char *no_rev = g_strdup_printf("etcd-key::%s", nonce);
-	const char *tokens[] = { "",          "etcd-key:",  rec.fence,   rec.session->str,
-		                 upper,       short_nonce,  long_nonce,  zero_rev,
-		                 no_rev,      nonce_upper, "etcd-key:5:", "etcd-key:5" };
+	const char *tokens[] = { "",     "etcd-key:", rec.fence,     rec.session->str,
+		                 upper,  short_nonce, long_nonce,    zero_rev,
+		                 no_rev, nonce_upper, "etcd-key:5:", "etcd-key:5" };
 	lockfs_lease *l = NULL;
 	for (size_t i = 0; i < G_N_ELEMENTS(tokens); i++)
 		if (adopt(a, key, rec.fence, tokens[i], &l) != -EINVAL)

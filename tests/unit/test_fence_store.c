@@ -96,7 +96,7 @@ static void test_unwritable_stops(void)
 		g_assert_cmpint(lockfs_fence_store_next(fs, &f), ==, 0);
 		last = f;
 	}
-	struct rlimit old, zero = {0, 0};
+	struct rlimit old, zero = { 0, 0 };
 	getrlimit(RLIMIT_FSIZE, &old);
 	zero.rlim_max = old.rlim_max;
 	signal(SIGXFSZ, SIG_IGN);
@@ -172,8 +172,13 @@ static void test_local_backend(void)
 	g_assert_no_error(err);
 	g_assert_cmpuint(be->version, ==, LOCKFS_BACKEND_VERSION);
 
-	lockfs_holder who = {.host = "h", .pid = 1, .uid = 1000, .user = "u", .command = "c",
-	                     .acquired_us = g_get_real_time(), .heartbeat_us = g_get_real_time()};
+	lockfs_holder who = { .host = "h",
+		              .pid = 1,
+		              .uid = 1000,
+		              .user = "u",
+		              .command = "c",
+		              .acquired_us = g_get_real_time(),
+		              .heartbeat_us = g_get_real_time() };
 	lockfs_lease *a = NULL, *b = NULL;
 	lockfs_acquire_result res;
 	g_assert_cmpint(be->acquire(be, "x.lock", &who, NULL, 0, &a, &res), ==, 0);
@@ -191,7 +196,11 @@ static void test_local_backend(void)
 	g_assert_cmpint(be->acquire(be, "x.lock", &who, NULL, 0, &b, &res), ==, 0);
 	g_assert_cmpint(lockfs_fence_cmp(b->fence, a->fence), >, 0);
 	g_assert_cmpint(be->release(be, a), ==, -ENOENT);
-	g_assert_cmpint(be->heartbeat(be, a, &(lockfs_beat){.heartbeat_us = g_get_real_time(), .content = NULL, .content_len = 0}), ==, -ESTALE);
+	g_assert_cmpint(be->heartbeat(be, a,
+	                              &(lockfs_beat){ .heartbeat_us = g_get_real_time(),
+	                                              .content = NULL,
+	                                              .content_len = 0 }),
+	                ==, -ESTALE);
 	g_assert_cmpint(be->inspect(be, "x.lock", &info), ==, 0); /* b's, untouched */
 	g_assert_cmpstr(info.fence, ==, b->fence);
 	lockfs_lock_info_clear(&info);

@@ -3,9 +3,9 @@
  * without, and one to stop and restart).  Without slapd every test skips and
  * says why. */
 #include "backend_contract.h"
-#include "fault_proxy.h"
 #include "backends/ldap/ldap_int.h"
 #include "backends/ldap/ldap_test.h"
+#include "fault_proxy.h"
 #include "holder.h"
 #include "log.h"
 #include "proc_stop.h"
@@ -531,7 +531,11 @@ static void test_basic(void)
 	g_assert_cmpint(b->inspect(b, "y.lock", &info), ==, -ENOENT);
 
 	/* Heartbeats keep the content for other hosts. */
-	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = "1234\n", .content_len = 5}), ==, 0);
+	g_assert_cmpint(a->heartbeat(a, la,
+	                             &(lockfs_beat){ .heartbeat_us = lockfs_now_us(),
+	                                             .content = "1234\n",
+	                                             .content_len = 5 }),
+	                ==, 0);
 	g_autofree char *dn = lock_dn("x.lock", base);
 	g_autoptr(GPtrArray) desc = raw_values(srv_dds, dn, "description");
 	g_autofree char *b64 = g_base64_encode((const guchar *)"1234\n", 5);
@@ -586,7 +590,11 @@ static void test_fence_durable(void)
 	g_autofree char *dn = lock_dn("f.lock", base);
 	raw_delete(srv_dds, dn);
 	g_assert_cmpint(b->renew(b, l), ==, -ESTALE);
-	g_assert_cmpint(b->heartbeat(b, l, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = NULL, .content_len = 0}), ==, -ESTALE);
+	g_assert_cmpint(b->heartbeat(b, l,
+	                             &(lockfs_beat){ .heartbeat_us = lockfs_now_us(),
+	                                             .content = NULL,
+	                                             .content_len = 0 }),
+	                ==, -ESTALE);
 	g_assert_cmpint(b->release(b, l), ==, -ENOENT);
 	b->lease_free(b, l);
 	l = take_ok(b, "f.lock", "hostb");
@@ -702,7 +710,11 @@ static void release_after_break(slapd *s, const char *name, unsigned no_caps)
 	/* The late release must not take the next holder's lock. */
 	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
 	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
-	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = "x", .content_len = 1}), ==, -ESTALE);
+	g_assert_cmpint(a->heartbeat(a, la,
+	                             &(lockfs_beat){ .heartbeat_us = lockfs_now_us(),
+	                                             .content = "x",
+	                                             .content_len = 1 }),
+	                ==, -ESTALE);
 	g_assert_cmpint(b->inspect(b, "r.lock", &info), ==, 0);
 	g_assert_cmpstr(info.fence, ==, lb->fence);
 	g_assert_true(info.mine);
@@ -827,7 +839,10 @@ static gpointer renew_run(gpointer p)
 		if (r->last == 0)
 			r->renewed = sent;
 		if (r->last == 0 && r->heartbeat)
-			r->last = r->be->heartbeat(r->be, r->lease, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = NULL, .content_len = 0});
+			r->last = r->be->heartbeat(r->be, r->lease,
+			                           &(lockfs_beat){ .heartbeat_us = lockfs_now_us(),
+			                                           .content = NULL,
+			                                           .content_len = 0 });
 		if (r->last)
 			break;
 		g_usleep(400 * 1000);
@@ -1139,8 +1154,8 @@ static int adopt(lockfs_backend *be, const recorded *r, const char *fence, const
 {
 	lockfs_holder h = holder("hosta", 4242);
 	*out = NULL;
-	int rc = be->adopt(be, r->key, fence ? fence : r->fence, token ? token : r->token, &h,
-	                   NULL, 0, out);
+	int rc = be->adopt(be, r->key, fence ? fence : r->fence, token ? token : r->token, &h, NULL,
+	                   0, out);
 	lockfs_holder_clear(&h);
 	if (rc != 0)
 		g_assert_null(*out);
@@ -1445,13 +1460,23 @@ static void test_restart_garbage(void)
 	g_autoptr(GString) s = g_string_new(NULL);
 	g_assert_cmpint(a2->session_token(a2, s), ==, -ENOENT);
 	g_assert_cmpint(a2->resume(a2, r.session), ==, 0);
-	const char *tokens[] = { "", "*", "a,dc=x", "Session", "session ", "session,dc=x",
+	const char *tokens[] = { "",        "*",        "a,dc=x",
+		                 "Session", "session ", "session,dc=x",
 		                 "entry\n", r.session };
 	lockfs_lease *k = NULL;
 	for (size_t i = 0; i < G_N_ELEMENTS(tokens); i++)
 		g_assert_cmpint(adopt(a2, &r, NULL, tokens[i], &k), ==, -EINVAL);
-	const char *fences[] = { "", "abc", "01", "-1", "+1", "1 ", " 1", "1*", "0x10",
-		                 "18446744073709551616", "99999999999999999999999999" };
+	const char *fences[] = { "",
+		                 "abc",
+		                 "01",
+		                 "-1",
+		                 "+1",
+		                 "1 ",
+		                 " 1",
+		                 "1*",
+		                 "0x10",
+		                 "18446744073709551616",
+		                 "99999999999999999999999999" };
 	for (size_t i = 0; i < G_N_ELEMENTS(fences); i++)
 		g_assert_cmpint(adopt(a2, &r, fences[i], NULL, &k), ==, -EINVAL);
 	lockfs_holder h = holder("hosta", 4242);
@@ -1640,10 +1665,10 @@ typedef struct {
 	lockfs_backend *holder, *contender;
 	renewer r;
 	GThread *t;
-	bool idle;    /* renewed, never heartbeaten: stale after stale_after */
+	bool idle;     /* renewed, never heartbeaten: stale after stale_after */
 	int64_t taken; /* before the holder took it */
 	int64_t last;  /* the holder's last renewal, once it stopped */
-	int64_t got;  /* when the contender was granted it */
+	int64_t got;   /* when the contender was granted it */
 	lockfs_lease *won;
 } clock_case;
 

@@ -12,7 +12,7 @@
 
 static char *tmpdir;
 
-static const lockfs_lockstate_id ID = {"/mnt/a b", "hostA", "tinystore", "ts dir=/x"};
+static const lockfs_lockstate_id ID = { "/mnt/a b", "hostA", "tinystore", "ts dir=/x" };
 
 static lockfs_lockrec *sample(uint64_t serial, const char *key)
 {
@@ -33,7 +33,7 @@ static lockfs_lockrec *sample(uint64_t serial, const char *key)
 	r->holder.mtime_us = -5;
 	r->ppid = 1;
 	r->start = 123456789;
-	static const char content[] = {'4', '2', '\n', '\0', '\377'};
+	static const char content[] = { '4', '2', '\n', '\0', '\377' };
 	r->content = g_memdup2(content, sizeof(content));
 	r->content_len = sizeof(content);
 	return r;
@@ -148,17 +148,17 @@ static void test_refused(void)
 	static const char *const head = "lockfs-locks 1\nmount %\nhost h\nbackend local\n"
 	                                "server local\nboot x\n";
 	static const char *const bad[] = {
-		"G 1 a.lock 1 local 1 1 0 0 0 100644 0 0 0 0 0 h % %\n", /* one field short */
+		"G 1 a.lock 1 local 1 1 0 0 0 100644 0 0 0 0 0 h % %\n",     /* one field short */
 		"G 1 a.lock 1 local 1 1 0 0 0 100644 0 0 0 0 0 h % % % x\n", /* one too many */
-		"G 0 a.lock 1 local 1 1 0 0 0 100644 0 0 0 0 0 h % % %\n", /* serial 0 */
-		"G 1 % 1 local 1 1 0 0 0 100644 0 0 0 0 0 h % % %\n", /* empty key */
-		"G 1 a%0 1 local 1 1 0 0 0 100644 0 0 0 0 0 h % % %\n", /* short escape */
-		"G 1 a%00b 1 local 1 1 0 0 0 100644 0 0 0 0 0 h % % %\n", /* a NUL */
-		"G 1 a.lock 1 local x 1 0 0 0 100644 0 0 0 0 0 h % % %\n", /* pid */
+		"G 0 a.lock 1 local 1 1 0 0 0 100644 0 0 0 0 0 h % % %\n",   /* serial 0 */
+		"G 1 % 1 local 1 1 0 0 0 100644 0 0 0 0 0 h % % %\n",        /* empty key */
+		"G 1 a%0 1 local 1 1 0 0 0 100644 0 0 0 0 0 h % % %\n",      /* short escape */
+		"G 1 a%00b 1 local 1 1 0 0 0 100644 0 0 0 0 0 h % % %\n",    /* a NUL */
+		"G 1 a.lock 1 local x 1 0 0 0 100644 0 0 0 0 0 h % % %\n",   /* pid */
 		"G 1 a.lock 1 local 1 1 0 99999999999 0 100644 0 0 0 0 0 h % % %\n", /* uid */
-		"G 1 a.lock 1 local 1 1 0 0 0 9 0 0 0 0 0 h % % ~\n", /* content */
+		"G 1 a.lock 1 local 1 1 0 0 0 9 0 0 0 0 0 h % % ~\n",                /* content */
 		"G 1 a.lock 1111111111111111111111111111111111111111 local 1 1 0 0 0 1 0 0 0 0 "
-		"0 h % % %\n", /* fence too long */
+		"0 h % % %\n",   /* fence too long */
 		"G  1 a.lock\n", /* empty field */
 		"X 1\n",
 		"R x\n",
@@ -180,7 +180,7 @@ static void test_refused(void)
 		"lockfs-locks 1\nhost h\nmount %\n",
 		"lockfs-locks 1\nmount %\n\0host h\n",
 	};
-	static const size_t lens[] = {13, 32, 30};
+	static const size_t lens[] = { 13, 32, 30 };
 	for (size_t i = 0; i < G_N_ELEMENTS(files); i++) {
 		lockfs_lockstate_found found;
 		g_autoptr(GError) err = NULL;
@@ -201,7 +201,8 @@ static void test_random(void)
 		GString *text = g_string_new(head);
 		int len = g_rand_int_range(rand, 0, 160);
 		for (int i = 0; i < len; i++)
-			g_string_append_c(text, alphabet[g_rand_int_range(rand, 0, sizeof(alphabet) - 1)]);
+			g_string_append_c(
+			        text, alphabet[g_rand_int_range(rand, 0, sizeof(alphabet) - 1)]);
 		lockfs_lockstate_found found;
 		GError *err = NULL;
 		bool ok = lockfs_lockstate_parse("f", text->str, text->len, &found, &err);

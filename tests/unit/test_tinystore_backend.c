@@ -10,10 +10,10 @@
  * server already running; the tests that must control the server then
  * skip.  Without a server every test that needs one skips, saying why. */
 #include "backend_contract.h"
-#include "proc_stop.h"
 #include "backends/tinystore/tinystore_conn.h"
 #include "holder.h"
 #include "log.h"
+#include "proc_stop.h"
 
 #include <errno.h>
 #include <lockfs/backends.h>
@@ -179,7 +179,8 @@ static lockfs_backend *store_be(const char *st, const char *ttl, const char *tim
 	g_assert_no_error(err);
 	g_assert_nonnull(be);
 	g_assert_cmpuint(be->flags, ==,
-	                 LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES | LOCKFS_BACKEND_UNDESCRIBED);
+	                 LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES |
+	                         LOCKFS_BACKEND_UNDESCRIBED);
 	return be;
 }
 
@@ -500,8 +501,10 @@ static void test_look_apart(void)
 		g_thread_join(t[i]);
 		g_assert_cmpint(l[i].held, ==, 10); /* every look saw b's lock */
 	}
-	g_test_message("renewals beside the looks: %d of 40 took 50 ms or more, the slowest %" G_GINT64_FORMAT
-	               " us", slow, worst);
+	g_test_message(
+	        "renewals beside the looks: %d of 40 took 50 ms or more, the slowest %" G_GINT64_FORMAT
+	        " us",
+	        slow, worst);
 	/* Behind the looks one would wait for several of them (each stands
 	 * in line 100 ms: 180-900 ms seen); beside them, a few ms. */
 	g_assert_cmpint(worst, <, 150000);
@@ -602,7 +605,11 @@ static void test_inspect_list(void)
 	g_assert_cmpint(llabs(granted * 1000 - lockfs_now_us()), <, 5 * G_USEC_PER_SEC);
 	int64_t beat = lockfs_now_us() + 1000;
 	g_usleep(2000);
-	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = beat, .content = "4242\n", .content_len = 5}), ==, 0);
+	g_assert_cmpint(a->heartbeat(a, la,
+	                             &(lockfs_beat){ .heartbeat_us = beat,
+	                                             .content = "4242\n",
+	                                             .content_len = 5 }),
+	                ==, 0);
 	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
 	g_assert_cmpint(info.holder.heartbeat_us, ==, beat);
 	g_assert_cmpmem(info.content, info.content_len, "4242\n", 5);
@@ -614,7 +621,11 @@ static void test_inspect_list(void)
 	g_assert_cmpstr(r.fence, ==, la->fence);
 	g_assert_cmpstr(r.mount, ==, "/test/mount");
 	ts_record_clear(&r);
-	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = beat + 1, .content = NULL, .content_len = 0}), ==, 0);
+	g_assert_cmpint(a->heartbeat(a, la,
+	                             &(lockfs_beat){ .heartbeat_us = beat + 1,
+	                                             .content = NULL,
+	                                             .content_len = 0 }),
+	                ==, 0);
 	g_assert_cmpint(raw_record(ka, &r), ==, 0);
 	g_assert_cmpmem(r.content, r.content_len, "4242\n", 5); /* NULL: unchanged */
 	ts_record_clear(&r);
@@ -661,7 +672,11 @@ static void test_break(void)
 	g_assert_cmpint(b->inspect(b, key, &info), ==, -ENOENT);
 	/* The holder learns it lost the lock. */
 	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
-	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = "1\n", .content_len = 2}), ==, -ESTALE);
+	g_assert_cmpint(a->heartbeat(a, la,
+	                             &(lockfs_beat){ .heartbeat_us = lockfs_now_us(),
+	                                             .content = "1\n",
+	                                             .content_len = 2 }),
+	                ==, -ESTALE);
 	g_assert_cmpint(try_take(c, key, "host-c"), ==, 0);
 	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
 	a->lease_free(a, la);
@@ -688,7 +703,11 @@ static void test_break_own(void)
 	lockfs_lock_info_clear(&broken);
 	lockfs_lease *lb = take(b, key, "host-b"); /* the lease is gone */
 	g_assert_cmpint(a->renew(a, la), ==, -ESTALE);
-	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = lockfs_now_us(), .content = NULL, .content_len = 0}), ==, -ESTALE);
+	g_assert_cmpint(a->heartbeat(a, la,
+	                             &(lockfs_beat){ .heartbeat_us = lockfs_now_us(),
+	                                             .content = NULL,
+	                                             .content_len = 0 }),
+	                ==, -ESTALE);
 	g_assert_cmpint(a->release(a, la), ==, -ENOENT);
 	a->lease_free(a, la);
 	g_assert_cmpint(wait_record(a, key, lb->fence), ==, 0);
@@ -731,7 +750,11 @@ static void test_publication(void)
 
 	lockfs_lease *la = take(a, key, "host-a");
 	int64_t beat = lockfs_now_us() + 1000;
-	g_assert_cmpint(a->heartbeat(a, la, &(lockfs_beat){.heartbeat_us = beat, .content = "77\n", .content_len = 3}), ==, 0);
+	g_assert_cmpint(a->heartbeat(a, la,
+	                             &(lockfs_beat){ .heartbeat_us = beat,
+	                                             .content = "77\n",
+	                                             .content_len = 3 }),
+	                ==, 0);
 	g_assert_cmpint(wait_record(b, key, la->fence), ==, 0);
 	lockfs_lock_info info;
 	g_assert_cmpint(b->inspect(b, key, &info), ==, 0);
@@ -1177,8 +1200,10 @@ static void test_adopt_garbage(void)
 	flipped[10] = flipped[10] == '0' ? '1' : '0'; /* another lease id */
 	g_autofree char *noprefix = g_strdup(token);
 	noprefix[0] = 'x';
-	const char *bad[] = { "", big->str, cut, longer, upper, nonhex, flipped, noprefix,
-		              tok_other->str, "ts1.", "ts1.00.00.00" };
+	const char *bad[] = { "",      big->str,      cut,
+		              longer,  upper,         nonhex,
+		              flipped, noprefix,      tok_other->str,
+		              "ts1.",  "ts1.00.00.00" };
 	lockfs_lease *lb;
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
 		g_test_message("token %zu", i);

@@ -114,7 +114,9 @@ static void test_expected(void)
 		{ "\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf", "\xf4\x8f\xbf\xbf" }, /* U+10FFFF */
 		/* C1 controls (U+0085 NEL, U+009B CSI), line separators, bidi. */
 		{ "\xc2\x85", "\\302\\205", "\\302\\205" },
-		{ "\xc2\x9b" "2J", "\\302\\2332J", "\\302\\2332J" },
+		{ "\xc2\x9b"
+		  "2J",
+		  "\\302\\2332J", "\\302\\2332J" },
 		{ "\xe2\x80\xa8|\xe2\x80\xa9", "\\342\\200\\250|\\342\\200\\251",
 		  "\\342\\200\\250|\\342\\200\\251" },
 		{ "\xe2\x80\xae\xe2\x81\xa6\xe2\x80\x8f",
@@ -130,7 +132,9 @@ static void test_expected(void)
 		{ "\xf4\x90\x80\x80", "\\364\\220\\200\\200", "\\364\\220\\200\\200" },
 		{ "\xfe\xff", "\\376\\377", "\\376\\377" },
 		/* A bad lead byte does not swallow a good character after it. */
-		{ "\xe2" "é", "\\342é", "\\342é" },
+		{ "\xe2"
+		  "é",
+		  "\\342é", "\\342é" },
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(cases); i++) {
 		g_autofree char *e = lockfs_escape(cases[i].in);
@@ -147,9 +151,9 @@ static void test_expected(void)
 static void test_malformed(void)
 {
 	static const char *const bad[] = {
-		"\\",      "a\\",     "\\1",   "\\12",   "x\\12", "\\8aa", "\\089", "\\097",
-		"\\400",   "\\777",   "\\x41", "\\n",    "\\\\",  "\\ 12", "\\1a2", "ok\\0",
-		"\\04",    "\\-12",   "\\+12",
+		"\\",    "a\\",   "\\1",   "\\12",  "x\\12", "\\8aa", "\\089",
+		"\\097", "\\400", "\\777", "\\x41", "\\n",   "\\\\",  "\\ 12",
+		"\\1a2", "ok\\0", "\\04",  "\\-12", "\\+12",
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
 		g_assert_null(lockfs_unescape(bad[i], -1));
@@ -194,7 +198,8 @@ static char *hostile(int which)
 		g_string_append(s, "sh\nstate: lost\nfence: 1\r\nhost: forged");
 		break;
 	case 3:
-		g_string_append(s, "\033]0;owned\007\033[2J\033[1;1H\xc2\x9b" "31m \tuser=root");
+		g_string_append(s, "\033]0;owned\007\033[2J\033[1;1H\xc2\x9b"
+		                   "31m \tuser=root");
 		break;
 	default:
 		g_string_append(s, "\\012 \\ \\9 =: ");
@@ -225,9 +230,9 @@ static void view_fill(lockfs_view *v, const char *key, const char *evil)
 }
 
 static const lockfs_view_field in_status[] = {
-	LOCKFS_VF_LOCK, LOCKFS_VF_STATE, LOCKFS_VF_FENCE,         LOCKFS_VF_HOST,
-	LOCKFS_VF_PID,  LOCKFS_VF_UID,   LOCKFS_VF_USER,          LOCKFS_VF_AGE,
-	LOCKFS_VF_HEARTBEAT_AGE,         LOCKFS_VF_COMMAND,
+	LOCKFS_VF_LOCK,          LOCKFS_VF_STATE,   LOCKFS_VF_FENCE, LOCKFS_VF_HOST,
+	LOCKFS_VF_PID,           LOCKFS_VF_UID,     LOCKFS_VF_USER,  LOCKFS_VF_AGE,
+	LOCKFS_VF_HEARTBEAT_AGE, LOCKFS_VF_COMMAND,
 };
 
 static bool field_in_status(int f)
@@ -386,9 +391,11 @@ static void test_break(void)
 		g_free(fence);
 	}
 	static const char *const bad[] = {
-		"",         "\n",       " ",        " 12",          "a b c",     "a 12x",
-		"a -1",     "a  12",    "a\nb",     "a.lock\n12",   "a\\9.lock", "a\\",
-		"\\000 1",  "a\\04",    "a 1234567890123456789012345678901234567890",
+		"",           "\n",        " ",
+		" 12",        "a b c",     "a 12x",
+		"a -1",       "a  12",     "a\nb",
+		"a.lock\n12", "a\\9.lock", "a\\",
+		"\\000 1",    "a\\04",     "a 1234567890123456789012345678901234567890",
 	};
 	for (size_t i = 0; i < G_N_ELEMENTS(bad); i++) {
 		char *key = (char *)1, *fence = (char *)1;

@@ -258,7 +258,6 @@ static void abandoned_free(gpointer p)
 	g_free(a);
 }
 
-
 /* Delete the keys of locks the mount declared lost while the lease may live
  * on, and of puts whose answer was lost, so the shared lease does not keep
  * them for nobody (each only if still ours). */
@@ -270,16 +269,18 @@ static void delete_abandoned(etcd_backend *b, GPtrArray *keys, int64_t deadline)
 		g_autofree char *body = a->value ? etcd_txn_delete_value_body(a->key, a->value)
 		                                 : etcd_txn_delete_body(a->key, a->create_rev, 0);
 		JsonNode *out = NULL;
-		int r = call(b, key, a->value ? "deleting a lock taken by an unanswered put"
-		                              : "deleting a lost lock",
+		int r = call(b, key,
+		             a->value ? "deleting a lock taken by an unanswered put"
+		                      : "deleting a lost lock",
 		             "/v3/kv/txn", body, deadline, &out);
 		bool done = r == 0 || r == -ESTALE;
 		if (r == 0 && a->value) {
 			if (etcd_json_bool(json_node_get_object(out), "succeeded"))
-				lockfs_log(G_LOG_LEVEL_WARNING, key,
-				           "etcd: deleted %s: a put of this mount had taken it, but "
-				           "its answer was lost and its taker was told EIO",
-				           key);
+				lockfs_log(
+				        G_LOG_LEVEL_WARNING, key,
+				        "etcd: deleted %s: a put of this mount had taken it, but "
+				        "its answer was lost and its taker was told EIO",
+				        key);
 			else
 				done = --a->rounds <= 0;
 		}
@@ -1026,8 +1027,7 @@ static int etcd_resume(lockfs_backend *be, const char *token)
 	etcd_backend *b = (etcd_backend *)be;
 	int64_t id = 0, ttl_s = 0;
 	if (!token || !g_str_has_prefix(token, SESSION_TAG) ||
-	    !parse_positive(token + strlen(SESSION_TAG), strlen(token + strlen(SESSION_TAG)),
-	                    &id))
+	    !parse_positive(token + strlen(SESSION_TAG), strlen(token + strlen(SESSION_TAG)), &id))
 		return -EINVAL;
 	int64_t sent = lockfs_mono_us();
 	int r = lease_keepalive(b, id, sent + b->timeout_us, &ttl_s);
@@ -1048,8 +1048,7 @@ static int etcd_resume(lockfs_backend *be, const char *token)
 	if (reuse < 0) {
 		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
 		           "etcd: the mount lease %" PRId64
-		           " of the previous instance lasts %" PRId64
-		           " s, less than ttl (%" PRId64
+		           " of the previous instance lasts %" PRId64 " s, less than ttl (%" PRId64
 		           " ms): its locks are given up; they are free once it runs out",
 		           id, ttl_s, b->ttl_ms);
 		return -ESTALE;
@@ -1072,8 +1071,7 @@ static int etcd_resume(lockfs_backend *be, const char *token)
 
 /* Whether KV is the lock granted with REV and NONCE on lease WANT, its
  * record then in *REC (to clear). */
-static bool adoptable(const ekv *kv, int64_t rev, const char *nonce, int64_t want,
-                      etcd_record *rec)
+static bool adoptable(const ekv *kv, int64_t rev, const char *nonce, int64_t want, etcd_record *rec)
 {
 	if (kv->create_rev != rev || kv->lease != want ||
 	    !etcd_record_decode(kv->value, kv->value_len, rec))

@@ -106,8 +106,8 @@ typedef struct {
 	/* A stream (watch): each line of the body as it comes; false stops. */
 	etcd_line_cb on_line;
 	void *line_user;
-	bool stopped;   /* on_line said stop */
-	CURLcode rc;    /* the transfer's result */
+	bool stopped; /* on_line said stop */
+	CURLcode rc;  /* the transfer's result */
 } reply;
 
 static size_t on_body(char *p, size_t size, size_t n, void *user)
@@ -416,7 +416,9 @@ int etcd_client_stream(etcd_client *c, const char *path, const char *body, int64
 	g_autofree char *url = g_strconcat(c->o.endpoints[c->current % c->n], path, NULL);
 	g_autofree char *token = g_strdup(c->token);
 	g_mutex_unlock(&c->mu);
-	reply r = { .body = g_string_new(NULL), .date_s = -1, .on_line = on_line, .line_user = user };
+	reply r = {
+		.body = g_string_new(NULL), .date_s = -1, .on_line = on_line, .line_user = user
+	};
 	long status = 0;
 	char *err = NULL;
 	attempt_result ar = attempt(c, url, body, timeout_us, token, &status, &r, &err);

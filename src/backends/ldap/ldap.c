@@ -479,8 +479,8 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 		bool dyn = (be->caps & LL_CAP_DDS) && !session;
 		int rc = ll_add(&op, dn, dyn ? dynamic : plain, "cn", cn, desc);
 		if (rc == LDAP_SUCCESS) {
-			r = finish_acquire(&op, key, dn, fence, end, sent, &h, initial, session, gen,
-			                   out);
+			r = finish_acquire(&op, key, dn, fence, end, sent, &h, initial, session,
+			                   gen, out);
 			break;
 		}
 		if (rc != LDAP_ALREADY_EXISTS) {
@@ -497,8 +497,8 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 		rc = ll_read_lock(&op, dn, &cur);
 		if (rc == LDAP_NO_SUCH_OBJECT)
 			continue; /* released meanwhile */
-		if (rc == LDAP_SUCCESS && cur.session && ll_session_resolve(&op, &cur) != LDAP_SUCCESS &&
-		    op.broken)
+		if (rc == LDAP_SUCCESS && cur.session &&
+		    ll_session_resolve(&op, &cur) != LDAP_SUCCESS && op.broken)
 			rc = op.rc;
 		if (rc != LDAP_SUCCESS) {
 			r = failed(&op, "look up", key);
@@ -549,9 +549,8 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
  * ours.  Called with the lease's mutex held. */
 static int write_notes(ll_op *op, const char *key, ll_lease *p, int64_t now)
 {
-	g_autoptr(GPtrArray) desc =
-	        ll_notes_build(key, &p->holder, p->fence_value, p->session, now,
-	                       lockfs_mono_us() - p->hb_mono_us, p->content);
+	g_autoptr(GPtrArray) desc = ll_notes_build(key, &p->holder, p->fence_value, p->session, now,
+	                                           lockfs_mono_us() - p->hb_mono_us, p->content);
 	int rc = ll_replace_notes(op, p->dn, p->fence_value, desc);
 	if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_NO_SUCH_ATTRIBUTE)
 		return -ESTALE;
@@ -601,8 +600,8 @@ static int ll_heartbeat(lockfs_backend *b, lockfs_lease *lease, const lockfs_bea
 	if (beat->content) {
 		if (p->content)
 			g_bytes_unref(p->content);
-		p->content =
-		        g_bytes_new(beat->content, MIN(beat->content_len, (size_t)LOCKFS_CONTENT_MAX));
+		p->content = g_bytes_new(beat->content,
+		                         MIN(beat->content_len, (size_t)LOCKFS_CONTENT_MAX));
 	}
 	int r = write_notes(&op, lease->key, p, ll_now_us(be));
 	if (r == -EIO)
@@ -832,9 +831,10 @@ static int ll_list(lockfs_backend *b, const char *prefix, lockfs_list_cb cb, voi
 	int rc = ll_search_locks(&op, filter, collect_one, &c);
 	int r = rc == LDAP_SUCCESS ? 0 : failed(&op, "list locks under", be->cfg.base);
 	if (rc == LDAP_SIZELIMIT_EXCEEDED)
-		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
-		           "ldap: lift the bind identity's size limit to list every lock (OpenLDAP: "
-		           "limits dn.exact=\"BIND_DN\" size=unlimited)");
+		lockfs_log(
+		        G_LOG_LEVEL_WARNING, NULL,
+		        "ldap: lift the bind identity's size limit to list every lock (OpenLDAP: "
+		        "limits dn.exact=\"BIND_DN\" size=unlimited)");
 	if (r == 0)
 		resolve_sessions(&op, c.locks);
 	ll_op_end(&op);
@@ -969,8 +969,8 @@ static bool fence_ok(const char *fence)
  * the filesystem kept it, with the entry's times.  Without a session the
  * entry is renewed now, as renew() does; with one, adopt() renewed it. */
 static int adopt_found(ll_op *op, const char *dn, const ll_lock *cur, const lockfs_holder *who,
-                       const void *content, size_t content_len, const char *session,
-                       uint64_t gen, uint64_t end, bool unchecked, lockfs_lease **out)
+                       const void *content, size_t content_len, const char *session, uint64_t gen,
+                       uint64_t end, bool unchecked, lockfs_lease **out)
 {
 	ll_backend *be = op->be;
 	lockfs_holder h;
@@ -1021,8 +1021,8 @@ static int ll_adopt(lockfs_backend *b, const char *key, const char *fence, const
 		return r;
 	if (on_session != be->cfg.sessions) {
 		lockfs_log(G_LOG_LEVEL_WARNING, key,
-		           "ldap: %s was taken with sessions = %s: this mount cannot renew it",
-		           key, on_session ? "yes" : "no");
+		           "ldap: %s was taken with sessions = %s: this mount cannot renew it", key,
+		           on_session ? "yes" : "no");
 		return -ESTALE;
 	}
 	g_autofree char *session = NULL;

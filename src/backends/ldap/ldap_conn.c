@@ -1167,13 +1167,11 @@ static void each_cn(LDAP *ld, LDAPMessage *e, void *user)
 		c->cb(cn, c->user);
 }
 
-int ll_search_cns(ll_op *op, const char *filter, void (*cb)(const char *cn, void *user),
-                  void *user)
+int ll_search_cns(ll_op *op, const char *filter, void (*cb)(const char *cn, void *user), void *user)
 {
 	char *no_attrs[] = { LDAP_NO_ATTRS, NULL };
 	struct cn_cb c = { cb, user };
-	return search_all(op, op->be->cfg.base, LDAP_SCOPE_ONELEVEL, filter, no_attrs, each_cn,
-	                  &c);
+	return search_all(op, op->be->cfg.base, LDAP_SCOPE_ONELEVEL, filter, no_attrs, each_cn, &c);
 }
 
 /* ---- set-up ---- */

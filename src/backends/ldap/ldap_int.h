@@ -117,8 +117,8 @@ typedef struct {
 	GMutex fence_mu;
 	uint64_t block_next, block_end; /* this instance's fence block; end 0: none */
 	int dds_default_s;              /* the entryTtl a new dynamic entry gets; 0: unknown */
-	gint short_grant_logged; /* atomic */
-	bool set_up; /* ll_setup() succeeded: the mount is up */
+	gint short_grant_logged;        /* atomic */
+	bool set_up;                    /* ll_setup() succeeded: the mount is up */
 	GMutex log_mu;
 	int64_t skew_logged_mono_us;
 	int64_t unsure_logged_mono_us;
@@ -135,11 +135,11 @@ typedef struct {
 	char *sess_cn, *sess_started;
 	uint64_t sess_gen;
 	bool sess_lost, sess_busy;
-	int64_t sess_ok_sent; /* when the last write that succeeded was sent (mono) */
+	int64_t sess_ok_sent;        /* when the last write that succeeded was sent (mono) */
 	int64_t sess_logged_mono_us; /* under log_mu (ll_log_due()) */
-	GHashTable *sess_held;     /* ll_lease * → itself: leases on a session */
-	GHashTable *sess_seen;     /* cn → ll_session_seen: sessions read live */
-	GPtrArray *sess_abandoned; /* ll_abandoned *: entries to delete next round */
+	GHashTable *sess_held;       /* ll_lease * → itself: leases on a session */
+	GHashTable *sess_seen;       /* cn → ll_session_seen: sessions read live */
+	GPtrArray *sess_abandoned;   /* ll_abandoned *: entries to delete next round */
 	/* After resume(): cn → ll_abandoned * of the entries naming the session
 	 * that no adopt() has taken back yet; NULL once settled. */
 	GHashTable *sess_orphans;

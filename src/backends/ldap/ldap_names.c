@@ -322,8 +322,7 @@ static char *note_text(const char *value, size_t max)
 }
 
 GPtrArray *ll_notes_build(const char *key, const lockfs_holder *h, const char *fence_value,
-                          const char *session, int64_t renewed_us, int64_t idle_us,
-                          GBytes *content)
+                          const char *session, int64_t renewed_us, int64_t idle_us, GBytes *content)
 {
 	GPtrArray *d = g_ptr_array_new_with_free_func(g_free);
 	g_autofree char *cn = ll_key_encode(key);
@@ -360,7 +359,9 @@ GPtrArray *ll_notes_build(const char *key, const lockfs_holder *h, const char *f
 	const struct {
 		const char *name;
 		int64_t us;
-	} shown[] = {{"mtime=", h->mtime_us}, {"atime=", h->atime_us}, {"ctime=", h->ctime_us}};
+	} shown[] = { { "mtime=", h->mtime_us },
+		      { "atime=", h->atime_us },
+		      { "ctime=", h->ctime_us } };
 	for (size_t i = 0; i < G_N_ELEMENTS(shown); i++)
 		if (shown[i].us > 0) {
 			g_autofree char *t = ll_time_format(shown[i].us);

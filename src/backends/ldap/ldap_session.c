@@ -97,8 +97,7 @@ static GPtrArray *session_notes(ll_backend *be, const char *started)
  * servers count from the start of the current second. */
 static int session_ttl_s(ll_backend *be)
 {
-	return (int)((be->cfg.ttl_us + be->cfg.renew_us + G_USEC_PER_SEC - 1) / G_USEC_PER_SEC) +
-	       1;
+	return (int)((be->cfg.ttl_us + be->cfg.renew_us + G_USEC_PER_SEC - 1) / G_USEC_PER_SEC) + 1;
 }
 
 static int dds_refresh(ll_op *op, const char *dn)
@@ -231,7 +230,8 @@ static void check_mine(ll_op *op, const char *cn, uint64_t gen)
 		return;
 	g_autofree char *note = g_strconcat("session=", cn, NULL);
 	g_autofree char *filter = ll_filter_eq("description", note);
-	g_autoptr(GHashTable) present = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	g_autoptr(GHashTable) present =
+	        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	int rc = ll_search_cns(op, filter, each_present, present);
 	if (rc != LDAP_SUCCESS && !op->broken && ll_log_due(be, &be->sess_logged_mono_us)) {
 		g_autofree char *why = ll_error_text(op);
@@ -330,7 +330,8 @@ int ll_session_fresh(ll_backend *be, int64_t start, uint64_t want, uint64_t *gen
 		bool keep = cur && (r == 0 || r == -EIO);
 		for (guint i = 0; i < gone->len; i++)
 			if (gone->pdata[i] && keep)
-				g_ptr_array_add(be->sess_abandoned, g_steal_pointer(&gone->pdata[i]));
+				g_ptr_array_add(be->sess_abandoned,
+				                g_steal_pointer(&gone->pdata[i]));
 		g_ptr_array_free(gone, TRUE);
 		if (have_op) {
 			g_mutex_unlock(&be->sess_mu);
@@ -349,11 +350,12 @@ int ll_session_fresh(ll_backend *be, int64_t start, uint64_t want, uint64_t *gen
 			while (g_hash_table_iter_next(&it, &k, NULL))
 				on_it += ((ll_lease *)k)->gen == cur_gen;
 			if (!be->sess_lost)
-				lockfs_log(on_it ? G_LOG_LEVEL_WARNING : G_LOG_LEVEL_DEBUG, NULL,
-				           "ldap: the session entry %s is gone (it expired at the "
-				           "server, or was deleted): every lock of this mount on it "
-				           "is lost (%u)",
-				           cur, on_it);
+				lockfs_log(
+				        on_it ? G_LOG_LEVEL_WARNING : G_LOG_LEVEL_DEBUG, NULL,
+				        "ldap: the session entry %s is gone (it expired at the "
+				        "server, or was deleted): every lock of this mount on it "
+				        "is lost (%u)",
+				        cur, on_it);
 			be->sess_lost = true;
 			continue;
 		}
@@ -405,8 +407,8 @@ static bool seen_live(ll_backend *be, ll_lock *l)
 		return false;
 	g_mutex_lock(&be->sess_mu);
 	ll_session_seen *s = g_hash_table_lookup(be->sess_seen, l->session);
-	bool live = s && s->last_us <= now.hi_us &&
-	            now.lo_us - (s->last_us + s->res_us) <= s->lease_us;
+	bool live =
+	        s && s->last_us <= now.hi_us && now.lo_us - (s->last_us + s->res_us) <= s->lease_us;
 	if (live) {
 		l->sess_last_us = s->last_us;
 		l->sess_res_us = s->res_us;

@@ -80,7 +80,11 @@ typedef enum {
 	PUB_DONE,      /* released, broken or lost: never written again */
 } pub_state;
 
-typedef enum { W_NONE, W_PUBLISHER, W_CALLER } pub_writer;
+typedef enum {
+	W_NONE,
+	W_PUBLISHER,
+	W_CALLER
+} pub_writer;
 
 /* A lease held through this backend.  The filesystem's lockfs_lease holds one
  * reference, each publisher queue it is in one more.  key, request, rec.lease
@@ -151,7 +155,7 @@ typedef struct {
 	GMutex renew_mu[RENEW_CONNS];
 	ts_link renl[RENEW_CONNS];
 	unsigned renew_next; /* atomic */
-	GMutex st_mu; /* guards the rest, and the leases' publication state */
+	GMutex st_mu;        /* guards the rest, and the leases' publication state */
 	GCond st_cv;
 	bool stop;
 	int64_t stop_deadline; /* destroy waits for the publisher until then */
@@ -161,8 +165,8 @@ typedef struct {
 	 * per lock cycle is a measurable part of one. */
 	int64_t pub_sleep_until;
 	int64_t last_queued_us; /* the last publication queued */
-	GSequence *pubq;      /* leases to publish, by due time */
-	GQueue work;          /* leases whose record to rewrite or delete now */
+	GSequence *pubq;        /* leases to publish, by due time */
+	GQueue work;            /* leases whose record to rewrite or delete now */
 	uint64_t pub_seq;
 	GHashTable *mine;     /* lease id (hex) → ts_lease held through us */
 	GHashTable *released; /* lease id (hex) → monotonic µs: records let go of */
@@ -559,9 +563,8 @@ static int kv_touch(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t metho
  * over a newer holder's (-ESTALE); expiring in TTL_MS.  0 with the version
  * in VERSION. */
 static int write_record(ts_backend *tb, ts_link *l, int64_t deadline, const char *key,
-                        const GByteArray *value, uint64_t ttl_ms,
-                        const uint8_t lease[TS_ID_SIZE], const char *fence,
-                        char version[TS_VERSION_MAX + 1])
+                        const GByteArray *value, uint64_t ttl_ms, const uint8_t lease[TS_ID_SIZE],
+                        const char *fence, char version[TS_VERSION_MAX + 1])
 {
 	for (int i = 0; i < ATTEMPTS; i++) {
 		ts_written w;
@@ -653,7 +656,8 @@ static int rewrite_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease
 		r = kv_write(tb, l, deadline, TS_KV_SET, lp->key, value, ttl_ms, lp->version, &w);
 		if (r == 0)
 			strcpy(lp->version, w.version);
-		else if (r == E_CONFLICT && (r = repair_record(tb, l, deadline, lp, value, false)) == 0)
+		else if (r == E_CONFLICT &&
+		         (r = repair_record(tb, l, deadline, lp, value, false)) == 0)
 			r = E_CONFLICT; /* ours again, at a new version: write it */
 	}
 	return r == E_CONFLICT ? -EIO : r;
@@ -680,8 +684,9 @@ static int expire_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease 
 static int delete_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp, bool known)
 {
 	if (known)
-		return kv_touch(tb, l, deadline, TS_KV_DELETE, lp->key, 0, lp->version) == -EIO ? -EIO
-		                                                                                : 0;
+		return kv_touch(tb, l, deadline, TS_KV_DELETE, lp->key, 0, lp->version) == -EIO
+		               ? -EIO
+		               : 0;
 	ts_entry e;
 	int r = kv_get(tb, l, deadline, lp->key, &e);
 	if (r < 0)
@@ -929,9 +934,10 @@ static void work(ts_backend *tb, ts_lease *lp, int64_t deadline)
 		if (r == 0)
 			set_released_until(tb, lp, lockfs_mono_us() + tb->timeout_us);
 		if (r < 0)
-			lockfs_log(G_LOG_LEVEL_WARNING, lp->key,
-			           "tinystore: released %s; its holder record stays until it expires",
-			           lp->key);
+			lockfs_log(
+			        G_LOG_LEVEL_WARNING, lp->key,
+			        "tinystore: released %s; its holder record stays until it expires",
+			        lp->key);
 		return;
 	}
 	if (lp->state != PUB_PUBLISHED || !lp->dirty || lp->releasing)
@@ -1348,7 +1354,9 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	/* A share is a place in the semaphore of its group: many at once. */
 	size_t glen = share_group_len(key);
 	g_autofree char *group = glen ? g_strndup(key, glen) : NULL;
-	req q = { .key = group, .id = lp->request, .ttl_ms = (uint64_t)tb->ttl_ms,
+	req q = { .key = group,
+		  .id = lp->request,
+		  .ttl_ms = (uint64_t)tb->ttl_ms,
 		  .limit = SHARE_LIMIT };
 	int r = glen ? hold_call(tb, deadline, &q, &held)
 	             : do_hold(tb, deadline, key, lp->request, &held);
@@ -1522,7 +1530,8 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 		}
 		g_mutex_unlock(&tb->st_mu);
 		if (value) {
-			int k = dirty ? rewrite_record(tb, link, deadline, lp, value, (uint64_t)tb->ttl_ms)
+			int k = dirty ? rewrite_record(tb, link, deadline, lp, value,
+			                               (uint64_t)tb->ttl_ms)
 			              : expire_record(tb, link, deadline, lp, value);
 			g_byte_array_unref(value);
 			/* The lease is what counts; the record is only its description. */
@@ -1621,7 +1630,8 @@ static ts_lease *own_lease(ts_backend *tb, const char *key, const char *fence)
 	while (g_hash_table_iter_next(&it, NULL, &v)) {
 		ts_lease *lp = v;
 		if (strcmp(lp->key, key) == 0 && !lp->lost && !lp->releasing &&
-		    lp->state != PUB_DONE && (!fence || lockfs_fence_cmp(fence, lp->rec.fence) == 0))
+		    lp->state != PUB_DONE &&
+		    (!fence || lockfs_fence_cmp(fence, lp->rec.fence) == 0))
 			return lp;
 	}
 	return NULL;
@@ -1872,7 +1882,9 @@ static int ts_wait_free(lockfs_backend *be, const char *key, int timeout_ms)
 		return -EIO;
 	g_mutex_lock(&tb->wait_mu);
 	int64_t deadline = lockfs_mono_us() + (int64_t)timeout_ms * 1000 + tb->timeout_us;
-	req q = { .key = key, .id = request, .ttl_ms = TTL_MIN_MS, .wait_ms = (uint64_t)timeout_ms };
+	req q = {
+		.key = key, .id = request, .ttl_ms = TTL_MIN_MS, .wait_ms = (uint64_t)timeout_ms
+	};
 	ts_held h;
 	int r = hold_on(tb, &tb->waitl, deadline, &q, &h);
 	if (r == 0) {

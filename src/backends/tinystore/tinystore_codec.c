@@ -410,8 +410,8 @@ void ts_enc_hello(ts_enc *e, const char *client, const char *token, const uint8_
 		pack_bin(e, 6, challenge, TS_ID_SIZE);
 }
 
-void ts_enc_hold(ts_enc *e, const char *name, const char *key, uint32_t limit,
-                 uint64_t ttl_ms, uint64_t wait_ms, const uint8_t request[TS_ID_SIZE])
+void ts_enc_hold(ts_enc *e, const char *name, const char *key, uint32_t limit, uint64_t ttl_ms,
+                 uint64_t wait_ms, const uint8_t request[TS_ID_SIZE])
 {
 	/* wait (7) 0 is left out: take the key only if it is free. */
 	msgpack_pack_map(&e->pk, wait_ms ? 7 : 6);

@@ -112,8 +112,8 @@ void ts_enc_hello(ts_enc *e, const char *client, const char *token,
  * whose limit is the ask's own: it is granted while fewer hold the key.
  * WAIT_MS 0 takes the key only if it is free; else the ask stands in line
  * that long. */
-void ts_enc_hold(ts_enc *e, const char *name, const char *key, uint32_t limit,
-                 uint64_t ttl_ms, uint64_t wait_ms, const uint8_t request[TS_ID_SIZE]);
+void ts_enc_hold(ts_enc *e, const char *name, const char *key, uint32_t limit, uint64_t ttl_ms,
+                 uint64_t wait_ms, const uint8_t request[TS_ID_SIZE]);
 void ts_enc_renew(ts_enc *e, const uint8_t lease[TS_ID_SIZE], uint64_t ttl_ms);
 void ts_enc_lease(ts_enc *e, const uint8_t lease[TS_ID_SIZE]);
 void ts_enc_bucket_open(ts_enc *e, const char *bucket);
