@@ -22,7 +22,8 @@ if [[ -f $build/build.ninja ]] && command -v meson >/dev/null; then
         "$PYTHON" -c 'import json,sys; print([o["value"] for o in json.load(sys.stdin) if o["name"]=="prefix"][0])')
     for f in sbin/lockfs bin/lockfsctl share/man/man8/lockfs.8 share/man/man5/lockfs.conf.5 \
         share/man/man1/lockfsctl.1 share/doc/lockfs/examples/lockfs.conf \
-        share/doc/lockfs/examples/lockfs.fstab share/doc/lockfs/examples/var-lock-shared.mount; do
+        share/doc/lockfs/examples/lockfs.fstab share/doc/lockfs/examples/var-lock-shared.mount \
+        share/bash-completion/completions/lockfsctl; do
         ok "installed: $prefix/$f" test -e "$dest$prefix/$f"
     done
     ok "installed lockfs runs" "$dest$prefix/sbin/lockfs" --version

@@ -83,7 +83,8 @@ paths=$(awk '{ print $6 }' <<<"$contents" | sed 's#^\./#/#; s#/$##')
 ok "lockfs is in /usr/sbin or /usr/bin" grep -Eqx '/usr/s?bin/lockfs' <<<"$paths"
 for f in /usr/bin/lockfsctl /usr/share/man/man8/lockfs.8.gz /usr/share/man/man5/lockfs.conf.5.gz \
     /usr/share/man/man1/lockfsctl.1.gz /usr/share/doc/lockfs/copyright \
-    /usr/share/doc/lockfs/examples/lockfs.conf /usr/share/doc/lockfs/examples/lockfs.fstab; do
+    /usr/share/doc/lockfs/examples/lockfs.conf /usr/share/doc/lockfs/examples/lockfs.fstab \
+    /usr/share/bash-completion/completions/lockfsctl; do
     ok "the package has $f" grep -qxF -- "$f" <<<"$paths"
 done
 # Whatever meson installs (units, helpers, future files), the package has it
