@@ -18,6 +18,8 @@
 #ifndef LOCKFS_FS_H
 #define LOCKFS_FS_H
 
+#include "fs_rules.h"
+
 #include <fuse_lowlevel.h>
 #include <glib.h>
 #include <lockfs/backend.h>
@@ -223,12 +225,6 @@ static inline lfs_node *node_of(lfs *fs, fuse_ino_t ino)
 }
 
 /* ---- fs_locks.c: lock names ---- */
-struct lfs_caller {
-	pid_t pid;
-	pid_t ppid; /* its parent, 0 when unknown */
-	uid_t uid;
-	gid_t gid;
-};
 void locks_claim(lfs *fs, const char *key);
 /* The same for a request: false (logged) when the key stays busy longer
  * than a few network timeouts; the request then answers EIO. */
@@ -396,10 +392,6 @@ void flock_adopt_orphan(lfs *fs, lfs_dentry *d);
 bool flock_orphan_key(lfs *fs, const char *key);
 /* The last close of OWNER's open file description of N (fs->mu held). */
 void flock_release_owner(lfs *fs, lfs_node *n, uint64_t owner);
-/* Whether KEY is a flock's or a POSIX lock's backend key, and what it
- * locks: "flock", "flock-shared", "posix" or "posix-shared", and the file's
- * path (a pointer into KEY). */
-bool flock_key_parse(const char *key, const char **kind, const char **path);
 /* The key whose fence user.lockfs.KIND.fence shows on N to process TGID
  * (KIND "flock" or "posix"), or NULL (fs->mu held; fs_flock.c). */
 char *flock_fence_key(lfs *fs, lfs_node *n, const char *kind, pid_t tgid);
@@ -428,13 +420,6 @@ void inval_entry_now(lfs *fs, fuse_ino_t parent, const char *name);
 void inval_stop(lfs *fs);
 
 /* ---- fs_policy.c: who may touch a lock, breaks, permission to delete ---- */
-typedef enum {
-	TOUCH_RELEASE,
-	TOUCH_BREAK
-} lfs_touch;
-bool policy_is_holder(const struct lfs_caller *c, uid_t holder_uid);
-bool policy_may_touch(const struct lfs_caller *c, uid_t holder_uid);
-lfs_touch policy_unlink_effect(const struct lfs_caller *c, uid_t holder_uid);
 /* Whether C may change lock file N (write, truncate, set times). */
 bool may_change(lfs_node *n, const struct lfs_caller *c);
 /* Whether the caller of REQ could open N for writing, by its mode (fs->mu held). */

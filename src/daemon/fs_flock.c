@@ -66,10 +66,10 @@ typedef enum {
 	FL_FLOCK = 0,
 	FL_POSIX = 1
 } fl_class;
-static const char *const EX_PREFIX[] = { ".lockfs/flock/", ".lockfs/posix/" };
-static const char *const SH_PREFIX[] = { ".lockfs/flock-sh/", ".lockfs/posix-sh/" };
-static const char *const EX_KIND[] = { "flock", "posix" };
-static const char *const SH_KIND[] = { "flock-shared", "posix-shared" };
+/* Their keys' prefixes and kinds, indexed by fl_class (fs_rules.c). */
+#define EX_PREFIX RULES_EX_PREFIX
+#define SH_PREFIX RULES_SH_PREFIX
+#define EX_KIND RULES_EX_KIND
 
 /* A blocked request is tried again after this, doubling up to the most. */
 #define WAIT_FIRST_US (10 * 1000)
@@ -114,23 +114,6 @@ typedef struct {
 	bool changed;              /* the same: its keys changed while it was tried */
 	int64_t next_try, backoff; /* g_get_monotonic_time */
 } flock_waiter;
-
-bool flock_key_parse(const char *key, const char **kind, const char **path)
-{
-	for (int c = FL_FLOCK; c <= FL_POSIX; c++) {
-		if (g_str_has_prefix(key, SH_PREFIX[c])) {
-			*kind = SH_KIND[c];
-			*path = key + strlen(SH_PREFIX[c]);
-			return true;
-		}
-		if (g_str_has_prefix(key, EX_PREFIX[c])) {
-			*kind = EX_KIND[c];
-			*path = key + strlen(EX_PREFIX[c]);
-			return true;
-		}
-	}
-	return false;
-}
 
 static char *owner_key(fl_class cls, uint64_t owner, const lfs_node *n)
 {

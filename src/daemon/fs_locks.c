@@ -161,7 +161,7 @@ static void log_audit(lfs *fs, lfs_dentry *d, bool grant, pid_t by)
 	g_autoptr(GString) h = g_string_new(NULL);
 	describe(&d->holder, h);
 	const char *kind, *path;
-	bool flock = flock_key_parse(d->lease->key, &kind, &path);
+	bool flock = rules_flock_key_parse(d->lease->key, &kind, &path);
 	if (!grant && by > 0)
 		g_string_append_printf(h, flock ? "; let go by pid %d" : "; unlinked by pid %d",
 		                       (int)by);
@@ -289,7 +289,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 		token = restart_token(fs, lease, &session);
 		/* A flock's holder: /proc/PID/stat, read once, to know it again
 		 * after a restart (fs_flock.c, orphans). */
-		if (flock_key_parse(key, &(const char *){ NULL }, &(const char *){ NULL }))
+		if (rules_flock_key_parse(key, &(const char *){ NULL }, &(const char *){ NULL }))
 			holder_start = lockfs_pid_start(who->pid);
 	}
 	pthread_mutex_lock(&fs->mu);
@@ -436,14 +436,6 @@ const char *locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d)
  * release is recognised (an rm retried on EIO, a script's cleanup). */
 #define LATE_RELEASE_US (60 * G_USEC_PER_SEC)
 
-/* Whether C is the process PID or its parent, or a child or sibling of PID
- * (PPID its parent): how a script and the tools it runs are related. */
-static bool in_family(const struct lfs_caller *c, pid_t pid, pid_t ppid)
-{
-	return (pid > 1 && (c->pid == pid || c->ppid == pid)) ||
-	       (ppid > 1 && (c->pid == ppid || c->ppid == ppid));
-}
-
 /* D was taken here just after this mount lost the key's previous lock:
  * an unlink from that lost holder's family, and not from the new holder's,
  * is the lost holder's late release (the rm at the end of its critical
@@ -451,10 +443,10 @@ static bool in_family(const struct lfs_caller *c, pid_t pid, pid_t ppid)
  * it has never seen: an unlink by path cannot tell the two apart. */
 static bool late_release(const lfs_dentry *d, const struct lfs_caller *who)
 {
-	return d->prev_lost_pid && policy_is_holder(who, d->prev_lost_uid) &&
+	return d->prev_lost_pid && rules_is_holder(who, d->prev_lost_uid) &&
 	       lockfs_mono_us() - d->granted_mono < LATE_RELEASE_US &&
-	       in_family(who, d->prev_lost_pid, d->prev_lost_ppid) &&
-	       !in_family(who, (pid_t)d->holder.pid, d->holder_ppid);
+	       rules_in_family(who, d->prev_lost_pid, d->prev_lost_ppid) &&
+	       !rules_in_family(who, (pid_t)d->holder.pid, d->holder_ppid);
 }
 
 static void lost_remember(lfs *fs, lfs_dentry *d, bool released);
@@ -477,7 +469,7 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		           who->pid, d->lease->key, unseen, d->holder.pid);
 		return -ENOENT;
 	}
-	if (policy_unlink_effect(who, d->holder.uid) == TOUCH_BREAK)
+	if (rules_unlink_effect(who, d->holder.uid) == TOUCH_BREAK)
 		return locks_break(fs, d, who, NULL);
 	return locks_release(fs, d, who->pid);
 }
@@ -880,7 +872,7 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 	if (!n->locks)
 		return 0;
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
-		if (!policy_may_touch(who, d->holder.uid))
+		if (!rules_may_touch(who, d->holder.uid))
 			return -EPERM;
 	int64_t now = lockfs_now_us(), mono = lockfs_mono_us();
 	/* The record a restart takes back shows what the holder changed. */

@@ -8,35 +8,12 @@
 #include <errno.h>
 #include <string.h>
 
-/* The one uid rule: a caller acts as a lock's holder when it runs as the
- * holder's uid (a pid cannot tell: tools take a lock in one process and
- * remove it in another). */
-bool policy_is_holder(const struct lfs_caller *c, uid_t holder_uid)
-{
-	return c->uid == holder_uid;
-}
-
-/* Who may touch a lock file (write, truncate, times, heartbeats): its
- * holder, and root, who may do anything to any file. */
-bool policy_may_touch(const struct lfs_caller *c, uid_t holder_uid)
-{
-	return c->uid == 0 || policy_is_holder(c, holder_uid);
-}
-
-/* What an unlink by C does to a lock of HOLDER_UID: the holder's is a
- * release; anyone else's (root included) a break, logged and notified --
- * the kernel already checked directory permissions, sticky bit included. */
-lfs_touch policy_unlink_effect(const struct lfs_caller *c, uid_t holder_uid)
-{
-	return policy_is_holder(c, holder_uid) ? TOUCH_RELEASE : TOUCH_BREAK;
-}
-
 /* Whether C may change lock file N (write, truncate, set times): only its
  * holder's uid and root; any file that is no lock. */
 bool may_change(lfs_node *n, const struct lfs_caller *c)
 {
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
-		if (!policy_may_touch(c, d->holder.uid))
+		if (!rules_may_touch(c, d->holder.uid))
 			return false;
 	return true;
 }
@@ -45,7 +22,7 @@ bool may_change(lfs_node *n, const struct lfs_caller *c)
 bool lost_by(lfs *fs, const char *key, uid_t uid)
 {
 	const lockfs_lock_info *lost = locks_late_info(fs, key);
-	return lost && policy_is_holder(&(struct lfs_caller){ .uid = uid }, lost->holder.uid);
+	return lost && rules_is_holder(&(struct lfs_caller){ .uid = uid }, lost->holder.uid);
 }
 
 /* Unlink of a lock held through another mount: the kernel allowed it by
@@ -127,9 +104,7 @@ bool may_delete(lfs *fs, fuse_req_t req, lfs_node *dir, uid_t owner)
 	struct stat st;
 	if (!dir || node_getattr(fs, dir, &st) != 0)
 		return false;
-	if ((access_bits(req, &st) & 03) != 03)
-		return false;
-	return !(st.st_mode & S_ISVTX) || ctx->uid == owner || ctx->uid == st.st_uid;
+	return rules_may_delete(ctx->uid, access_bits(req, &st), st.st_mode, st.st_uid, owner);
 }
 
 /* Whether the caller could open N for writing: what the kernel checks at

@@ -174,7 +174,7 @@ static lfs_dentry *install(lfs *fs, const lockfs_lockrec *rec, lockfs_lease *lea
                            int64_t sent_mono)
 {
 	const char *kind, *path;
-	bool flock = flock_key_parse(rec->key, &kind, &path);
+	bool flock = rules_flock_key_parse(rec->key, &kind, &path);
 	g_autofree char *name = NULL;
 	lfs_node *dir = flock ? fs->flock_dir : dir_for(fs, rec->key, &name);
 	if (!dir || (!flock && (!name_is_lock(fs, name) || dentry_find(dir, name))))
