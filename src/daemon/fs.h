@@ -288,6 +288,10 @@ bool locks_expire_if_stale(lfs *fs, lfs_dentry *d);
 /* At unmount: let go of nothing (the locks are their holders'), say so. */
 void locks_stop(lfs *fs);
 int locks_check_writable(lfs *fs, lfs_node *n);
+/* Whether C may change lock file N (write, truncate, set times). */
+bool locks_may_change(lfs_node *n, const struct lfs_caller *c);
+/* Whether this mount lost KEY's lock lately, held by UID (fs->mu held). */
+bool locks_lost_by(lfs *fs, const char *key, uid_t uid);
 
 /* What this mount lost of KEY without a dentry to show it (a lock the
  * restart could not take back): logged, notified, shown lost a while. */
@@ -419,15 +423,16 @@ bool other_name_of(lfs *fs, lfs_node *dir, lfs_node *n, fuse_ino_t *parent, char
 void inval_entry_now(lfs *fs, fuse_ino_t parent, const char *name);
 void inval_stop(lfs *fs);
 
-/* ---- fs_policy.c: who may touch a lock, breaks, permission to delete ---- */
-/* Whether C may change lock file N (write, truncate, set times). */
-bool may_change(lfs_node *n, const struct lfs_caller *c);
+/* ---- fs_caller.c: who asks, and what the kernel would let it do ---- */
+struct lfs_caller caller_of(fuse_req_t req); /* the requesting process */
+/* Whether the caller of REQ could unlink a name of DIR owned by OWNER (fs->mu held). */
+bool caller_may_delete(lfs *fs, fuse_req_t req, lfs_node *dir, uid_t owner);
 /* Whether the caller of REQ could open N for writing, by its mode (fs->mu held). */
-bool may_write(lfs *fs, fuse_req_t req, lfs_node *n);
-/* Whether this mount lost KEY's lock lately, held by UID (fs->mu held). */
-bool lost_by(lfs *fs, const char *key, uid_t uid);
+bool caller_may_write(lfs *fs, fuse_req_t req, lfs_node *n);
+
+/* ---- fs_break.c: breaks on purpose ---- */
 /* Unlink of lock NAME of DIR not held here (fs->mu held; lets go of it). */
-int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c);
+int break_unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c);
 /* Break D, or KEY held elsewhere, for the caller of REQ, as its unlink would
  * be allowed (fs->mu held). */
 int break_for(lfs *fs, fuse_req_t req, lfs_dentry *d, const char *fence, fuse_ino_t *parent,
@@ -437,7 +442,6 @@ int break_remote_for(lfs *fs, fuse_req_t req, const char *key, const char *fence
 int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size);
 
 /* ---- fs_ops.c ---- */
-struct lfs_caller caller_of(fuse_req_t req); /* the requesting process */
 extern const struct fuse_lowlevel_ops lfs_ops;
 lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpoint, int under_fd,
              bool passthrough);

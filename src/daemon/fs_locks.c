@@ -865,6 +865,23 @@ int locks_auto_beat(lfs *fs, lfs_dentry *d)
 	return r;
 }
 
+/* Whether C may change lock file N (write, truncate, set times): only its
+ * holder's uid and root; any file that is no lock. */
+bool locks_may_change(lfs_node *n, const struct lfs_caller *c)
+{
+	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
+		if (!rules_may_touch(c, d->holder.uid))
+			return false;
+	return true;
+}
+
+/* Whether this mount lost KEY's lock lately, held by UID. */
+bool locks_lost_by(lfs *fs, const char *key, uid_t uid)
+{
+	const lockfs_lock_info *lost = locks_late_info(fs, key);
+	return lost && rules_is_holder(&(struct lfs_caller){ .uid = uid }, lost->holder.uid);
+}
+
 int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned what)
 {
 	if (locks_check_writable(fs, n))

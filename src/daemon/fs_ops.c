@@ -102,14 +102,6 @@ static bool own_umask(void)
 	return own > 0;
 }
 
-struct lfs_caller caller_of(fuse_req_t req)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct lfs_caller c = { .uid = ctx->uid, .gid = ctx->gid };
-	c.pid = lockfs_tgid_ppid(ctx->pid, &c.ppid);
-	return c;
-}
-
 /* Count a kernel reference and fill the reply; every timeout is 0. */
 static int make_entry(lfs *fs, lfs_node *n, struct fuse_entry_param *e)
 {
@@ -194,7 +186,7 @@ static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
  * retried while the backend was away -- and answering with the new lock
  * would have that rm release the next holder's lock.  For the same reason
  * such a lookup is ENOENT, not EIO, while the backend does not answer: the
- * unlink would answer ENOENT anyway (unlink_remote), and an EIO has the rm
+ * unlink would answer ENOENT anyway (break_unlink_remote), and an EIO has the rm
  * retried until the name has a new holder here. */
 static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lfs_node **out)
 {
@@ -202,7 +194,7 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 		return -ENOENT;
 	g_autofree char *key = node_key(fs, dir, name);
 	lockfs_lock_info info;
-	bool late = lost_by(fs, key, uid);
+	bool late = locks_lost_by(fs, key, uid);
 	/* The name of a lock this mount lost is gone for its holder's uid
 	 * (ENOENT), whatever the backend says.  While the backend does not
 	 * answer, asking it would only wait network_timeout to say so: the
@@ -237,7 +229,7 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 		return 0;
 	}
 	if (r)
-		return r == -ENOENT || (late && lost_by(fs, key, uid)) ? -ENOENT : -EIO;
+		return r == -ENOENT || (late && locks_lost_by(fs, key, uid)) ? -ENOENT : -EIO;
 	if (info.state == LOCKFS_STATE_STALE) {
 		lockfs_lock_info_clear(&info);
 		return -ENOENT;
@@ -442,7 +434,7 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 		r = -ESTALE; /* its lock was broken or lost */
 		goto out;
 	}
-	if (n->locks && (times || size) && !may_change(n, &c)) {
+	if (n->locks && (times || size) && !locks_may_change(n, &c)) {
 		r = -EPERM;
 		goto out;
 	}
@@ -735,7 +727,7 @@ static int open_existing(lfs *fs, lfs_node *n, int flags, const struct lfs_calle
 		return 0;
 	if (writing && (n->locks || n->lost) && (r = locks_check_writable(fs, n)))
 		return r; /* lost */
-	if (writing && !may_change(n, c))
+	if (writing && !locks_may_change(n, c))
 		return -EPERM; /* before O_TRUNC could empty it */
 	if (n->kind == NODE_DISK) {
 		*fd = disk_open(n, flags);
@@ -762,7 +754,7 @@ static int open_existing(lfs *fs, lfs_node *n, int flags, const struct lfs_calle
  * not write its pid into another's lock and think it its own; and to this
  * process the name stays one it found free, so the unlink such a client
  * makes of "its" file answers ENOENT and leaves the lock alone
- * (locks_unseen_by, unlink_remote). */
+ * (locks_unseen_by, break_unlink_remote). */
 static int open_taken(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c,
                       lfs_node **out)
 {
@@ -818,7 +810,7 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	if (!made && !r) { /* found taken */
 		if (S_ISDIR(n->mode))
 			r = -EISDIR;
-		else if (writing && !may_write(fs, req, n))
+		else if (writing && !caller_may_write(fs, req, n))
 			r = -EACCES; /* the kernel checked the directory, not the file */
 		else if (writing && n->kind == NODE_DISK && !n->remote)
 			r = (fd = disk_open(n, fi->flags & ~O_TRUNC)) < 0 ? fd : 0;
@@ -933,7 +925,7 @@ static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	else if (!name_is_lock(fs, name))
 		r = dir->kind == NODE_DISK ? (unlinkat(dir->fd, name, 0) ? -errno : 0) : -ENOENT;
 	else
-		r = unlink_remote(fs, dir, name, &c);
+		r = break_unlink_remote(fs, dir, name, &c);
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
 	if (other)
@@ -970,7 +962,7 @@ static void lfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 		r = dir->kind == NODE_DISK ? (unlinkat(dir->fd, name, AT_REMOVEDIR) ? -errno : 0)
 		                           : -ENOENT;
 	else
-		r = unlink_remote(fs, dir, name, &c);
+		r = break_unlink_remote(fs, dir, name, &c);
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
 }
@@ -1237,7 +1229,7 @@ static void lfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 			r = -ESTALE;
 			goto out;
 		}
-		if (!may_change(n, &c)) {
+		if (!locks_may_change(n, &c)) {
 			r = -EPERM;
 			goto out;
 		}
