@@ -215,6 +215,9 @@ int node_getattr(lfs *fs, lfs_node *n, struct stat *st);
 void node_touch(lfs_node *n, bool m, bool c);
 lfs_dentry *node_lock_dentry(lfs *fs, lfs_node *n); /* one lock name of N, or NULL */
 int node_set_size(lfs_node *n, size_t size);
+/* NAME of disk directory DIR: the node of the file on disk, the one
+ * already known when the kernel has it. */
+int node_lookup_disk(lfs *fs, lfs_node *dir, const char *name, lfs_node **out);
 static inline fuse_ino_t node_id(lfs *fs, lfs_node *n)
 {
 	return n == fs->root ? FUSE_ROOT_ID : (fuse_ino_t)(uintptr_t)n;
@@ -321,11 +324,9 @@ GPtrArray *restart_gap_find(int under_fd, const char *suffix);
 bool restart_gap_only(int under_fd, GPtrArray *found);
 void restart_gap_close(lfs *fs, GPtrArray *found, int under_fd);
 
-/* ---- fs_passthrough.c: disk nodes ---- */
-int disk_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out);
+/* ---- fs_passthrough.c: disk nodes' descriptors ---- */
 int disk_open(lfs_node *n, int flags);
 int disk_getattr(lfs_node *n, struct stat *st);
-lfs_node *disk_node_for_fd(lfs *fs, int fd, const struct stat *st);
 char *disk_proc_path(const lfs_node *n);
 bool dir_is_empty(int dirfd);
 

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -64,6 +65,43 @@ void node_maybe_free(lfs *fs, lfs_node *n)
 	if (n->children && g_hash_table_size(n->children))
 		return;
 	node_free(fs, n);
+}
+
+/* The node for the disk file FD (an O_PATH descriptor, which this takes),
+ * the one already known when the kernel has it. */
+static lfs_node *node_for_disk_fd(lfs *fs, int fd, const struct stat *st)
+{
+	char key[48];
+	snprintf(key, sizeof(key), "%lu:%lu", (unsigned long)st->st_dev, (unsigned long)st->st_ino);
+	lfs_node *n = g_hash_table_lookup(fs->disk_nodes, key);
+	if (n) {
+		close(fd);
+		return n;
+	}
+	n = node_new(fs, NODE_DISK, st->st_mode, st->st_uid, st->st_gid);
+	n->fd = fd;
+	n->dev = st->st_dev;
+	n->dino = st->st_ino;
+	/* Disk files keep their own inode numbers (readdir reports them);
+	 * memory nodes are numbered far above (see lfs_new). */
+	n->st_ino = st->st_ino;
+	g_hash_table_insert(fs->disk_nodes, g_strdup(key), n);
+	return n;
+}
+
+int node_lookup_disk(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
+{
+	int fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	*out = node_for_disk_fd(fs, fd, &st);
+	return 0;
 }
 
 bool name_is_lock(const lfs *fs, const char *name)

@@ -289,7 +289,7 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		} else if (d)
 			n = d->node;
 		else if (!name_is_lock(fs, name))
-			r = dir->kind == NODE_DISK ? disk_lookup(fs, dir, name, &n) : -ENOENT;
+			r = dir->kind == NODE_DISK ? node_lookup_disk(fs, dir, name, &n) : -ENOENT;
 		else if ((r = lookup_remote(fs, dir, name, fuse_req_ctx(req)->uid, &n)) ==
 		                 -ENOENT ||
 		         r == -EIO)
@@ -612,7 +612,7 @@ static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode
 		r = -errno;
 	lfs_node *n = NULL;
 	if (!r)
-		r = disk_lookup(fs, dir, name, &n);
+		r = node_lookup_disk(fs, dir, name, &n);
 	if (r) {
 		if (dfd >= 0)
 			close(dfd);
@@ -1038,7 +1038,7 @@ static int rename_to_lock(lfs *fs, lfs_node *dir, const char *name, lfs_node *ne
 	if (d)
 		n = d->node;
 	else if (dir->kind == NODE_DISK)
-		r = disk_lookup(fs, dir, name, &n);
+		r = node_lookup_disk(fs, dir, name, &n);
 	else
 		r = -ENOENT;
 	if (r)

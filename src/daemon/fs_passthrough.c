@@ -1,7 +1,9 @@
 /* Disk nodes: the files of the directory lockfs is mounted over stay
  * reachable through the mount.  Each disk node keeps an O_PATH descriptor
  * taken before or through the mount, and operations reach the file through
- * /proc/self/fd, as libfuse's passthrough example does. */
+ * /proc/self/fd, as libfuse's passthrough example does.  These are the
+ * primitives on a node's descriptor, below the model (fs_nodes.c makes and
+ * frees disk nodes, node_lookup_disk). */
 #include "fs.h"
 
 #include <dirent.h>
@@ -20,43 +22,6 @@ int disk_getattr(lfs_node *n, struct stat *st)
 {
 	if (fstatat(n->fd, "", st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0)
 		return -errno;
-	return 0;
-}
-
-/* The node for the disk file FD (an O_PATH descriptor, which this takes),
- * the one already known when the kernel has it. */
-lfs_node *disk_node_for_fd(lfs *fs, int fd, const struct stat *st)
-{
-	char key[48];
-	snprintf(key, sizeof(key), "%lu:%lu", (unsigned long)st->st_dev, (unsigned long)st->st_ino);
-	lfs_node *n = g_hash_table_lookup(fs->disk_nodes, key);
-	if (n) {
-		close(fd);
-		return n;
-	}
-	n = node_new(fs, NODE_DISK, st->st_mode, st->st_uid, st->st_gid);
-	n->fd = fd;
-	n->dev = st->st_dev;
-	n->dino = st->st_ino;
-	/* Disk files keep their own inode numbers (readdir reports them);
-	 * memory nodes are numbered far above (see lfs_new). */
-	n->st_ino = st->st_ino;
-	g_hash_table_insert(fs->disk_nodes, g_strdup(key), n);
-	return n;
-}
-
-int disk_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
-{
-	int fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	struct stat st;
-	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
-		int e = errno;
-		close(fd);
-		return -e;
-	}
-	*out = disk_node_for_fd(fs, fd, &st);
 	return 0;
 }
 

@@ -157,7 +157,8 @@ static lfs_node *dir_for(lfs *fs, const char *key, char **name)
 	for (guint i = 0; i + 1 < n && dir; i++) {
 		lfs_dentry *d = dentry_find(dir, parts[i]);
 		lfs_node *next = d ? d->node : NULL;
-		if (!next && dir->kind == NODE_DISK && disk_lookup(fs, dir, parts[i], &next) != 0)
+		if (!next && dir->kind == NODE_DISK &&
+		    node_lookup_disk(fs, dir, parts[i], &next) != 0)
 			next = NULL;
 		if (!next && dir->kind != NODE_DISK) {
 			next = node_new(fs, NODE_MEM, fs->root->mode, fs->root->uid, fs->root->gid);
