@@ -301,17 +301,24 @@ bool locks_lost_by(lfs *fs, const char *key, uid_t uid);
 void locks_note_lost(lfs *fs, const char *key, const lockfs_holder *h, const char *fence,
                      pid_t ppid, const char *why);
 
-/* ---- fs_restart.c: the lock record in state_dir; taking locks back ---- */
-struct lockfs_lockstate_found;
+/* ---- fs_record.c: the record of this mount's locks in state_dir ---- */
 /* Record D's grant or its new state (fs->mu held): 0 or a negative errno. */
-int restart_record(lfs *fs, lfs_dentry *d);
+int record_lock(lfs *fs, lfs_dentry *d);
 /* D leaves the namespace (fs->mu held). */
-void restart_forget(lfs *fs, lfs_dentry *d);
+void record_forget(lfs *fs, lfs_dentry *d);
 /* After a grant, without fs->mu: LEASE's token and (*SESSION) the
  * backend's session token, both g_free'd, NULL when there is none. */
-char *restart_token(lfs *fs, lockfs_lease *lease, char **session);
+char *record_token(lfs *fs, lockfs_lease *lease, char **session);
 /* Record SESSION (owned) if it is new (fs->mu held). */
-void restart_session(lfs *fs, char *session);
+void record_session(lfs *fs, char *session);
+/* Rewrite the record whole, from what is held now (fs->mu held). */
+void record_rewrite(lfs *fs);
+void record_start_anew(lfs *fs);
+void record_session_resumed(lfs *fs, const char *session);
+const char *record_file(lfs *fs);
+
+/* ---- fs_restart.c: taking locks back ---- */
+struct lockfs_lockstate_found;
 /* Take back what FOUND records, before any request is answered. */
 void restart_reclaim(lfs *fs, struct lockfs_lockstate_found *found);
 /* The gap: lock names created on the disk under the mount point while no

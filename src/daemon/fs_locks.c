@@ -286,14 +286,14 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	        fs->be->acquire(fs->be, key, &holder, initial, initial_len, &lease, &res));
 	uint64_t holder_start = 0;
 	if (r == 0) { /* for the lock record, without fs->mu */
-		token = restart_token(fs, lease, &session);
+		token = record_token(fs, lease, &session);
 		/* A flock's holder: /proc/PID/stat, read once, to know it again
 		 * after a restart (fs_flock.c, orphans). */
 		if (rules_flock_key_parse(key, &(const char *){ NULL }, &(const char *){ NULL }))
 			holder_start = lockfs_pid_start(who->pid);
 	}
 	pthread_mutex_lock(&fs->mu);
-	restart_session(fs, session);
+	record_session(fs, session);
 	node->nlookup--;
 	dir->nlookup--;
 	if (!r && S_ISDIR(dir->mode) && dir != fs->root && dir->kind == NODE_MEM && !dir->nlink) {
@@ -342,7 +342,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	d->token = g_steal_pointer(&token);
 	d->holder_start = holder_start;
 	g_hash_table_insert(fs->held, lease->key, d);
-	if (restart_record(fs, d) != 0) {
+	if (record_lock(fs, d) != 0) {
 		/* Unrecorded, a restart would lose it while its holder runs. */
 		lockfs_log_event(G_LOG_LEVEL_WARNING, "error", key, &d->holder, NULL, lease->fence,
 		                 "cannot take %s: its grant could not be recorded in state_dir; "
@@ -896,7 +896,7 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock) {
 		if (what & BEAT_HEARTBEAT)
 			d->heartbeat_us = now;
-		restart_record(fs, d);
+		record_lock(fs, d);
 	}
 	/* Only a heartbeat or new content matters where no other host shows
 	 * the lock file. */
@@ -961,13 +961,13 @@ static void confirm_key(lfs *fs, const char *key)
 			 * again), with the final fence. */
 			char *session = NULL;
 			g_autofree char *token =
-			        UNLOCKED_PTR(fs, restart_token(fs, d->lease, &session));
+			        UNLOCKED_PTR(fs, record_token(fs, d->lease, &session));
 			g_free(session);
 			if (token) {
 				g_free(d->token);
 				d->token = g_steal_pointer(&token);
 			}
-			restart_record(fs, d);
+			record_lock(fs, d);
 		} else if (r == -ESTALE || r == -ENOENT) {
 			locks_mark_lost(fs, d, "the backend no longer has it");
 		}

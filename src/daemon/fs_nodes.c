@@ -173,7 +173,7 @@ void dentry_remove(lfs *fs, lfs_dentry *d)
 		node->lock_names--;
 		if (d->lease && g_hash_table_lookup(fs->held, d->lease->key) == d) {
 			g_hash_table_remove(fs->held, d->lease->key);
-			restart_forget(fs, d);
+			record_forget(fs, d);
 		}
 	}
 	struct timespec now;
