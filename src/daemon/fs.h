@@ -205,7 +205,10 @@ typedef struct {
 lfs_node *node_new(lfs *fs, lfs_node_kind kind, mode_t mode, uid_t uid, gid_t gid);
 void node_maybe_free(lfs *fs, lfs_node *n);
 lfs_dentry *dentry_add(lfs *fs, lfs_node *dir, const char *name, lfs_node *node);
-void dentry_remove(lfs *fs, lfs_dentry *d);
+/* Take D out of its directory: D itself, not freed, when it carries a lease
+ * (the caller lets the lease go, then dentry_free), else NULL (freed). */
+lfs_dentry *dentry_remove(lfs *fs, lfs_dentry *d) G_GNUC_WARN_UNUSED_RESULT;
+void dentry_free(lfs *fs, lfs_dentry *d);
 lfs_dentry *dentry_find(lfs_node *dir, const char *name);
 bool name_is_lock(const lfs *fs, const char *name);
 char *node_key(lfs *fs, const lfs_node *dir, const char *name); /* lock key: path from the root */
@@ -260,7 +263,9 @@ int locks_break_remote(lfs *fs, const char *key, const char *fence, const struct
 void locks_mark_lost(lfs *fs, lfs_dentry *d, const char *why);
 /* A lost lock leaves the namespace: remove D's name (true when it went). */
 bool locks_drop_lost(lfs *fs, lfs_dentry *d);
-void locks_lease_gone(lfs *fs, lfs_dentry *d);
+/* Remove the name D, and let its lease go if it carries one (kept as an
+ * orphan when lost or let go): how every name leaves the namespace. */
+void locks_remove_name(lfs *fs, lfs_dentry *d);
 /* What this mount lost of KEY lately, or NULL (fs->mu held). */
 const lockfs_lock_info *locks_lost_info(lfs *fs, const char *key);
 /* The same, or a lock let go by an unlink the backend did not answer: what

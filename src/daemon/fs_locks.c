@@ -212,7 +212,7 @@ static void remove_broken(lfs *fs, lfs_dentry *d)
 {
 	if (d->node->lock_names <= 1)
 		d->node->lost = true;
-	dentry_remove(fs, d);
+	locks_remove_name(fs, d);
 }
 
 static int64_t us_of(struct timespec ts)
@@ -349,7 +349,7 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 		                 "let go, answered EIO",
 		                 key);
 		UNLOCKED(fs, (fs->be->release(fs->be, lease), 0));
-		dentry_remove(fs, d);
+		locks_remove_name(fs, d);
 		metrics_count(M_ACQ_ERROR);
 		locks_unclaim(fs, key);
 		return -EIO;
@@ -497,7 +497,7 @@ int locks_release(lfs *fs, lfs_dentry *d, pid_t by)
 		/* Its holder's rm retried once the server is back must not break
 		 * the next holder's lock (as after a loss). */
 		lost_remember(fs, d, true);
-		dentry_remove(fs, d);
+		locks_remove_name(fs, d);
 		remote_forget(fs, key);
 		locks_unclaim(fs, key);
 		return -EIO;
@@ -516,7 +516,7 @@ int locks_release(lfs *fs, lfs_dentry *d, pid_t by)
 		           key);
 	else
 		log_release(fs, d, by);
-	dentry_remove(fs, d);
+	locks_remove_name(fs, d);
 	/* Just let go: free for as long as a lookup may believe the backend
 	 * (the next create's lookup then costs no round trip). */
 	if (r)
@@ -1048,7 +1048,7 @@ static void orphan_drop(lfs *fs, lfs_orphan *o)
 
 /* D leaves the namespace: free its lease, or keep a lost one, or one let
  * go (locks_unlink), as an orphan. */
-void locks_lease_gone(lfs *fs, lfs_dentry *d)
+static void lease_gone(lfs *fs, lfs_dentry *d)
 {
 	bool keep = (d->lost || d->let_go) && fs->shared &&
 	            (fs->be->flags & LOCKFS_BACKEND_LEASES) &&
@@ -1068,6 +1068,19 @@ void locks_lease_gone(lfs *fs, lfs_dentry *d)
 	o->give_up = MAX(o->not_before, lockfs_mono_us()) + ORPHAN_TRIES_US;
 	g_ptr_array_add(fs->orphans, o);
 	d->lease = NULL;
+}
+
+void locks_remove_name(lfs *fs, lfs_dentry *d)
+{
+	if (!(d = dentry_remove(fs, d)))
+		return;
+	/* A lock name of this mount's lease: it is held no more. */
+	if (g_hash_table_lookup(fs->held, d->lease->key) == d) {
+		g_hash_table_remove(fs->held, d->lease->key);
+		record_forget(fs, d);
+	}
+	lease_gone(fs, d);
+	dentry_free(fs, d);
 }
 
 static void orphans_free(lfs *fs)

@@ -144,8 +144,13 @@ lfs_dentry *dentry_add(lfs *fs, lfs_node *dir, const char *name, lfs_node *node)
 	return d;
 }
 
-/* Forget the name D (the caller has released any lease first). */
-void dentry_remove(lfs *fs, lfs_dentry *d)
+/* Take the name D out of its directory.  A lock name's lease is not the
+ * model's but fs_locks.c's, a layer above: rather than call up into it,
+ * this hands back D, out of its directory but not freed, when it still
+ * carries a lease, for the caller to let the lease go and free D
+ * (dentry_free); NULL when D is freed.  Every caller goes through
+ * locks_remove_name. */
+lfs_dentry *dentry_remove(lfs *fs, lfs_dentry *d)
 {
 	lfs_node *dir = d->dir, *node = d->node;
 	g_hash_table_remove(dir->children, d->name);
@@ -171,17 +176,20 @@ void dentry_remove(lfs *fs, lfs_dentry *d)
 				break;
 			}
 		node->lock_names--;
-		if (d->lease && g_hash_table_lookup(fs->held, d->lease->key) == d) {
-			g_hash_table_remove(fs->held, d->lease->key);
-			record_forget(fs, d);
-		}
 	}
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	node->ctime = now;
 	dir->mtime = dir->ctime = now;
 	if (d->lease)
-		locks_lease_gone(fs, d);
+		return d; /* the lock layer's to let go of (locks_remove_name) */
+	dentry_free(fs, d);
+	return NULL;
+}
+
+void dentry_free(lfs *fs, lfs_dentry *d)
+{
+	lfs_node *node = d->node;
 	lockfs_holder_clear(&d->holder);
 	g_free(d->token);
 	g_free(d->name);

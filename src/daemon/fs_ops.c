@@ -921,7 +921,7 @@ static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 		n->nlookup--;
 		node_maybe_free(fs, n);
 	} else if (d)
-		dentry_remove(fs, d);
+		locks_remove_name(fs, d);
 	else if (!name_is_lock(fs, name))
 		r = dir->kind == NODE_DISK ? (unlinkat(dir->fd, name, 0) ? -errno : 0) : -ENOENT;
 	else
@@ -957,7 +957,7 @@ static void lfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	else if (d && d != dentry_find(dir, name)) /* changed while the check waited */
 		r = -EBUSY;
 	else if (d)
-		dentry_remove(fs, d);
+		locks_remove_name(fs, d);
 	else if (!name_is_lock(fs, name))
 		r = dir->kind == NODE_DISK ? (unlinkat(dir->fd, name, AT_REMOVEDIR) ? -errno : 0)
 		                           : -ENOENT;
@@ -981,7 +981,7 @@ static void dentry_move(lfs *fs, lfs_dentry *d, lfs_node *newdir, const char *ne
 {
 	lfs_node *n = d->node;
 	n->nlookup++; /* keep the node while its name is re-made */
-	dentry_remove(fs, d);
+	locks_remove_name(fs, d);
 	dentry_add(fs, newdir, newname, n);
 	n->nlookup--;
 }
@@ -1003,8 +1003,8 @@ static int rename_mem(lfs *fs, lfs_node *dir, const char *name, lfs_node *newdir
 		lfs_node *a = d->node, *b = t->node;
 		a->nlookup++;
 		b->nlookup++;
-		dentry_remove(fs, d);
-		dentry_remove(fs, t);
+		locks_remove_name(fs, d);
+		locks_remove_name(fs, t);
 		dentry_add(fs, newdir, newname, a);
 		dentry_add(fs, dir, name, b);
 		a->nlookup--;
@@ -1020,7 +1020,7 @@ static int rename_mem(lfs *fs, lfs_node *dir, const char *name, lfs_node *newdir
 			return -ENOTDIR;
 		if (t->node->children && g_hash_table_size(t->node->children))
 			return -ENOTEMPTY;
-		dentry_remove(fs, t);
+		locks_remove_name(fs, t);
 	}
 	dentry_move(fs, d, newdir, newname);
 	return 0;
@@ -1049,7 +1049,7 @@ static int rename_to_lock(lfs *fs, lfs_node *dir, const char *name, lfs_node *ne
 	r = locks_acquire(fs, newdir, newname, n, c, NULL);
 	if (!r) {
 		if (d)
-			dentry_remove(fs, d);
+			locks_remove_name(fs, d);
 		else if (unlinkat(dir->fd, name, 0) != 0)
 			lockfs_log(G_LOG_LEVEL_WARNING, NULL,
 			           "rename onto %s: cannot remove %s: %s", newname, name,
