@@ -13,7 +13,28 @@
  * with the source's node id and nlink already counted, so both names agree
  * the moment link() returns (research/legacy-clients.md §7.2).
  *
- * One mutex (fs->mu) guards the whole model.
+ * Locks.  fs->mu guards the model: every node, every dentry, and each
+ * field of struct lfs not marked otherwise below.  Three other mutexes
+ * guard what threads share outside it, each named at its fields:
+ * fs->flock_mu (the flock waiters' queue, fs_flock.c), fs->remote_mu (what
+ * other mounts hold, fs_remote.c) and fs->renew_mu (the renew thread's
+ * sleep, fs_leases.c).  Fields "set once" are written before the FUSE loop
+ * and the threads start (lfs_new, main) and only read after; fields of a
+ * file's own threads are written by that file's start and stop only.
+ *
+ * Lock order -- a mutex may be taken while holding those to its left:
+ *
+ *	fs->mu  ->  fs->flock_mu
+ *	fs->mu  ->  fs->remote_mu
+ *	fs->renew_mu  (alone: let go before fs->mu is taken)
+ *
+ * fs->flock_mu and fs->remote_mu are leaves: nothing is taken while one of
+ * them is held (fs->flock_mu is let go before fs->mu is taken), and they
+ * are never held together.  Backend calls are made without fs->mu
+ * (UNLOCKED below), on a key claimed first (locks_claim: fs->busy,
+ * fs->cond).  GLib's queues (fs->inval, the renew pool) and metrics.c's
+ * atomics lock for themselves.  service.c's status_mu guards only its own
+ * thread's stop flag.
  */
 #ifndef LOCKFS_FS_H
 #define LOCKFS_FS_H
@@ -37,6 +58,7 @@ typedef enum {
 	NODE_CONTROL, /* .lockfs/ and the files in it */
 } lfs_node_kind;
 
+/* Every field: fs->mu. */
 struct lfs_node {
 	lfs_node_kind kind;
 	uint64_t st_ino;
@@ -83,6 +105,7 @@ struct lfs_node {
 	bool ctl_metrics; /* .lockfs/metrics */
 };
 
+/* Every field: fs->mu. */
 struct lfs_dentry {
 	char *name;
 	lfs_node *dir;
@@ -115,52 +138,65 @@ struct lfs_dentry {
 
 typedef struct {
 	pthread_mutex_t mu;
+	/* Set once (lfs_new; se: main, through lfs_attach_session). */
 	const lockfs_settings *set;
 	lockfs_backend *be;
 	struct fuse_session *se;
 	char *mountpoint;
 	size_t suffix_len;
 	lfs_node *root;
-	lfs_node *control;      /* .lockfs */
+	lfs_node *control; /* .lockfs */
+	/* fs->mu from here to renew_thread, unless said otherwise. */
 	GHashTable *disk_nodes; /* "dev:ino" → lfs_node */
 	uint64_t next_ino;
-	uint64_t next_serial; /* of lock grants */
-	int64_t stale_after_us;
-	int64_t heartbeat_min_us;
-	GHashTable *held;     /* lease key → lock dentry holding it here */
-	GHashTable *saw_free; /* "pid:key" → when that process last found KEY free */
+	uint64_t next_serial;     /* of lock grants */
+	int64_t stale_after_us;   /* set once */
+	int64_t heartbeat_min_us; /* set once */
+	GHashTable *held;         /* lease key → lock dentry holding it here */
+	GHashTable *saw_free;     /* "pid:key" → when that process last found KEY free */
 	/* key → lfs_lost: locks this mount lost lately, shown in .lockfs/ as
 	 * lost while nobody else holds the name (fs_locks.c). */
 	GHashTable *lost_recent;
 	/* How long the kernel may trust attributes: 0 where other hosts change
 	 * locks; otherwise every change goes through the kernel, or through
 	 * lockfs, which invalidates what it changed (fs_inval). */
-	double attr_timeout;
-	double entry_timeout; /* the same, for names */
-	GAsyncQueue *inval;   /* node ids whose kernel attributes are stale */
+	double attr_timeout;  /* set once */
+	double entry_timeout; /* the same, for names; set once */
+	/* Node ids whose kernel attributes are stale: the queue locks for
+	 * itself; it and its thread are inval_start's and inval_stop's. */
+	GAsyncQueue *inval;
 	GThread *inval_thread;
 	/* Keys whose lock a thread is changing at the backend (fs_locks.c). */
 	GHashTable *busy;
-	pthread_cond_t cond;
-	bool shared; /* the backend is shared with other hosts */
-	/* fs_remote.c: what the backend said of locks held elsewhere. */
+	pthread_cond_t cond; /* with fs->mu: a key of busy is let go */
+	bool shared;         /* the backend is shared with other hosts; set once */
+	/* fs_remote.c: what the backend said of locks held elsewhere, under
+	 * fs->remote_mu (taken with or without fs->mu). */
 	GMutex remote_mu;
 	GHashTable *remote;
 	int64_t remote_cleared_mono; /* when the table was last emptied (its cap) */
-	/* fs_leases.c */
+	/* fs_leases.c: the renew thread (leases_start, leases_stop), which
+	 * sleeps on renew_cond under fs->renew_mu; renew_stop: fs->renew_mu. */
 	GThread *renew_thread;
-	GThreadPool *renew_pool; /* workers of the renewal round */
+	/* Workers of the renewal round: made under fs->mu (fs_locks.c),
+	 * freed by locks_renew_stop once the renew thread has ended. */
+	GThreadPool *renew_pool;
 	GMutex renew_mu;
 	GCond renew_cond;
 	bool renew_stop;
 	/* lfs_orphan: leases this mount lost whose entry the backend may still
-	 * keep (a renewal that arrived after its deadline): fs_locks.c. */
+	 * keep (a renewal that arrived after its deadline): fs_locks.c; fs->mu. */
 	GPtrArray *orphans;
 	/* fs_flock.c: flock(2) locks.  Their leases are lock dentries of this
 	 * directory, which no name leads to, named by their backend keys. */
-	lfs_node *flock_dir;
-	GHashTable *flocks; /* "owner:node" → lfs_flock */
-	GMutex flock_mu;    /* the waiters' queue (never taken before fs->mu) */
+	lfs_node *flock_dir; /* set once */
+	GHashTable *flocks;  /* "owner:node" → lfs_flock; fs->mu */
+	/* The waiters' queue: flock_cond, flock_waiters, flock_watch_cond,
+	 * flock_trying, flock_stop and each waiter's interrupted, changed,
+	 * next_try and backoff are under flock_mu, taken under fs->mu or
+	 * alone, never held while fs->mu is taken.  The two threads are
+	 * flock_start's and flock_stop's. */
+	GMutex flock_mu;
 	GCond flock_cond;
 	GQueue flock_waiters;
 	GThread *flock_thread;
@@ -168,18 +204,19 @@ typedef struct {
 	GCond flock_watch_cond;
 	void *flock_trying; /* the waiter being tried, out of the queue */
 	bool flock_stop;
-	uint64_t flock_ids; /* shared holders' keys */
+	uint64_t flock_ids; /* shared holders' keys; fs->mu */
 	/* POSIX locks held (records of fs->flocks), read without fs->mu so
-	 * that a close (FUSE_FLUSH) of a mount without any costs no lock. */
+	 * that a close (FUSE_FLUSH) of a mount without any costs no lock:
+	 * atomic (g_atomic_int_*), changed under fs->mu. */
 	gint posix_records;
 	/* Flocks and POSIX locks taken back at a restart, kept until their
 	 * holder exits (fs_flock.c; fs->mu). */
 	GPtrArray *flock_orphans;
-	/* fs_restart.c: the record of this mount's locks in state_dir (NULL:
-	 * none kept), written under fs->mu. */
+	/* fs_record.c: the record of this mount's locks in state_dir (NULL:
+	 * none kept; set once, record_attach), written under fs->mu. */
 	struct lockfs_lockstate *state;
-	bool state_failing; /* the last write of it failed (said once) */
-	char *session;      /* the backend session token last recorded */
+	bool state_failing; /* the last write of it failed (said once); fs->mu */
+	char *session;      /* the backend session token last recorded; fs->mu */
 } lfs;
 
 /* Run EXPR, a backend call (of a claimed key), without fs->mu: it may wait
@@ -293,8 +330,11 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 bool locks_past_stale(lfs *fs, const lfs_dentry *d);
 /* Break D if its lock is stale; true when it was removed. */
 bool locks_expire_if_stale(lfs *fs, lfs_dentry *d);
-/* At unmount: let go of nothing (the locks are their holders'), say so. */
+/* At unmount: let go of nothing (the locks are their holders'), say so
+ * (takes fs->mu). */
 void locks_stop(lfs *fs);
+/* How many locks this mount holds (takes fs->mu). */
+unsigned locks_held_count(lfs *fs);
 int locks_check_writable(lfs *fs, lfs_node *n);
 /* Whether C may change lock file N (write, truncate, set times). */
 bool locks_may_change(lfs_node *n, const struct lfs_caller *c);
@@ -320,6 +360,8 @@ void record_session(lfs *fs, char *session);
 void record_rewrite(lfs *fs);
 void record_start_anew(lfs *fs);
 void record_session_resumed(lfs *fs, const char *session);
+/* STATE is the record of this mount (set once, before the mount). */
+void record_attach(lfs *fs, struct lockfs_lockstate *state);
 const char *record_file(lfs *fs);
 
 /* ---- fs_restart.c: taking locks back ---- */
@@ -458,5 +500,10 @@ int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size);
 extern const struct fuse_lowlevel_ops lfs_ops;
 lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpoint, int under_fd,
              bool passthrough);
+/* SE is the session that serves FS (set once, before the loop starts). */
+void lfs_attach_session(lfs *fs, struct fuse_session *se);
+const char *lfs_mountpoint(const lfs *fs);
+/* The backend's name, as the log and systemd's status say it. */
+const char *lfs_backend_name(const lfs *fs);
 
 #endif

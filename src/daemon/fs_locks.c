@@ -1270,6 +1270,7 @@ void locks_renew_stop(lfs *fs)
 
 void locks_stop(lfs *fs)
 {
+	pthread_mutex_lock(&fs->mu);
 	guint n = g_hash_table_size(fs->held);
 	if (n)
 		lockfs_log(G_LOG_LEVEL_INFO, NULL,
@@ -1281,4 +1282,13 @@ void locks_stop(lfs *fs)
 		                   : "");
 	/* The renewal workers are stopped: what is left runs out by itself. */
 	orphans_free(fs);
+	pthread_mutex_unlock(&fs->mu);
+}
+
+unsigned locks_held_count(lfs *fs)
+{
+	pthread_mutex_lock(&fs->mu);
+	unsigned n = g_hash_table_size(fs->held);
+	pthread_mutex_unlock(&fs->mu);
+	return n;
 }

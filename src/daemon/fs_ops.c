@@ -1802,3 +1802,18 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	flock_init(fs);
 	return fs;
 }
+
+void lfs_attach_session(lfs *fs, struct fuse_session *se)
+{
+	fs->se = se;
+}
+
+const char *lfs_mountpoint(const lfs *fs)
+{
+	return fs->mountpoint;
+}
+
+const char *lfs_backend_name(const lfs *fs)
+{
+	return fs->be->name;
+}

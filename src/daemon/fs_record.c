@@ -126,6 +126,12 @@ void record_session(lfs *fs, char *session)
 	state_failed(fs, lockfs_lockstate_session(fs->state, session));
 }
 
+/* The record STATE (NULL: none kept) is this mount's, before the mount. */
+void record_attach(lfs *fs, struct lockfs_lockstate *state)
+{
+	fs->state = state;
+}
+
 /* The file of the record, for the log. */
 const char *record_file(lfs *fs)
 {

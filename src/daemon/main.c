@@ -200,7 +200,7 @@ int main(int argc, char **argv)
 		die(EXIT_BACKEND, "%s", err->message);
 	lockfs_lockstate_set_id(state, &id);
 	lfs *fs = lfs_new(set, be, abs, under_fd, passthrough);
-	fs->state = state;
+	record_attach(fs, state);
 	lockfs_notify_init(set->notify, abs);
 
 	char *fargv[] = { argv[0], "-o", fuse_opts->str, debug ? "-d" : NULL, NULL };
@@ -208,7 +208,7 @@ int main(int argc, char **argv)
 	struct fuse_session *se = fuse_session_new(&args, &lfs_ops, sizeof(lfs_ops), fs);
 	if (!se)
 		die(EXIT_MOUNT, "cannot start a FUSE session with options %s", fuse_opts->str);
-	fs->se = se;
+	lfs_attach_session(fs, se);
 	if (fuse_set_signal_handlers(se) != 0)
 		die(EXIT_MOUNT, "cannot install signal handlers");
 	hup_init(set->log_file);
@@ -249,9 +249,7 @@ int main(int argc, char **argv)
 	service_stopping(fs);
 	flock_stop(fs);
 	leases_stop(fs);
-	pthread_mutex_lock(&fs->mu);
 	locks_stop(fs);
-	pthread_mutex_unlock(&fs->mu);
 	inval_stop(fs);
 	fuse_session_unmount(se);
 	fuse_remove_signal_handlers(se);
