@@ -235,11 +235,24 @@ static void forget_saw_free(lfs *fs, pid_t pid, const char *key)
 
 static void lost_before(lfs *fs, lfs_dentry *d);
 
-int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
-                  const struct lfs_caller *who, lfs_dentry **out)
+/* One grant in the making: what the steps of locks_acquire share. */
+typedef struct {
+	const char *key;
+	int64_t now;
+	lockfs_holder holder;
+	char *initial; /* a copy: node->data may change unlocked */
+	size_t initial_len;
+	lockfs_lease *lease;
+	lockfs_acquire_result res;
+	int64_t sent;
+	char *token;
+	uint64_t holder_start;
+} acquire_call;
+
+/* Claim KEY, and make sure the name is free here: 0, or -EIO (the key
+ * stays busy) or -EEXIST (taken here while we waited; unclaimed). */
+static int acquire_claim(lfs *fs, lfs_node *dir, const char *name, const char *key)
 {
-	int64_t now = lockfs_now_us();
-	g_autofree char *key = node_key(fs, dir, name);
 	if (!locks_claim_bounded(fs, key)) {
 		metrics_count(M_ACQ_ERROR);
 		return -EIO;
@@ -255,92 +268,110 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 		locks_unclaim(fs, key);
 		return -EEXIST;
 	}
-	lockfs_holder holder;
-	lockfs_holder_fill(&holder, who->pid, who->uid, who->gid, node->mode, now);
+	return 0;
+}
+
+/* The holder record WHO asks the backend for, with what NODE holds. */
+static void acquire_prepare(lfs *fs, lfs_node *node, const struct lfs_caller *who, acquire_call *a)
+{
+	lockfs_holder_fill(&a->holder, who->pid, who->uid, who->gid, node->mode, a->now);
 	/* The process tries the name itself: it knows now whether it is held,
 	 * so what it found before is no reason to refuse its unlink. */
-	forget_saw_free(fs, who->pid, key);
+	forget_saw_free(fs, who->pid, a->key);
 	/* Linked from a temp file the tool already wrote (a pid), or a
 	 * symlink's target: recorded with the grant, so other hosts read the
 	 * same bytes; and the times the file has, as every host shows them. */
-	g_autofree char *initial = NULL; /* a copy: node->data may change unlocked */
-	size_t initial_len = 0;
-	holder.mtime_us = us_of(node->mtime);
-	holder.atime_us = us_of(node->atime);
-	holder.ctime_us = us_of(node->ctime);
+	a->holder.mtime_us = us_of(node->mtime);
+	a->holder.atime_us = us_of(node->atime);
+	a->holder.ctime_us = us_of(node->ctime);
 	if (fs->shared && node->kind == NODE_MEM && (S_ISREG(node->mode) || S_ISLNK(node->mode)) &&
 	    node->size) {
-		initial_len = MIN(node->size, (size_t)LOCKFS_CONTENT_MAX);
-		initial = g_memdup2(node->data, initial_len);
+		a->initial_len = MIN(node->size, (size_t)LOCKFS_CONTENT_MAX);
+		a->initial = g_memdup2(node->data, a->initial_len);
 	}
-	lockfs_lease *lease = NULL;
-	lockfs_acquire_result res;
+}
+
+/* The backend's acquire, without fs->mu: 0 or a negative errno. */
+static int acquire_at_backend(lfs *fs, lfs_node *dir, lfs_node *node, const struct lfs_caller *who,
+                              acquire_call *a)
+{
 	/* The node and its directory may have no other reference meanwhile. */
 	node->nlookup++;
 	dir->nlookup++;
-	int64_t sent = lockfs_mono_us();
-	g_autofree char *token = NULL;
+	a->sent = lockfs_mono_us();
 	char *session = NULL;
 	pthread_mutex_unlock(&fs->mu);
-	int r = backend_errno(
-	        fs->be->acquire(fs->be, key, &holder, initial, initial_len, &lease, &res));
-	uint64_t holder_start = 0;
+	int r = backend_errno(fs->be->acquire(fs->be, a->key, &a->holder, a->initial,
+	                                      a->initial_len, &a->lease, &a->res));
 	if (r == 0) { /* for the lock record, without fs->mu */
-		token = record_token(fs, lease, &session);
+		a->token = record_token(fs, a->lease, &session);
 		/* A flock's holder: /proc/PID/stat, read once, to know it again
 		 * after a restart (fs_flock.c, orphans). */
-		if (rules_flock_key_parse(key, &(const char *){ NULL }, &(const char *){ NULL }))
-			holder_start = lockfs_pid_start(who->pid);
+		if (rules_flock_key_parse(a->key, &(const char *){ NULL }, &(const char *){ NULL }))
+			a->holder_start = lockfs_pid_start(who->pid);
 	}
 	pthread_mutex_lock(&fs->mu);
 	record_session(fs, session);
 	node->nlookup--;
 	dir->nlookup--;
-	if (!r && S_ISDIR(dir->mode) && dir != fs->root && dir->kind == NODE_MEM && !dir->nlink) {
-		/* The directory was removed while the backend answered.  The
-		 * release goes out without fs->mu (it waits on the network):
-		 * the key stays claimed until locks_unclaim, so no thread of
-		 * this mount takes or judges it meanwhile, and release() deletes
-		 * only an entry of this lease, never a later holder's. */
-		node_maybe_free(fs, dir);
-		UNLOCKED(fs, (fs->be->release(fs->be, lease), 0));
-		fs->be->lease_free(fs->be, lease);
-		lockfs_holder_clear(&holder);
-		locks_unclaim(fs, key);
-		return -ENOENT;
-	}
-	remote_forget(fs, key);
+	return r;
+}
+
+/* Granted, but DIR was removed while the backend answered: the lease goes
+ * back, and the request answers ENOENT. */
+static int acquire_dir_gone(lfs *fs, lfs_node *dir, acquire_call *a)
+{
+	/* The release goes out without fs->mu (it waits on the network): the
+	 * key stays claimed until locks_unclaim, so no thread of this mount
+	 * takes or judges it meanwhile, and release() deletes only an entry
+	 * of this lease, never a later holder's. */
+	node_maybe_free(fs, dir);
+	UNLOCKED(fs, (fs->be->release(fs->be, a->lease), 0));
+	fs->be->lease_free(fs->be, a->lease);
+	lockfs_holder_clear(&a->holder);
+	locks_unclaim(fs, a->key);
+	return -ENOENT;
+}
+
+/* The backend refused (R: -EEXIST) or failed. */
+static int acquire_refused(lfs *fs, acquire_call *a, int r)
+{
 	if (r == -EEXIST)
-		UNLOCKED(fs, (remote_note_refused(fs, key), 0));
-	if (r) {
-		if (r == -EEXIST)
-			metrics_count(M_ACQ_HELD);
-		if (r == -EIO) {
-			metrics_count(M_ACQ_ERROR);
-			lockfs_log_event(G_LOG_LEVEL_WARNING, "error", key, NULL, NULL, NULL,
-			                 "cannot take %s: the %s backend failed; answered EIO", key,
-			                 fs->be->name);
-		}
-		lockfs_holder_clear(&holder);
-		locks_unclaim(fs, key);
-		return r;
+		metrics_count(M_ACQ_HELD);
+	if (r == -EIO) {
+		metrics_count(M_ACQ_ERROR);
+		lockfs_log_event(G_LOG_LEVEL_WARNING, "error", a->key, NULL, NULL, NULL,
+		                 "cannot take %s: the %s backend failed; answered EIO", a->key,
+		                 fs->be->name);
 	}
-	if (res.broke) {
-		log_break("broke stale lock", key, &res.previous, &holder, true);
-		lockfs_lock_info_clear(&res.previous);
+	lockfs_holder_clear(&a->holder);
+	locks_unclaim(fs, a->key);
+	return r;
+}
+
+/* The lock dentry of a grant, in fs->held and in the record: 0, or -EIO
+ * (let go) when the record cannot be written. */
+static int acquire_install(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
+                           const struct lfs_caller *who, acquire_call *a, lfs_dentry **out)
+{
+	const char *key = a->key;
+	lockfs_lease *lease = a->lease;
+	if (a->res.broke) {
+		log_break("broke stale lock", key, &a->res.previous, &a->holder, true);
+		lockfs_lock_info_clear(&a->res.previous);
 	}
 	lfs_dentry *d = dentry_add(fs, dir, name, node);
 	d->lease = lease;
-	d->holder = holder;
+	d->holder = a->holder;
 	d->holder_ppid = who->ppid;
-	d->heartbeat_us = now;
+	d->heartbeat_us = a->now;
 	d->hb_sent_mono = d->granted_mono = d->heartbeat_boot = lockfs_mono_us();
 	d->serial = ++fs->next_serial;
 	d->fence_final = !fs->be->confirm;
-	d->renewed_mono = sent;
+	d->renewed_mono = a->sent;
 	node->lost = false;
-	d->token = g_steal_pointer(&token);
-	d->holder_start = holder_start;
+	d->token = g_steal_pointer(&a->token);
+	d->holder_start = a->holder_start;
 	g_hash_table_insert(fs->held, lease->key, d);
 	if (record_lock(fs, d) != 0) {
 		/* Unrecorded, a restart would lose it while its holder runs. */
@@ -363,6 +394,31 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	if (out)
 		*out = d;
 	return 0;
+}
+
+int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
+                  const struct lfs_caller *who, lfs_dentry **out)
+{
+	acquire_call a = { .now = lockfs_now_us() };
+	g_autofree char *key = node_key(fs, dir, name);
+	a.key = key;
+	int r = acquire_claim(fs, dir, name, key);
+	if (r)
+		return r;
+	acquire_prepare(fs, node, who, &a);
+	r = acquire_at_backend(fs, dir, node, who, &a);
+	if (!r && S_ISDIR(dir->mode) && dir != fs->root && dir->kind == NODE_MEM && !dir->nlink) {
+		r = acquire_dir_gone(fs, dir, &a); /* removed while the backend answered */
+	} else {
+		remote_forget(fs, key);
+		if (r == -EEXIST)
+			UNLOCKED(fs, (remote_note_refused(fs, key), 0));
+		r = r ? acquire_refused(fs, &a, r)
+		      : acquire_install(fs, dir, name, node, who, &a, out);
+	}
+	g_free(a.initial);
+	g_free(a.token);
+	return r;
 }
 
 /* How long a process's finding a lock name free counts (below): from when
