@@ -395,6 +395,70 @@ static int setattr_disk(lfs_node *n, struct stat *attr, int to_set, struct fuse_
 	return 0;
 }
 
+/* A memory node's attributes, as setattr asks: 0 or a negative errno. */
+static int setattr_mem(lfs_node *n, const struct stat *attr, int to_set)
+{
+	if (to_set & FUSE_SET_ATTR_MODE)
+		n->mode = (n->mode & S_IFMT) | (attr->st_mode & 07777);
+	if (to_set & FUSE_SET_ATTR_UID)
+		n->uid = attr->st_uid;
+	if (to_set & FUSE_SET_ATTR_GID)
+		n->gid = attr->st_gid;
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (!S_ISREG(n->mode))
+			return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
+		if ((size_t)attr->st_size > MEM_FILE_MAX)
+			return -EFBIG;
+		int r = node_set_size(n, attr->st_size);
+		if (r)
+			return r;
+		node_touch(n, true, true);
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME)
+		n->atime = time_of(attr, FUSE_SET_ATTR_ATIME, to_set);
+	if (to_set & FUSE_SET_ATTR_MTIME)
+		n->mtime = time_of(attr, FUSE_SET_ATTR_MTIME, to_set);
+	node_touch(n, false, true);
+	return 0;
+}
+
+/* setattr of N (no control file) by C: checked against its locks, done,
+ * and, on a lock file, a heartbeat when it is one. */
+static int setattr_node(lfs *fs, lfs_node *n, struct stat *attr, int to_set,
+                        struct fuse_file_info *fi, const struct lfs_caller *c)
+{
+	/* fi comes with ftruncate(2), on a regular file's handle. */
+	if (n->remote || (fi && S_ISREG(n->mode) && ((lfs_handle *)(uintptr_t)fi->fh)->found_taken))
+		return -EPERM; /* heartbeats come from the holder (lfs_create) */
+	bool times = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME);
+	bool size = to_set & FUSE_SET_ATTR_SIZE;
+	bool mode = to_set & FUSE_SET_ATTR_MODE;
+	/* utimensat(NULL), truncation, and explicit times that are not in the
+	 * past (utimes(now, now), as lock libraries refresh; flufl.lock's
+	 * expiry ahead) are heartbeats; an mtime set back (touch -d) only sets
+	 * what is shown. */
+	bool beat =
+	        (to_set & FUSE_SET_ATTR_MTIME_NOW) || size ||
+	        ((to_set & FUSE_SET_ATTR_MTIME) &&
+	         (int64_t)attr->st_mtim.tv_sec * G_USEC_PER_SEC + attr->st_mtim.tv_nsec / 1000 >=
+	                 lockfs_now_us() - EXPLICIT_BEAT_US);
+	if (n->lost && (times || size))
+		return -ESTALE; /* its lock was broken or lost */
+	if (n->locks && (times || size) && !locks_may_change(n, c))
+		return -EPERM;
+	if (size && n->locks && attr->st_size > LOCKFS_CONTENT_MAX)
+		return -EFBIG;
+	int r = n->kind == NODE_DISK ? setattr_disk(n, attr, to_set, fi)
+	                             : setattr_mem(n, attr, to_set);
+	if (r)
+		return r;
+	if (n->locks && (beat || times || mode))
+		r = locks_heartbeat(fs, n, c,
+		                    (beat ? BEAT_HEARTBEAT : 0) | (size ? BEAT_CONTENT : 0) |
+		                            BEAT_ATTRS);
+	return r;
+}
+
 static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                         struct fuse_file_info *fi)
 {
@@ -410,76 +474,11 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 			r = node_getattr(fs, n, &st);
 		else
 			r = -EROFS;
-		goto out;
-	}
-	/* fi comes with ftruncate(2), on a regular file's handle. */
-	if (n->remote ||
-	    (fi && S_ISREG(n->mode) && ((lfs_handle *)(uintptr_t)fi->fh)->found_taken)) {
-		r = -EPERM; /* heartbeats come from the holder (lfs_create) */
-		goto out;
-	}
-	bool times = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME);
-	bool size = to_set & FUSE_SET_ATTR_SIZE;
-	bool mode = to_set & FUSE_SET_ATTR_MODE;
-	/* utimensat(NULL), truncation, and explicit times that are not in the
-	 * past (utimes(now, now), as lock libraries refresh; flufl.lock's
-	 * expiry ahead) are heartbeats; an mtime set back (touch -d) only sets
-	 * what is shown. */
-	bool beat =
-	        (to_set & FUSE_SET_ATTR_MTIME_NOW) || size ||
-	        ((to_set & FUSE_SET_ATTR_MTIME) &&
-	         (int64_t)attr->st_mtim.tv_sec * G_USEC_PER_SEC + attr->st_mtim.tv_nsec / 1000 >=
-	                 lockfs_now_us() - EXPLICIT_BEAT_US);
-	if (n->lost && (times || size)) {
-		r = -ESTALE; /* its lock was broken or lost */
-		goto out;
-	}
-	if (n->locks && (times || size) && !locks_may_change(n, &c)) {
-		r = -EPERM;
-		goto out;
-	}
-	if (size && n->locks && attr->st_size > LOCKFS_CONTENT_MAX) {
-		r = -EFBIG;
-		goto out;
-	}
-	if (n->kind == NODE_DISK) {
-		r = setattr_disk(n, attr, to_set, fi);
-		if (r)
-			goto out;
 	} else {
-		if (to_set & FUSE_SET_ATTR_MODE)
-			n->mode = (n->mode & S_IFMT) | (attr->st_mode & 07777);
-		if (to_set & FUSE_SET_ATTR_UID)
-			n->uid = attr->st_uid;
-		if (to_set & FUSE_SET_ATTR_GID)
-			n->gid = attr->st_gid;
-		if (size) {
-			if (!S_ISREG(n->mode)) {
-				r = S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
-				goto out;
-			}
-			if ((size_t)attr->st_size > MEM_FILE_MAX) {
-				r = -EFBIG;
-				goto out;
-			}
-			r = node_set_size(n, attr->st_size);
-			if (r)
-				goto out;
-			node_touch(n, true, true);
-		}
-		if (to_set & FUSE_SET_ATTR_ATIME)
-			n->atime = time_of(attr, FUSE_SET_ATTR_ATIME, to_set);
-		if (to_set & FUSE_SET_ATTR_MTIME)
-			n->mtime = time_of(attr, FUSE_SET_ATTR_MTIME, to_set);
-		node_touch(n, false, true);
+		r = setattr_node(fs, n, attr, to_set, fi, &c);
+		if (!r)
+			r = node_getattr(fs, n, &st);
 	}
-	if (n->locks && (beat || times || mode))
-		r = locks_heartbeat(fs, n, &c,
-		                    (beat ? BEAT_HEARTBEAT : 0) | (size ? BEAT_CONTENT : 0) |
-		                            BEAT_ATTRS);
-	if (!r)
-		r = node_getattr(fs, n, &st);
-out:
 	UNLOCK(fs);
 	if (r)
 		fuse_reply_err(req, -r);
@@ -514,6 +513,111 @@ static void lfs_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, buf);
 }
 
+/* NAME in DIR in memory, for C: a lock (taken from the backend first) or
+ * a memory node. */
+static int make_mem_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode_t um,
+                         const char *target, const struct lfs_caller *c, bool lock, lfs_node **out)
+{
+	/* Memory nodes have no default ACL: the umask applies (a symlink's
+	 * 0777 is never masked, as on disk). */
+	if (!S_ISLNK(mode))
+		mode &= ~um;
+	lfs_node *n = node_new(fs, NODE_MEM, mode, c->uid, c->gid);
+	if (dir->mode & S_ISGID) { /* BSD group semantics, as on disk */
+		n->gid = dir->gid;
+		if (S_ISDIR(mode))
+			n->mode |= S_ISGID;
+	}
+	if (target) {
+		n->data = g_strdup(target);
+		n->size = n->cap = strlen(target);
+	}
+	if (lock) {
+		int r = locks_acquire(fs, dir, name, n, c, NULL);
+		if (r) {
+			node_maybe_free(fs, n);
+			return r;
+		}
+	} else {
+		dentry_add(fs, dir, name, n);
+	}
+	node_touch(dir, true, true);
+	*out = n;
+	return 0;
+}
+
+/* Create NAME on the disk underneath DIR: 0 or an errno; *DFD an open
+ * descriptor of a regular file.  The disk applies the caller's umask UM,
+ * or the directory's default ACL instead, exactly as for the caller. */
+static int create_on_disk(lfs_node *dir, const char *name, mode_t mode, mode_t um, dev_t rdev,
+                          const char *target, int open_flags, int *dfd)
+{
+	mode_t old_um = 0;
+	bool set_um = own_umask();
+	if (set_um)
+		old_um = umask(um);
+	else
+		mode &= ~um;
+	int e = 0;
+	if (S_ISREG(mode)) {
+		int flags = (open_flags >= 0 ? open_flags : O_WRONLY) & ~(O_TRUNC | O_NOFOLLOW);
+		*dfd = openat(dir->fd, name, flags | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
+		if (*dfd < 0)
+			e = errno;
+	} else if (S_ISDIR(mode)) {
+		if (mkdirat(dir->fd, name, mode & 07777) != 0)
+			e = errno;
+	} else if (S_ISLNK(mode)) {
+		if (symlinkat(target, dir->fd, name) != 0)
+			e = errno;
+	} else {
+		if (mknodat(dir->fd, name, mode, rdev) != 0)
+			e = errno;
+	}
+	if (set_um)
+		umask(old_um);
+	return e;
+}
+
+/* An ordinary name in a directory of the disk underneath, for C. */
+static int make_disk_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode_t um,
+                          dev_t rdev, const char *target, const struct lfs_caller *c,
+                          int open_flags, lfs_node **out, int *fd)
+{
+	bool chown_it = geteuid() == 0;
+	/* In a setgid directory the file takes the directory's group, as the
+	 * kernel gave it when lockfs made it (Debian's /var/mail is 2775
+	 * root:mail): only the owner is the caller's. */
+	struct stat dst;
+	gid_t gid = c->gid;
+	if (fstatat(dir->fd, "", &dst, AT_EMPTY_PATH) == 0 && (dst.st_mode & S_ISGID))
+		gid = (gid_t)-1;
+	int dfd = -1, r = 0;
+	int e = create_on_disk(dir, name, mode, um, rdev, target, open_flags, &dfd);
+	if (e)
+		return -e;
+	if (chown_it && S_ISREG(mode) && fchown(dfd, c->uid, gid) != 0)
+		r = -errno;
+	if (!r && chown_it && !S_ISREG(mode) &&
+	    fchownat(dir->fd, name, c->uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
+		r = -errno;
+	lfs_node *n = NULL;
+	if (!r)
+		r = node_lookup_disk(fs, dir, name, &n);
+	if (r) {
+		if (dfd >= 0)
+			close(dfd);
+		unlinkat(dir->fd, name, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
+		return r;
+	}
+	if (fd)
+		*fd = dfd;
+	else if (dfd >= 0)
+		close(dfd);
+	*out = n;
+	return 0;
+}
+
 /* Make NAME in DIR: a lock (taken from the backend first), a memory node, or
  * a file of the directory underneath.  For regular files OPEN_FLAGS >= 0 asks
  * for an open descriptor of a disk file in *FD. */
@@ -538,93 +642,9 @@ static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode
 	 * make one: CAP_MKNOD); as a lock or in memory it serves no purpose. */
 	if ((S_ISCHR(mode) || S_ISBLK(mode)) && (lock || dir->kind != NODE_DISK))
 		return -EPERM;
-	if (lock || dir->kind != NODE_DISK) {
-		/* Memory nodes have no default ACL: the umask applies (a
-		 * symlink's 0777 is never masked, as on disk). */
-		if (!S_ISLNK(mode))
-			mode &= ~um;
-		lfs_node *n = node_new(fs, NODE_MEM, mode, c->uid, c->gid);
-		if (dir->mode & S_ISGID) { /* BSD group semantics, as on disk */
-			n->gid = dir->gid;
-			if (S_ISDIR(mode))
-				n->mode |= S_ISGID;
-		}
-		if (target) {
-			n->data = g_strdup(target);
-			n->size = n->cap = strlen(target);
-		}
-		if (lock) {
-			r = locks_acquire(fs, dir, name, n, c, NULL);
-			if (r) {
-				node_maybe_free(fs, n);
-				return r;
-			}
-		} else {
-			dentry_add(fs, dir, name, n);
-		}
-		node_touch(dir, true, true);
-		*out = n;
-		return 0;
-	}
-
-	/* An ordinary name in a directory of the disk underneath. */
-	bool chown_it = geteuid() == 0;
-	/* In a setgid directory the file takes the directory's group, as the
-	 * kernel gave it when lockfs made it (Debian's /var/mail is 2775
-	 * root:mail): only the owner is the caller's. */
-	struct stat dst;
-	gid_t gid = c->gid;
-	if (fstatat(dir->fd, "", &dst, AT_EMPTY_PATH) == 0 && (dst.st_mode & S_ISGID))
-		gid = (gid_t)-1;
-	int dfd = -1;
-	/* The disk applies the caller's umask, or the directory's default
-	 * ACL instead, exactly as for the caller itself. */
-	mode_t old_um = 0;
-	bool set_um = own_umask();
-	if (set_um)
-		old_um = umask(um);
-	else
-		mode &= ~um;
-	int e = 0;
-	if (S_ISREG(mode)) {
-		int flags = (open_flags >= 0 ? open_flags : O_WRONLY) & ~(O_TRUNC | O_NOFOLLOW);
-		dfd = openat(dir->fd, name, flags | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
-		if (dfd < 0)
-			e = errno;
-	} else if (S_ISDIR(mode)) {
-		if (mkdirat(dir->fd, name, mode & 07777) != 0)
-			e = errno;
-	} else if (S_ISLNK(mode)) {
-		if (symlinkat(target, dir->fd, name) != 0)
-			e = errno;
-	} else {
-		if (mknodat(dir->fd, name, mode, rdev) != 0)
-			e = errno;
-	}
-	if (set_um)
-		umask(old_um);
-	if (e)
-		return -e;
-	if (chown_it && S_ISREG(mode) && fchown(dfd, c->uid, gid) != 0)
-		r = -errno;
-	if (!r && chown_it && !S_ISREG(mode) &&
-	    fchownat(dir->fd, name, c->uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
-		r = -errno;
-	lfs_node *n = NULL;
-	if (!r)
-		r = node_lookup_disk(fs, dir, name, &n);
-	if (r) {
-		if (dfd >= 0)
-			close(dfd);
-		unlinkat(dir->fd, name, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
-		return r;
-	}
-	if (fd)
-		*fd = dfd;
-	else if (dfd >= 0)
-		close(dfd);
-	*out = n;
-	return 0;
+	if (lock || dir->kind != NODE_DISK)
+		return make_mem_node(fs, dir, name, mode, um, target, c, lock, out);
+	return make_disk_node(fs, dir, name, mode, um, rdev, target, c, open_flags, out, fd);
 }
 
 static void reply_made(fuse_req_t req, lfs *fs, int r, lfs_node *n)
@@ -766,6 +786,46 @@ static int open_taken(lfs *fs, lfs_node *dir, const char *name, const struct lfs
 	return lookup_remote(fs, dir, name, c->uid, out);
 }
 
+/* Make NAME for lfs_create, or find it taken: 0 with *MADE, 0 with the
+ * node found taken (*MADE false), or a negative errno.
+ *
+ * A name taken and let go again between the create and the look at who
+ * holds it: create again, a few times, then open it as the lock of whoever
+ * the backend refused it for.  Not EEXIST, which an open without O_EXCL
+ * never answers and lock libraries take for an error (filelock,
+ * fasteners): on tinystore a lock held a few ms is never described (its
+ * holder record comes after the grant), so a name taken in turn by short
+ * holds on other hosts comes here. */
+static int create_or_open_taken(lfs *fs, fuse_req_t req, lfs_node *dir, const char *name,
+                                mode_t mode, int flags, const struct lfs_caller *c, lfs_node **n,
+                                int *fd, bool *made)
+{
+	int r;
+	for (int tries = 0;; tries++) {
+		r = make_node(fs, dir, name, S_IFREG | (mode & 07777), umask_of(req), 0, NULL, c,
+		              flags, n, fd);
+		*made = r == 0;
+		if (r != -EEXIST || (flags & O_EXCL) || !name_is_lock(fs, name))
+			break;
+		r = open_taken(fs, dir, name, c, n);
+		if (r != -ENOENT)
+			break;
+		if (tries == 3) {
+			/* (to a lost holder's uid too: its unlink of the name it
+			 * found taken answers ENOENT, as lookup_remote's would) */
+			if (fs->shared) {
+				g_autofree char *key = node_key(fs, dir, name);
+				*n = remote_node_refused(fs, key);
+				r = 0;
+			} else {
+				r = -EIO; /* one process's own table: not seen to happen */
+			}
+			break;
+		}
+	}
+	return r;
+}
+
 static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
                        struct fuse_file_info *fi)
 {
@@ -777,36 +837,7 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	LOCK(fs);
 	lfs_node *dir = node_of(fs, parent);
 	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY, made = false, found = false;
-	int r;
-	/* A name taken and let go again between the create and the look at
-	 * who holds it: create again, a few times, then open it as the lock
-	 * of whoever the backend refused it for.  Not EEXIST, which an open
-	 * without O_EXCL never answers and lock libraries take for an error
-	 * (filelock, fasteners): on tinystore a lock held a few ms is never
-	 * described (its holder record comes after the grant), so a name
-	 * taken in turn by short holds on other hosts comes here. */
-	for (int tries = 0;; tries++) {
-		r = make_node(fs, dir, name, S_IFREG | (mode & 07777), umask_of(req), 0, NULL, &c,
-		              fi->flags, &n, &fd);
-		made = r == 0;
-		if (r != -EEXIST || (fi->flags & O_EXCL) || !name_is_lock(fs, name))
-			break;
-		r = open_taken(fs, dir, name, &c, &n);
-		if (r != -ENOENT)
-			break;
-		if (tries == 3) {
-			/* (to a lost holder's uid too: its unlink of the name it
-			 * found taken answers ENOENT, as lookup_remote's would) */
-			if (fs->shared) {
-				g_autofree char *key = node_key(fs, dir, name);
-				n = remote_node_refused(fs, key);
-				r = 0;
-			} else {
-				r = -EIO; /* one process's own table: not seen to happen */
-			}
-			break;
-		}
-	}
+	int r = create_or_open_taken(fs, req, dir, name, mode, fi->flags, &c, &n, &fd, &made);
 	if (!made && !r) { /* found taken */
 		if (S_ISDIR(n->mode))
 			r = -EISDIR;
