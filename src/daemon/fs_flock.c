@@ -292,6 +292,50 @@ static void drop_converted(lfs *fs, const char *hk, const char *keep_key, pid_t 
 /* One try at MODE (LOCK_SH or LOCK_EX) on N, at PATH, for OWNER, without
  * waiting (LOOK_FIRST: a waiter's retry): 0, -EWOULDBLOCK (held in a way
  * that conflicts), -EIO.  fs->mu held, let go during backend calls. */
+/* The exclusive key of PATH, held in *D once no shared holder but OWN_SH
+ * (a POSIX owner's own shared key) is seen: 0, -EWOULDBLOCK or -EIO. */
+static int take_exclusive(lfs *fs, fl_class cls, const char *path, const char *own_sh,
+                          const struct lfs_caller *who, lfs_dentry **d)
+{
+	g_autofree char *key = g_strconcat(EX_PREFIX[cls], key_path(path), NULL);
+	int r = take_key(fs, key, who, d);
+	if (r)
+		return r == -EEXIST ? -EWOULDBLOCK : r;
+	uint64_t serial = (*d)->serial;
+	int others = shared_holders(fs, cls, path, own_sh);
+	*d = g_hash_table_lookup(fs->held, key);
+	if (!*d || (*d)->serial != serial || (*d)->lost)
+		return -EIO; /* lost while we looked */
+	if (others) {
+		let_go(fs, *d, who->pid);
+		return others < 0 ? -EIO : -EWOULDBLOCK;
+	}
+	return 0;
+}
+
+/* A shared key of PATH of our own, held in *D once no exclusive holder is
+ * seen (none looked for when HAD: made shared from our exclusive). */
+static int take_shared(lfs *fs, fl_class cls, const char *path, bool had,
+                       const struct lfs_caller *who, lfs_dentry **d)
+{
+	g_autofree char *key = g_strdup_printf("%s%s//%016" PRIx64 "%08x", SH_PREFIX[cls],
+	                                       key_path(path), ++fs->flock_ids, g_random_int());
+	int r = take_key(fs, key, who, d);
+	if (r) /* a key of our own, but a backend may count shares (backend.h) */
+		return r == -EEXIST ? -EWOULDBLOCK : -EIO;
+	uint64_t serial = (*d)->serial;
+	/* Made shared from exclusive: the exclusive key is ours. */
+	int excl = had ? 0 : exclusive_held(fs, cls, path);
+	*d = g_hash_table_lookup(fs->held, key);
+	if (!*d || (*d)->serial != serial || (*d)->lost)
+		return -EIO;
+	if (excl) {
+		let_go(fs, *d, who->pid);
+		return excl < 0 ? -EIO : -EWOULDBLOCK;
+	}
+	return 0;
+}
+
 static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint64_t owner, int mode,
                      bool look_first, const struct lfs_caller *who)
 {
@@ -338,38 +382,10 @@ static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint6
 	                            : exclusive_held(fs, cls, path);
 	if (pre)
 		return pre < 0 ? -EIO : -EWOULDBLOCK;
-	if (mode == LOCK_EX) {
-		g_autofree char *key = g_strconcat(EX_PREFIX[cls], key_path(path), NULL);
-		r = take_key(fs, key, who, &d);
-		if (r)
-			return r == -EEXIST ? -EWOULDBLOCK : r;
-		uint64_t serial = d->serial;
-		int others = shared_holders(fs, cls, path, own_sh);
-		d = g_hash_table_lookup(fs->held, key);
-		if (!d || d->serial != serial || d->lost)
-			return -EIO; /* lost while we looked */
-		if (others) {
-			let_go(fs, d, who->pid);
-			return others < 0 ? -EIO : -EWOULDBLOCK;
-		}
-	} else {
-		g_autofree char *key =
-		        g_strdup_printf("%s%s//%016" PRIx64 "%08x", SH_PREFIX[cls], key_path(path),
-		                        ++fs->flock_ids, g_random_int());
-		r = take_key(fs, key, who, &d);
-		if (r) /* a key of our own, but a backend may count shares (backend.h) */
-			return r == -EEXIST ? -EWOULDBLOCK : -EIO;
-		uint64_t serial = d->serial;
-		/* Made shared from exclusive: the exclusive key is ours. */
-		int excl = had ? 0 : exclusive_held(fs, cls, path);
-		d = g_hash_table_lookup(fs->held, key);
-		if (!d || d->serial != serial || d->lost)
-			return -EIO;
-		if (excl) {
-			let_go(fs, d, who->pid);
-			return excl < 0 ? -EIO : -EWOULDBLOCK;
-		}
-	}
+	r = mode == LOCK_EX ? take_exclusive(fs, cls, path, own_sh, who, &d)
+	                    : take_shared(fs, cls, path, had, who, &d);
+	if (r)
+		return r;
 	/* Converted: the new key is held, now the old one goes. */
 	if (had || own_sh) {
 		uint64_t serial = d->serial;
