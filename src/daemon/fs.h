@@ -336,6 +336,9 @@ void locks_stop(lfs *fs);
 /* How many locks this mount holds (takes fs->mu). */
 unsigned locks_held_count(lfs *fs);
 int locks_check_writable(lfs *fs, lfs_node *n);
+/* What lock dentry D of this mount shows (.lockfs/, user.lockfs.*): OUT
+ * to clear with lockfs_lock_info_clear (fs->mu held). */
+void locks_info_of(lfs *fs, lfs_dentry *d, lockfs_lock_info *out);
 /* Whether C may change lock file N (write, truncate, set times). */
 bool locks_may_change(lfs_node *n, const struct lfs_caller *c);
 /* Whether this mount lost KEY's lock lately, held by UID (fs->mu held). */
@@ -384,10 +387,12 @@ int disk_getattr(lfs_node *n, struct stat *st);
 char *disk_proc_path(const lfs_node *n);
 bool dir_is_empty(int dirfd);
 
-/* ---- fs_control.c: .lockfs/ and user.lockfs.* ---- */
+/* ---- fs_control.c: .lockfs/ ---- */
 int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out);
 char *control_render(lfs *fs, lfs_node *n, size_t *len);
 int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *types);
+
+/* ---- fs_xattr.c: user.lockfs.* ---- */
 int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out);
 void xattr_list(lfs *fs, lfs_node *n, GString *out);
 

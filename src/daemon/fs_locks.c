@@ -921,6 +921,27 @@ int locks_auto_beat(lfs *fs, lfs_dentry *d)
 	return r;
 }
 
+void locks_info_of(lfs *fs, lfs_dentry *d, lockfs_lock_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->key = g_strdup(d->lease->key);
+	lockfs_holder_copy(&out->holder, &d->holder);
+	out->holder.heartbeat_us = d->heartbeat_us;
+	g_strlcpy(out->fence, d->lease->fence, sizeof(out->fence));
+	out->lease_left_ms = -1;
+	if (fs->be->flags & LOCKFS_BACKEND_LEASES) {
+		int64_t left = d->renewed_mono + fs->set->ttl_ms * 1000 - lockfs_mono_us();
+		out->lease_left_ms = MAX(left / 1000, 0);
+	}
+	out->mine = true;
+	if (d->lost || d->node->lost)
+		out->state = LOCKFS_STATE_LOST;
+	else if (fs->stale_after_us && lockfs_mono_us() - d->heartbeat_boot > fs->stale_after_us)
+		out->state = LOCKFS_STATE_STALE;
+	else
+		out->state = LOCKFS_STATE_HELD;
+}
+
 /* Whether C may change lock file N (write, truncate, set times): only its
  * holder's uid and root; any file that is no lock. */
 bool locks_may_change(lfs_node *n, const struct lfs_caller *c)
