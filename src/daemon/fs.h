@@ -72,7 +72,7 @@ struct lfs_node {
 	gid_t gid;
 	struct timespec atime, mtime, ctime;
 	bool lost;     /* its lock was broken or lost: writes fail ESTALE */
-	bool relinked; /* kept its other name when a lock name went (other_name_of) */
+	bool relinked; /* kept its other name when a lock name went (inval_other_name) */
 
 	/* NODE_MEM regular file or symlink target. */
 	char *data;
@@ -381,11 +381,10 @@ GPtrArray *restart_gap_find(int under_fd, const char *suffix);
 bool restart_gap_only(int under_fd, GPtrArray *found);
 void restart_gap_close(lfs *fs, GPtrArray *found, int under_fd);
 
-/* ---- fs_passthrough.c: disk nodes' descriptors ---- */
+/* ---- fs_disk.c: disk nodes' descriptors (passthrough) ---- */
 int disk_open(lfs_node *n, int flags);
 int disk_getattr(lfs_node *n, struct stat *st);
 char *disk_proc_path(const lfs_node *n);
-bool dir_is_empty(int dirfd);
 
 /* ---- fs_control.c: .lockfs/ ---- */
 int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out);
@@ -460,25 +459,25 @@ void flock_release_owner(lfs *fs, lfs_node *n, uint64_t owner);
  * (KIND "flock" or "posix"), or NULL (fs->mu held; fs_flock.c). */
 char *flock_fence_key(lfs *fs, lfs_node *n, const char *kind, pid_t tgid);
 /* FUSE setlk/getlk of OWNER (FUSE's lock_owner) on N, through handle FH:
- * POSIX record locks, widened to the whole file.  posix_setlk answers REQ,
- * now or (SLEEP, F_SETLKW) from the waiters' thread; posix_getlk fills LK
+ * POSIX record locks, widened to the whole file.  flock_posix_setlk answers REQ,
+ * now or (SLEEP, F_SETLKW) from the waiters' thread; flock_posix_getlk fills LK
  * and returns 0 or a negative errno. */
 struct flock;
-void posix_setlk(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, uint64_t fh,
-                 const struct flock *lk, bool sleep, const struct lfs_caller *who);
-int posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk);
+void flock_posix_setlk(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, uint64_t fh,
+                       const struct flock *lk, bool sleep, const struct lfs_caller *who);
+int flock_posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk);
 /* A close of N by OWNER (FUSE_FLUSH) lets its POSIX locks go; the last close
  * of handle FH, those taken through it (F_OFD_SETLK's).  fs->mu held. */
-void posix_flush(lfs *fs, lfs_node *n, uint64_t owner);
+void flock_posix_flush(lfs *fs, lfs_node *n, uint64_t owner);
 /* Whether any POSIX lock is held through this mount (no lock needed). */
-bool posix_any(lfs *fs);
-void posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh);
+bool flock_posix_any(lfs *fs);
+void flock_posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh);
 
 /* ---- fs_inval.c: telling the kernel what lockfs changed by itself ---- */
 void inval_start(lfs *fs);
 void inval_node(lfs *fs, lfs_node *n);                      /* queue; never blocks */
 void inval_entry(lfs *fs, lfs_node *dir, const char *name); /* queue */
-bool other_name_of(lfs *fs, lfs_node *dir, lfs_node *n, fuse_ino_t *parent, char **name);
+bool inval_other_name(lfs *fs, lfs_node *dir, lfs_node *n, fuse_ino_t *parent, char **name);
 /* At once: only without fs->mu and outside requests on that directory. */
 void inval_entry_now(lfs *fs, fuse_ino_t parent, const char *name);
 void inval_stop(lfs *fs);

@@ -6,11 +6,8 @@
  * frees disk nodes, node_lookup_disk). */
 #include "fs.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdio.h>
-#include <string.h>
 #include <unistd.h>
 
 char *disk_proc_path(const lfs_node *n)
@@ -35,26 +32,4 @@ int disk_open(lfs_node *n, int flags)
 	if (fd < 0 && errno == EPERM)
 		fd = open(path, flags | O_CLOEXEC);
 	return fd < 0 ? -errno : fd;
-}
-
-bool dir_is_empty(int dirfd)
-{
-	int fd = openat(dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return true;
-	DIR *dp = fdopendir(fd);
-	if (!dp) {
-		close(fd);
-		return true;
-	}
-	bool empty = true;
-	struct dirent *de;
-	while ((de = readdir(dp))) {
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, "..")) {
-			empty = false;
-			break;
-		}
-	}
-	closedir(dp);
-	return empty;
 }

@@ -890,8 +890,8 @@ static bool lock_range(const struct flock *lk, int64_t *start, int64_t *end)
 	return true;
 }
 
-void posix_setlk(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, uint64_t fh,
-                 const struct flock *lk, bool sleep, const struct lfs_caller *who)
+void flock_posix_setlk(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, uint64_t fh,
+                       const struct flock *lk, bool sleep, const struct lfs_caller *who)
 {
 	int64_t start, end;
 	if (!lock_range(lk, &start, &end) ||
@@ -941,7 +941,7 @@ static void first_other(const lockfs_lock_info *info, void *user)
 
 /* F_GETLK: a lock of another owner that would keep LK out, in *LK
  * (whole-file: l_start 0, l_len 0; l_pid 0 for another host's), or F_UNLCK. */
-int posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk)
+int flock_posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk)
 {
 	if (lk->l_type == F_UNLCK)
 		return 0;
@@ -1004,19 +1004,19 @@ int posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk)
 	return 0;
 }
 
-bool posix_any(lfs *fs)
+bool flock_posix_any(lfs *fs)
 {
 	return g_atomic_int_get(&fs->posix_records) > 0;
 }
 
-void posix_flush(lfs *fs, lfs_node *n, uint64_t owner)
+void flock_posix_flush(lfs *fs, lfs_node *n, uint64_t owner)
 {
 	unlock_owner(fs, FL_POSIX, n, owner, LOCKS_BY_CLOSE);
 }
 
-void posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh)
+void flock_posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh)
 {
-	if (!posix_any(fs))
+	if (!flock_posix_any(fs))
 		return; /* the common last close: nothing to look for */
 	g_autoptr(GPtrArray) owners = g_ptr_array_new();
 	GHashTableIter it;

@@ -114,7 +114,7 @@ static int make_entry(lfs *fs, lfs_node *n, struct fuse_entry_param *e)
 	e->attr_timeout = n->kind == NODE_CONTROL ? 0 : fs->attr_timeout;
 	/* A file that kept its other name when a lock name of it went is
 	 * looked up at every path to it: the kernel's own link count of it
-	 * may be one short (other_name_of), and only a lookup mends it before
+	 * may be one short (inval_other_name), and only a lookup mends it before
 	 * the next link(2) from that name (ln TMP L.lock, again and again). */
 	e->entry_timeout = n->kind == NODE_CONTROL || n->relinked ? 0 : fs->entry_timeout;
 	n->nlookup++;
@@ -908,7 +908,7 @@ static void lfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 		r = locks_acquire(fs, dir, newname, n, &c, NULL);
 		/* A file linked again after its lock name went (lfs_unlink). */
 		if (!r && n->relinked)
-			other = other_name_of(fs, dir, n, &other_dir, &other_name);
+			other = inval_other_name(fs, dir, n, &other_dir, &other_name);
 	} else if (n->kind == NODE_MEM && dir->kind == NODE_MEM) {
 		dentry_add(fs, dir, newname, n);
 	} else if (n->kind == NODE_DISK && dir->kind == NODE_DISK) {
@@ -944,11 +944,11 @@ static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	else if (d && S_ISDIR(d->node->mode))
 		r = -EISDIR;
 	else if (d && d->lease) {
-		/* A file linked to the lock keeps its other name (other_name_of). */
+		/* A file linked to the lock keeps its other name (inval_other_name). */
 		lfs_node *n = d->node;
 		n->nlookup++;
 		if (!(r = locks_unlink(fs, d, &c)))
-			other = n->relinked = other_name_of(fs, dir, n, &other_dir, &other_name);
+			other = n->relinked = inval_other_name(fs, dir, n, &other_dir, &other_name);
 		n->nlookup--;
 		node_maybe_free(fs, n);
 	} else if (d)
@@ -1303,9 +1303,9 @@ static void lfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
 	/* Any close of the file by a process lets its POSIX locks go; a close
 	 * on a mount that holds none takes no lock. */
-	if (posix_any(fs)) {
+	if (flock_posix_any(fs)) {
 		LOCK(fs);
-		posix_flush(fs, h->n, fi->lock_owner);
+		flock_posix_flush(fs, h->n, fi->lock_owner);
 		UNLOCK(fs);
 	}
 	fuse_reply_err(req, 0);
@@ -1322,7 +1322,7 @@ static void lfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	 * POSIX lock was taken through it: flock(1), python's filelock and
 	 * fasteners create the file they lock (O_CREAT), and on a lock name
 	 * that takes a lock they would never let go. */
-	posix_release_fh(fs, h->n, fi->fh);
+	flock_posix_release_fh(fs, h->n, fi->fh);
 	if (fi->flock_release)
 		flock_release_owner(fs, h->n, fi->fh);
 	if (fi->flock_release || h->posix_asked) {
@@ -1356,7 +1356,7 @@ static void lfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	lfs_node *n = node_of(fs, ino);
 	n->opens++; /* kept while the backend answers unlocked */
 	UNLOCK(fs);
-	int r = posix_getlk(fs, n, fi->lock_owner, lock);
+	int r = flock_posix_getlk(fs, n, fi->lock_owner, lock);
 	LOCK(fs);
 	n->opens--;
 	node_maybe_free(fs, n);
@@ -1378,7 +1378,7 @@ static void lfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		h->posix_asked = true;
 		UNLOCK(fs);
 	}
-	posix_setlk(fs, req, node_of(fs, ino), fi->lock_owner, fi->fh, lock, sleep != 0, &c);
+	flock_posix_setlk(fs, req, node_of(fs, ino), fi->lock_owner, fi->fh, lock, sleep != 0, &c);
 }
 
 static void lfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
