@@ -2,7 +2,13 @@
  * an unlink of a lock held through another mount, allowed as the caller's
  * unlink of it would be.  The rules applied are fs_rules.c's; the break
  * itself is fs_locks.c's (locks_break, locks_break_remote). */
-#include "fs.h"
+#include "fs_break.h"
+#include "fs_caller.h"
+#include "fs_inval.h"
+#include "fs_locks.h"
+#include "fs_nodes.h"
+#include "fs_remote.h"
+#include "fs_rules.h"
 #include "log.h"
 #include "view_format.h"
 

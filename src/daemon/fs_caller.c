@@ -2,7 +2,9 @@
  * permission checks would let its credentials do to a node of the model,
  * for the checks lockfs makes itself (a create that finds the name taken,
  * a break request). */
-#include "fs.h"
+#include "fs_caller.h"
+#include "fs_nodes.h"
+#include "fs_rules.h"
 #include "holder.h"
 
 struct lfs_caller caller_of(fuse_req_t req)

@@ -2,7 +2,11 @@
  * are user.lockfs.* extended attributes on lock files: fs_xattr.c).  Never
  * part of a lock file's content: tools read their own bytes back
  * (legacy-clients.md §7.3). */
-#include "fs.h"
+#include "fs_control.h"
+#include "fs_flock.h"
+#include "fs_locks.h"
+#include "fs_nodes.h"
+#include "fs_remote.h"
 #include "holder.h"
 #include "metrics.h"
 #include "view_format.h"

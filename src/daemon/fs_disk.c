@@ -4,7 +4,7 @@
  * /proc/self/fd, as libfuse's passthrough example does.  These are the
  * primitives on a node's descriptor, below the model (fs_nodes.c makes and
  * frees disk nodes, node_lookup_disk). */
-#include "fs.h"
+#include "fs_disk.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -45,7 +45,11 @@
  * says, so shared to exclusive takes the exclusive key before the shared one
  * goes.
  */
-#include "fs.h"
+#include "fs_flock.h"
+#include "fs_locks.h"
+#include "fs_nodes.h"
+#include "fs_remote.h"
+#include "fs_rules.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,7 +3,8 @@
  * inside a request handler that holds fs->mu, nor from one whose caller
  * holds inode locks the notification needs: such changes are queued and a
  * thread of their own sends them. */
-#include "fs.h"
+#include "fs_inval.h"
+#include "fs_nodes.h"
 
 #include <fcntl.h>
 #include <stdio.h>

@@ -7,7 +7,12 @@
  * time per lock while the rest of the filesystem goes on.  A claimed
  * dentry cannot be removed by anyone else, so it stays valid across the
  * unlocked call. */
-#include "fs.h"
+#include "fs_locks.h"
+#include "fs_inval.h"
+#include "fs_nodes.h"
+#include "fs_record.h"
+#include "fs_remote.h"
+#include "fs_rules.h"
 #include "holder.h"
 #include "lockstate.h"
 #include "log.h"

@@ -1,5 +1,6 @@
 /* Nodes and dentries: creation, naming, attributes, lifetime. */
-#include "fs.h"
+#include "fs_nodes.h"
+#include "fs_disk.h"
 #include "holder.h"
 
 #include <errno.h>

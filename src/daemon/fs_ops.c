@@ -1,7 +1,18 @@
 /* The FUSE low-level operations.  Each takes fs->mu, works on the model
  * (fs_nodes.c), hands lock names to fs_locks.c and disk names to the
  * directory underneath, and replies after letting go of the mutex. */
-#include "fs.h"
+#include "fs_ops.h"
+#include "fs_break.h"
+#include "fs_caller.h"
+#include "fs_control.h"
+#include "fs_disk.h"
+#include "fs_flock.h"
+#include "fs_inval.h"
+#include "fs_locks.h"
+#include "fs_nodes.h"
+#include "fs_remote.h"
+#include "fs_rules.h"
+#include "fs_xattr.h"
 #include "holder.h"
 #include "log.h"
 #include "metrics.h"

@@ -2,7 +2,7 @@
  * grants, heartbeats and releases happen, for a restart of lockfs to take
  * them back (fs_restart.c).  It owns fs->state, fs->state_failing and
  * fs->session, all under fs->mu. */
-#include "fs.h"
+#include "fs_record.h"
 #include "lockstate.h"
 #include "log.h"
 

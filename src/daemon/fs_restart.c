@@ -7,7 +7,12 @@
  * until its ttl, and the next lockfs of the mount adopts it (backend.h,
  * "Restart") and shows the same name, holder record, fence, content, owner,
  * mode and times.  A lease that ran out meanwhile is declared lost. */
-#include "fs.h"
+#include "fs_restart.h"
+#include "fs_flock.h"
+#include "fs_locks.h"
+#include "fs_nodes.h"
+#include "fs_record.h"
+#include "fs_rules.h"
 #include "holder.h"
 #include "lockstate.h"
 #include "log.h"

@@ -1,7 +1,10 @@
 /* user.lockfs.* extended attributes on lock files: the facts .lockfs/ shows
  * (fs_control.c), one attribute each.  Never part of a lock file's content:
  * tools read their own bytes back (legacy-clients.md §7.3). */
-#include "fs.h"
+#include "fs_xattr.h"
+#include "fs_locks.h"
+#include "fs_nodes.h"
+#include "fs_remote.h"
 #include "holder.h"
 #include "view_format.h"
 

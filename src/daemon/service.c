@@ -1,5 +1,7 @@
 /* systemd's notification protocol, through libsystemd's sd_notify(3). */
 #include "service.h"
+#include "fs_locks.h"
+#include "fs_ops.h"
 #include "log.h"
 #include "view_format.h"
 
