@@ -1,34 +1,18 @@
-/* The inspection view: .lockfs/status, .lockfs/PATH.lock, and the same facts
- * as user.lockfs.* extended attributes on lock files.  Never part of a lock
- * file's content: tools read their own bytes back (legacy-clients.md §7.3). */
-#include "fs.h"
+/* The inspection view: .lockfs/status and .lockfs/PATH.lock (the same facts
+ * are user.lockfs.* extended attributes on lock files: fs_xattr.c).  Never
+ * part of a lock file's content: tools read their own bytes back
+ * (legacy-clients.md §7.3). */
+#include "fs_control.h"
+#include "fs_flock.h"
+#include "fs_locks.h"
+#include "fs_nodes.h"
+#include "fs_remote.h"
 #include "holder.h"
 #include "metrics.h"
 #include "view_format.h"
 
 #include <errno.h>
 #include <string.h>
-
-static void info_from_dentry(lfs *fs, lfs_dentry *d, lockfs_lock_info *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->key = g_strdup(d->lease->key);
-	lockfs_holder_copy(&out->holder, &d->holder);
-	out->holder.heartbeat_us = d->heartbeat_us;
-	g_strlcpy(out->fence, d->lease->fence, sizeof(out->fence));
-	out->lease_left_ms = -1;
-	if (fs->be->flags & LOCKFS_BACKEND_LEASES) {
-		int64_t left = d->renewed_mono + fs->set->ttl_ms * 1000 - lockfs_mono_us();
-		out->lease_left_ms = MAX(left / 1000, 0);
-	}
-	out->mine = true;
-	if (d->lost || d->node->lost)
-		out->state = LOCKFS_STATE_LOST;
-	else if (fs->stale_after_us && lockfs_mono_us() - d->heartbeat_boot > fs->stale_after_us)
-		out->state = LOCKFS_STATE_STALE;
-	else
-		out->state = LOCKFS_STATE_HELD;
-}
 
 /* What is known of KEY: from this mount's own dentry when it holds the lock
  * (freshest heartbeat), else from the backend when others may hold it.
@@ -37,7 +21,7 @@ static int info_for(lfs *fs, const char *key, lockfs_lock_info *out)
 {
 	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
 	if (d) {
-		info_from_dentry(fs, d, out);
+		locks_info_of(fs, d, out);
 		return 0;
 	}
 	int r = -ENOENT;
@@ -144,7 +128,7 @@ static GPtrArray *all_locks(lfs *fs, const char *prefix)
 		if (!g_str_has_prefix(k, prefix))
 			continue;
 		lockfs_lock_info *info = g_new0(lockfs_lock_info, 1);
-		info_from_dentry(fs, v, info);
+		locks_info_of(fs, v, info);
 		g_ptr_array_add(out, info);
 	}
 	/* Locks lost here lately, where nobody holds the name now. */
@@ -263,61 +247,4 @@ int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *type
 		g_array_append_val(types, type);
 	}
 	return 0;
-}
-
-static const char *const xattr_names[] = { "fence",  "state",        "host",     "pid",
-	                                   "user",   "command",      "acquired", "heartbeat",
-	                                   "holder", "lease_left_ms" };
-
-int xattr_get(lfs *fs, lfs_node *n, const char *name, GString *out)
-{
-	lfs_dentry *d = node_lock_dentry(fs, n);
-	if ((!d || !d->lease) && !n->remote && !n->lost_info)
-		return -ENODATA;
-	if (!g_str_has_prefix(name, LOCKFS_XATTR_PREFIX))
-		return -ENODATA;
-	const char *k = name + strlen(LOCKFS_XATTR_PREFIX);
-	lockfs_lock_info i;
-	if (d && d->lease)
-		info_from_dentry(fs, d, &i);
-	else
-		remote_info_copy(&i, n->remote ? n->remote : n->lost_info);
-	const lockfs_holder *h = &i.holder;
-	int r = 0;
-	if (!strcmp(k, "fence"))
-		g_string_append(out, i.fence);
-	else if (!strcmp(k, "state"))
-		g_string_append(out, lockfs_state_name(i.state));
-	else if (!strcmp(k, "host"))
-		g_string_append(out, h->host ? h->host : "");
-	else if (!strcmp(k, "pid"))
-		g_string_append_printf(out, "%" G_GINT64_FORMAT, h->pid);
-	else if (!strcmp(k, "user"))
-		g_string_append(out, h->user ? h->user : "");
-	else if (!strcmp(k, "command"))
-		g_string_append(out, h->command ? h->command : "");
-	else if (!strcmp(k, "acquired"))
-		g_string_append_printf(out, "%" G_GINT64_FORMAT, h->acquired_us / G_USEC_PER_SEC);
-	else if (!strcmp(k, "heartbeat"))
-		g_string_append_printf(out, "%" G_GINT64_FORMAT, h->heartbeat_us / G_USEC_PER_SEC);
-	else if (!strcmp(k, "lease_left_ms")) /* -1: no lease (local backend) */
-		g_string_append_printf(out, "%" G_GINT64_FORMAT, i.lease_left_ms);
-	else if (!strcmp(k, "holder"))
-		g_string_append_printf(out, "%s:%" G_GINT64_FORMAT, h->host ? h->host : "", h->pid);
-	else
-		r = -ENODATA;
-	lockfs_lock_info_clear(&i);
-	return r;
-}
-
-void xattr_list(lfs *fs, lfs_node *n, GString *out)
-{
-	lfs_dentry *d = node_lock_dentry(fs, n);
-	if ((!d || !d->lease) && !n->remote && !n->lost_info)
-		return;
-	for (size_t i = 0; i < G_N_ELEMENTS(xattr_names); i++) {
-		g_string_append(out, LOCKFS_XATTR_PREFIX);
-		g_string_append(out, xattr_names[i]);
-		g_string_append_c(out, '\0');
-	}
 }

@@ -45,7 +45,11 @@
  * says, so shared to exclusive takes the exclusive key before the shared one
  * goes.
  */
-#include "fs.h"
+#include "fs_flock.h"
+#include "fs_locks.h"
+#include "fs_nodes.h"
+#include "fs_remote.h"
+#include "fs_rules.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -66,10 +70,10 @@ typedef enum {
 	FL_FLOCK = 0,
 	FL_POSIX = 1
 } fl_class;
-static const char *const EX_PREFIX[] = { ".lockfs/flock/", ".lockfs/posix/" };
-static const char *const SH_PREFIX[] = { ".lockfs/flock-sh/", ".lockfs/posix-sh/" };
-static const char *const EX_KIND[] = { "flock", "posix" };
-static const char *const SH_KIND[] = { "flock-shared", "posix-shared" };
+/* Their keys' prefixes and kinds, indexed by fl_class (fs_rules.c). */
+#define EX_PREFIX RULES_EX_PREFIX
+#define SH_PREFIX RULES_SH_PREFIX
+#define EX_KIND RULES_EX_KIND
 
 /* A blocked request is tried again after this, doubling up to the most. */
 #define WAIT_FIRST_US (10 * 1000)
@@ -114,23 +118,6 @@ typedef struct {
 	bool changed;              /* the same: its keys changed while it was tried */
 	int64_t next_try, backoff; /* g_get_monotonic_time */
 } flock_waiter;
-
-bool flock_key_parse(const char *key, const char **kind, const char **path)
-{
-	for (int c = FL_FLOCK; c <= FL_POSIX; c++) {
-		if (g_str_has_prefix(key, SH_PREFIX[c])) {
-			*kind = SH_KIND[c];
-			*path = key + strlen(SH_PREFIX[c]);
-			return true;
-		}
-		if (g_str_has_prefix(key, EX_PREFIX[c])) {
-			*kind = EX_KIND[c];
-			*path = key + strlen(EX_PREFIX[c]);
-			return true;
-		}
-	}
-	return false;
-}
 
 static char *owner_key(fl_class cls, uint64_t owner, const lfs_node *n)
 {
@@ -309,6 +296,50 @@ static void drop_converted(lfs *fs, const char *hk, const char *keep_key, pid_t 
 /* One try at MODE (LOCK_SH or LOCK_EX) on N, at PATH, for OWNER, without
  * waiting (LOOK_FIRST: a waiter's retry): 0, -EWOULDBLOCK (held in a way
  * that conflicts), -EIO.  fs->mu held, let go during backend calls. */
+/* The exclusive key of PATH, held in *D once no shared holder but OWN_SH
+ * (a POSIX owner's own shared key) is seen: 0, -EWOULDBLOCK or -EIO. */
+static int take_exclusive(lfs *fs, fl_class cls, const char *path, const char *own_sh,
+                          const struct lfs_caller *who, lfs_dentry **d)
+{
+	g_autofree char *key = g_strconcat(EX_PREFIX[cls], key_path(path), NULL);
+	int r = take_key(fs, key, who, d);
+	if (r)
+		return r == -EEXIST ? -EWOULDBLOCK : r;
+	uint64_t serial = (*d)->serial;
+	int others = shared_holders(fs, cls, path, own_sh);
+	*d = g_hash_table_lookup(fs->held, key);
+	if (!*d || (*d)->serial != serial || (*d)->lost)
+		return -EIO; /* lost while we looked */
+	if (others) {
+		let_go(fs, *d, who->pid);
+		return others < 0 ? -EIO : -EWOULDBLOCK;
+	}
+	return 0;
+}
+
+/* A shared key of PATH of our own, held in *D once no exclusive holder is
+ * seen (none looked for when HAD: made shared from our exclusive). */
+static int take_shared(lfs *fs, fl_class cls, const char *path, bool had,
+                       const struct lfs_caller *who, lfs_dentry **d)
+{
+	g_autofree char *key = g_strdup_printf("%s%s//%016" PRIx64 "%08x", SH_PREFIX[cls],
+	                                       key_path(path), ++fs->flock_ids, g_random_int());
+	int r = take_key(fs, key, who, d);
+	if (r) /* a key of our own, but a backend may count shares (backend.h) */
+		return r == -EEXIST ? -EWOULDBLOCK : -EIO;
+	uint64_t serial = (*d)->serial;
+	/* Made shared from exclusive: the exclusive key is ours. */
+	int excl = had ? 0 : exclusive_held(fs, cls, path);
+	*d = g_hash_table_lookup(fs->held, key);
+	if (!*d || (*d)->serial != serial || (*d)->lost)
+		return -EIO;
+	if (excl) {
+		let_go(fs, *d, who->pid);
+		return excl < 0 ? -EIO : -EWOULDBLOCK;
+	}
+	return 0;
+}
+
 static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint64_t owner, int mode,
                      bool look_first, const struct lfs_caller *who)
 {
@@ -355,38 +386,10 @@ static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint6
 	                            : exclusive_held(fs, cls, path);
 	if (pre)
 		return pre < 0 ? -EIO : -EWOULDBLOCK;
-	if (mode == LOCK_EX) {
-		g_autofree char *key = g_strconcat(EX_PREFIX[cls], key_path(path), NULL);
-		r = take_key(fs, key, who, &d);
-		if (r)
-			return r == -EEXIST ? -EWOULDBLOCK : r;
-		uint64_t serial = d->serial;
-		int others = shared_holders(fs, cls, path, own_sh);
-		d = g_hash_table_lookup(fs->held, key);
-		if (!d || d->serial != serial || d->lost)
-			return -EIO; /* lost while we looked */
-		if (others) {
-			let_go(fs, d, who->pid);
-			return others < 0 ? -EIO : -EWOULDBLOCK;
-		}
-	} else {
-		g_autofree char *key =
-		        g_strdup_printf("%s%s//%016" PRIx64 "%08x", SH_PREFIX[cls], key_path(path),
-		                        ++fs->flock_ids, g_random_int());
-		r = take_key(fs, key, who, &d);
-		if (r) /* a key of our own, but a backend may count shares (backend.h) */
-			return r == -EEXIST ? -EWOULDBLOCK : -EIO;
-		uint64_t serial = d->serial;
-		/* Made shared from exclusive: the exclusive key is ours. */
-		int excl = had ? 0 : exclusive_held(fs, cls, path);
-		d = g_hash_table_lookup(fs->held, key);
-		if (!d || d->serial != serial || d->lost)
-			return -EIO;
-		if (excl) {
-			let_go(fs, d, who->pid);
-			return excl < 0 ? -EIO : -EWOULDBLOCK;
-		}
-	}
+	r = mode == LOCK_EX ? take_exclusive(fs, cls, path, own_sh, who, &d)
+	                    : take_shared(fs, cls, path, had, who, &d);
+	if (r)
+		return r;
 	/* Converted: the new key is held, now the old one goes. */
 	if (had || own_sh) {
 		uint64_t serial = d->serial;
@@ -891,8 +894,8 @@ static bool lock_range(const struct flock *lk, int64_t *start, int64_t *end)
 	return true;
 }
 
-void posix_setlk(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, uint64_t fh,
-                 const struct flock *lk, bool sleep, const struct lfs_caller *who)
+void flock_posix_setlk(lfs *fs, fuse_req_t req, lfs_node *n, uint64_t owner, uint64_t fh,
+                       const struct flock *lk, bool sleep, const struct lfs_caller *who)
 {
 	int64_t start, end;
 	if (!lock_range(lk, &start, &end) ||
@@ -942,7 +945,7 @@ static void first_other(const lockfs_lock_info *info, void *user)
 
 /* F_GETLK: a lock of another owner that would keep LK out, in *LK
  * (whole-file: l_start 0, l_len 0; l_pid 0 for another host's), or F_UNLCK. */
-int posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk)
+int flock_posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk)
 {
 	if (lk->l_type == F_UNLCK)
 		return 0;
@@ -1005,19 +1008,19 @@ int posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk)
 	return 0;
 }
 
-bool posix_any(lfs *fs)
+bool flock_posix_any(lfs *fs)
 {
 	return g_atomic_int_get(&fs->posix_records) > 0;
 }
 
-void posix_flush(lfs *fs, lfs_node *n, uint64_t owner)
+void flock_posix_flush(lfs *fs, lfs_node *n, uint64_t owner)
 {
 	unlock_owner(fs, FL_POSIX, n, owner, LOCKS_BY_CLOSE);
 }
 
-void posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh)
+void flock_posix_release_fh(lfs *fs, lfs_node *n, uint64_t fh)
 {
-	if (!posix_any(fs))
+	if (!flock_posix_any(fs))
 		return; /* the common last close: nothing to look for */
 	g_autoptr(GPtrArray) owners = g_ptr_array_new();
 	GHashTableIter it;

@@ -3,7 +3,8 @@
  * inside a request handler that holds fs->mu, nor from one whose caller
  * holds inode locks the notification needs: such changes are queued and a
  * thread of their own sends them. */
-#include "fs.h"
+#include "fs_inval.h"
+#include "fs_nodes.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -95,7 +96,7 @@ void inval_stop(lfs *fs)
  * these notices on a loaded machine.  This
  * finds the file's name that is not a lock name, beside the lock name in DIR
  * (just removed, or just made), under fs->mu. */
-bool other_name_of(lfs *fs, lfs_node *dir, lfs_node *n, fuse_ino_t *parent, char **name)
+bool inval_other_name(lfs *fs, lfs_node *dir, lfs_node *n, fuse_ino_t *parent, char **name)
 {
 	if (fs->attr_timeout <= 0 || S_ISDIR(n->mode))
 		return false;

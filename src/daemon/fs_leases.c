@@ -1,7 +1,8 @@
 /* Renewing the leases of backends whose grants are leases: a thread wakes
  * often enough to renew each lease every renew interval and to declare a
  * lease lost before the backend could give the lock to anyone else. */
-#include "fs.h"
+#include "fs_leases.h"
+#include "fs_locks.h"
 #include "holder.h"
 
 static gpointer renew_main(gpointer data)

@@ -7,7 +7,12 @@
  * time per lock while the rest of the filesystem goes on.  A claimed
  * dentry cannot be removed by anyone else, so it stays valid across the
  * unlocked call. */
-#include "fs.h"
+#include "fs_locks.h"
+#include "fs_inval.h"
+#include "fs_nodes.h"
+#include "fs_record.h"
+#include "fs_remote.h"
+#include "fs_rules.h"
 #include "holder.h"
 #include "lockstate.h"
 #include "log.h"
@@ -161,7 +166,7 @@ static void log_audit(lfs *fs, lfs_dentry *d, bool grant, pid_t by)
 	g_autoptr(GString) h = g_string_new(NULL);
 	describe(&d->holder, h);
 	const char *kind, *path;
-	bool flock = flock_key_parse(d->lease->key, &kind, &path);
+	bool flock = rules_flock_key_parse(d->lease->key, &kind, &path);
 	if (!grant && by > 0)
 		g_string_append_printf(h, flock ? "; let go by pid %d" : "; unlinked by pid %d",
 		                       (int)by);
@@ -212,7 +217,7 @@ static void remove_broken(lfs *fs, lfs_dentry *d)
 {
 	if (d->node->lock_names <= 1)
 		d->node->lost = true;
-	dentry_remove(fs, d);
+	locks_remove_name(fs, d);
 }
 
 static int64_t us_of(struct timespec ts)
@@ -235,11 +240,24 @@ static void forget_saw_free(lfs *fs, pid_t pid, const char *key)
 
 static void lost_before(lfs *fs, lfs_dentry *d);
 
-int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
-                  const struct lfs_caller *who, lfs_dentry **out)
+/* One grant in the making: what the steps of locks_acquire share. */
+typedef struct {
+	const char *key;
+	int64_t now;
+	lockfs_holder holder;
+	char *initial; /* a copy: node->data may change unlocked */
+	size_t initial_len;
+	lockfs_lease *lease;
+	lockfs_acquire_result res;
+	int64_t sent;
+	char *token;
+	uint64_t holder_start;
+} acquire_call;
+
+/* Claim KEY, and make sure the name is free here: 0, or -EIO (the key
+ * stays busy) or -EEXIST (taken here while we waited; unclaimed). */
+static int acquire_claim(lfs *fs, lfs_node *dir, const char *name, const char *key)
 {
-	int64_t now = lockfs_now_us();
-	g_autofree char *key = node_key(fs, dir, name);
 	if (!locks_claim_bounded(fs, key)) {
 		metrics_count(M_ACQ_ERROR);
 		return -EIO;
@@ -255,101 +273,119 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 		locks_unclaim(fs, key);
 		return -EEXIST;
 	}
-	lockfs_holder holder;
-	lockfs_holder_fill(&holder, who->pid, who->uid, who->gid, node->mode, now);
+	return 0;
+}
+
+/* The holder record WHO asks the backend for, with what NODE holds. */
+static void acquire_prepare(lfs *fs, lfs_node *node, const struct lfs_caller *who, acquire_call *a)
+{
+	lockfs_holder_fill(&a->holder, who->pid, who->uid, who->gid, node->mode, a->now);
 	/* The process tries the name itself: it knows now whether it is held,
 	 * so what it found before is no reason to refuse its unlink. */
-	forget_saw_free(fs, who->pid, key);
+	forget_saw_free(fs, who->pid, a->key);
 	/* Linked from a temp file the tool already wrote (a pid), or a
 	 * symlink's target: recorded with the grant, so other hosts read the
 	 * same bytes; and the times the file has, as every host shows them. */
-	g_autofree char *initial = NULL; /* a copy: node->data may change unlocked */
-	size_t initial_len = 0;
-	holder.mtime_us = us_of(node->mtime);
-	holder.atime_us = us_of(node->atime);
-	holder.ctime_us = us_of(node->ctime);
+	a->holder.mtime_us = us_of(node->mtime);
+	a->holder.atime_us = us_of(node->atime);
+	a->holder.ctime_us = us_of(node->ctime);
 	if (fs->shared && node->kind == NODE_MEM && (S_ISREG(node->mode) || S_ISLNK(node->mode)) &&
 	    node->size) {
-		initial_len = MIN(node->size, (size_t)LOCKFS_CONTENT_MAX);
-		initial = g_memdup2(node->data, initial_len);
+		a->initial_len = MIN(node->size, (size_t)LOCKFS_CONTENT_MAX);
+		a->initial = g_memdup2(node->data, a->initial_len);
 	}
-	lockfs_lease *lease = NULL;
-	lockfs_acquire_result res;
+}
+
+/* The backend's acquire, without fs->mu: 0 or a negative errno. */
+static int acquire_at_backend(lfs *fs, lfs_node *dir, lfs_node *node, const struct lfs_caller *who,
+                              acquire_call *a)
+{
 	/* The node and its directory may have no other reference meanwhile. */
 	node->nlookup++;
 	dir->nlookup++;
-	int64_t sent = lockfs_mono_us();
-	g_autofree char *token = NULL;
+	a->sent = lockfs_mono_us();
 	char *session = NULL;
 	pthread_mutex_unlock(&fs->mu);
-	int r = backend_errno(
-	        fs->be->acquire(fs->be, key, &holder, initial, initial_len, &lease, &res));
-	uint64_t holder_start = 0;
+	int r = backend_errno(fs->be->acquire(fs->be, a->key, &a->holder, a->initial,
+	                                      a->initial_len, &a->lease, &a->res));
 	if (r == 0) { /* for the lock record, without fs->mu */
-		token = restart_token(fs, lease, &session);
+		a->token = record_token(fs, a->lease, &session);
 		/* A flock's holder: /proc/PID/stat, read once, to know it again
 		 * after a restart (fs_flock.c, orphans). */
-		if (flock_key_parse(key, &(const char *){ NULL }, &(const char *){ NULL }))
-			holder_start = lockfs_pid_start(who->pid);
+		if (rules_flock_key_parse(a->key, &(const char *){ NULL }, &(const char *){ NULL }))
+			a->holder_start = lockfs_pid_start(who->pid);
 	}
 	pthread_mutex_lock(&fs->mu);
-	restart_session(fs, session);
+	record_session(fs, session);
 	node->nlookup--;
 	dir->nlookup--;
-	if (!r && S_ISDIR(dir->mode) && dir != fs->root && dir->kind == NODE_MEM && !dir->nlink) {
-		/* The directory was removed while the backend answered.  The
-		 * release goes out without fs->mu (it waits on the network):
-		 * the key stays claimed until locks_unclaim, so no thread of
-		 * this mount takes or judges it meanwhile, and release() deletes
-		 * only an entry of this lease, never a later holder's. */
-		node_maybe_free(fs, dir);
-		UNLOCKED(fs, (fs->be->release(fs->be, lease), 0));
-		fs->be->lease_free(fs->be, lease);
-		lockfs_holder_clear(&holder);
-		locks_unclaim(fs, key);
-		return -ENOENT;
-	}
-	remote_forget(fs, key);
+	return r;
+}
+
+/* Granted, but DIR was removed while the backend answered: the lease goes
+ * back, and the request answers ENOENT. */
+static int acquire_dir_gone(lfs *fs, lfs_node *dir, acquire_call *a)
+{
+	/* The release goes out without fs->mu (it waits on the network): the
+	 * key stays claimed until locks_unclaim, so no thread of this mount
+	 * takes or judges it meanwhile, and release() deletes only an entry
+	 * of this lease, never a later holder's. */
+	node_maybe_free(fs, dir);
+	UNLOCKED(fs, (fs->be->release(fs->be, a->lease), 0));
+	fs->be->lease_free(fs->be, a->lease);
+	lockfs_holder_clear(&a->holder);
+	locks_unclaim(fs, a->key);
+	return -ENOENT;
+}
+
+/* The backend refused (R: -EEXIST) or failed. */
+static int acquire_refused(lfs *fs, acquire_call *a, int r)
+{
 	if (r == -EEXIST)
-		UNLOCKED(fs, (remote_note_refused(fs, key), 0));
-	if (r) {
-		if (r == -EEXIST)
-			metrics_count(M_ACQ_HELD);
-		if (r == -EIO) {
-			metrics_count(M_ACQ_ERROR);
-			lockfs_log_event(G_LOG_LEVEL_WARNING, "error", key, NULL, NULL, NULL,
-			                 "cannot take %s: the %s backend failed; answered EIO", key,
-			                 fs->be->name);
-		}
-		lockfs_holder_clear(&holder);
-		locks_unclaim(fs, key);
-		return r;
+		metrics_count(M_ACQ_HELD);
+	if (r == -EIO) {
+		metrics_count(M_ACQ_ERROR);
+		lockfs_log_event(G_LOG_LEVEL_WARNING, "error", a->key, NULL, NULL, NULL,
+		                 "cannot take %s: the %s backend failed; answered EIO", a->key,
+		                 fs->be->name);
 	}
-	if (res.broke) {
-		log_break("broke stale lock", key, &res.previous, &holder, true);
-		lockfs_lock_info_clear(&res.previous);
+	lockfs_holder_clear(&a->holder);
+	locks_unclaim(fs, a->key);
+	return r;
+}
+
+/* The lock dentry of a grant, in fs->held and in the record: 0, or -EIO
+ * (let go) when the record cannot be written. */
+static int acquire_install(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
+                           const struct lfs_caller *who, acquire_call *a, lfs_dentry **out)
+{
+	const char *key = a->key;
+	lockfs_lease *lease = a->lease;
+	if (a->res.broke) {
+		log_break("broke stale lock", key, &a->res.previous, &a->holder, true);
+		lockfs_lock_info_clear(&a->res.previous);
 	}
 	lfs_dentry *d = dentry_add(fs, dir, name, node);
 	d->lease = lease;
-	d->holder = holder;
+	d->holder = a->holder;
 	d->holder_ppid = who->ppid;
-	d->heartbeat_us = now;
+	d->heartbeat_us = a->now;
 	d->hb_sent_mono = d->granted_mono = d->heartbeat_boot = lockfs_mono_us();
 	d->serial = ++fs->next_serial;
 	d->fence_final = !fs->be->confirm;
-	d->renewed_mono = sent;
+	d->renewed_mono = a->sent;
 	node->lost = false;
-	d->token = g_steal_pointer(&token);
-	d->holder_start = holder_start;
+	d->token = g_steal_pointer(&a->token);
+	d->holder_start = a->holder_start;
 	g_hash_table_insert(fs->held, lease->key, d);
-	if (restart_record(fs, d) != 0) {
+	if (record_lock(fs, d) != 0) {
 		/* Unrecorded, a restart would lose it while its holder runs. */
 		lockfs_log_event(G_LOG_LEVEL_WARNING, "error", key, &d->holder, NULL, lease->fence,
 		                 "cannot take %s: its grant could not be recorded in state_dir; "
 		                 "let go, answered EIO",
 		                 key);
 		UNLOCKED(fs, (fs->be->release(fs->be, lease), 0));
-		dentry_remove(fs, d);
+		locks_remove_name(fs, d);
 		metrics_count(M_ACQ_ERROR);
 		locks_unclaim(fs, key);
 		return -EIO;
@@ -363,6 +399,31 @@ int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
 	if (out)
 		*out = d;
 	return 0;
+}
+
+int locks_acquire(lfs *fs, lfs_node *dir, const char *name, lfs_node *node,
+                  const struct lfs_caller *who, lfs_dentry **out)
+{
+	acquire_call a = { .now = lockfs_now_us() };
+	g_autofree char *key = node_key(fs, dir, name);
+	a.key = key;
+	int r = acquire_claim(fs, dir, name, key);
+	if (r)
+		return r;
+	acquire_prepare(fs, node, who, &a);
+	r = acquire_at_backend(fs, dir, node, who, &a);
+	if (!r && S_ISDIR(dir->mode) && dir != fs->root && dir->kind == NODE_MEM && !dir->nlink) {
+		r = acquire_dir_gone(fs, dir, &a); /* removed while the backend answered */
+	} else {
+		remote_forget(fs, key);
+		if (r == -EEXIST)
+			UNLOCKED(fs, (remote_note_refused(fs, key), 0));
+		r = r ? acquire_refused(fs, &a, r)
+		      : acquire_install(fs, dir, name, node, who, &a, out);
+	}
+	g_free(a.initial);
+	g_free(a.token);
+	return r;
 }
 
 /* How long a process's finding a lock name free counts (below): from when
@@ -436,14 +497,6 @@ const char *locks_unseen_by(lfs *fs, pid_t pid, const lfs_dentry *d)
  * release is recognised (an rm retried on EIO, a script's cleanup). */
 #define LATE_RELEASE_US (60 * G_USEC_PER_SEC)
 
-/* Whether C is the process PID or its parent, or a child or sibling of PID
- * (PPID its parent): how a script and the tools it runs are related. */
-static bool in_family(const struct lfs_caller *c, pid_t pid, pid_t ppid)
-{
-	return (pid > 1 && (c->pid == pid || c->ppid == pid)) ||
-	       (ppid > 1 && (c->pid == ppid || c->ppid == ppid));
-}
-
 /* D was taken here just after this mount lost the key's previous lock:
  * an unlink from that lost holder's family, and not from the new holder's,
  * is the lost holder's late release (the rm at the end of its critical
@@ -451,10 +504,10 @@ static bool in_family(const struct lfs_caller *c, pid_t pid, pid_t ppid)
  * it has never seen: an unlink by path cannot tell the two apart. */
 static bool late_release(const lfs_dentry *d, const struct lfs_caller *who)
 {
-	return d->prev_lost_pid && policy_is_holder(who, d->prev_lost_uid) &&
+	return d->prev_lost_pid && rules_is_holder(who, d->prev_lost_uid) &&
 	       lockfs_mono_us() - d->granted_mono < LATE_RELEASE_US &&
-	       in_family(who, d->prev_lost_pid, d->prev_lost_ppid) &&
-	       !in_family(who, (pid_t)d->holder.pid, d->holder_ppid);
+	       rules_in_family(who, d->prev_lost_pid, d->prev_lost_ppid) &&
+	       !rules_in_family(who, (pid_t)d->holder.pid, d->holder_ppid);
 }
 
 static void lost_remember(lfs *fs, lfs_dentry *d, bool released);
@@ -477,7 +530,7 @@ int locks_unlink(lfs *fs, lfs_dentry *d, const struct lfs_caller *who)
 		           who->pid, d->lease->key, unseen, d->holder.pid);
 		return -ENOENT;
 	}
-	if (policy_unlink_effect(who, d->holder.uid) == TOUCH_BREAK)
+	if (rules_unlink_effect(who, d->holder.uid) == TOUCH_BREAK)
 		return locks_break(fs, d, who, NULL);
 	return locks_release(fs, d, who->pid);
 }
@@ -505,7 +558,7 @@ int locks_release(lfs *fs, lfs_dentry *d, pid_t by)
 		/* Its holder's rm retried once the server is back must not break
 		 * the next holder's lock (as after a loss). */
 		lost_remember(fs, d, true);
-		dentry_remove(fs, d);
+		locks_remove_name(fs, d);
 		remote_forget(fs, key);
 		locks_unclaim(fs, key);
 		return -EIO;
@@ -524,7 +577,7 @@ int locks_release(lfs *fs, lfs_dentry *d, pid_t by)
 		           key);
 	else
 		log_release(fs, d, by);
-	dentry_remove(fs, d);
+	locks_remove_name(fs, d);
 	/* Just let go: free for as long as a lookup may believe the backend
 	 * (the next create's lookup then costs no round trip). */
 	if (r)
@@ -873,6 +926,44 @@ int locks_auto_beat(lfs *fs, lfs_dentry *d)
 	return r;
 }
 
+void locks_info_of(lfs *fs, lfs_dentry *d, lockfs_lock_info *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->key = g_strdup(d->lease->key);
+	lockfs_holder_copy(&out->holder, &d->holder);
+	out->holder.heartbeat_us = d->heartbeat_us;
+	g_strlcpy(out->fence, d->lease->fence, sizeof(out->fence));
+	out->lease_left_ms = -1;
+	if (fs->be->flags & LOCKFS_BACKEND_LEASES) {
+		int64_t left = d->renewed_mono + fs->set->ttl_ms * 1000 - lockfs_mono_us();
+		out->lease_left_ms = MAX(left / 1000, 0);
+	}
+	out->mine = true;
+	if (d->lost || d->node->lost)
+		out->state = LOCKFS_STATE_LOST;
+	else if (fs->stale_after_us && lockfs_mono_us() - d->heartbeat_boot > fs->stale_after_us)
+		out->state = LOCKFS_STATE_STALE;
+	else
+		out->state = LOCKFS_STATE_HELD;
+}
+
+/* Whether C may change lock file N (write, truncate, set times): only its
+ * holder's uid and root; any file that is no lock. */
+bool locks_may_change(lfs_node *n, const struct lfs_caller *c)
+{
+	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
+		if (!rules_may_touch(c, d->holder.uid))
+			return false;
+	return true;
+}
+
+/* Whether this mount lost KEY's lock lately, held by UID. */
+bool locks_lost_by(lfs *fs, const char *key, uid_t uid)
+{
+	const lockfs_lock_info *lost = locks_late_info(fs, key);
+	return lost && rules_is_holder(&(struct lfs_caller){ .uid = uid }, lost->holder.uid);
+}
+
 int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned what)
 {
 	if (locks_check_writable(fs, n))
@@ -880,14 +971,14 @@ int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned
 	if (!n->locks)
 		return 0;
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
-		if (!policy_may_touch(who, d->holder.uid))
+		if (!rules_may_touch(who, d->holder.uid))
 			return -EPERM;
 	int64_t now = lockfs_now_us(), mono = lockfs_mono_us();
 	/* The record a restart takes back shows what the holder changed. */
 	for (lfs_dentry *d = n->locks; d; d = d->next_lock) {
 		if (what & BEAT_HEARTBEAT)
 			d->heartbeat_us = now;
-		restart_record(fs, d);
+		record_lock(fs, d);
 	}
 	/* Only a heartbeat or new content matters where no other host shows
 	 * the lock file. */
@@ -952,13 +1043,13 @@ static void confirm_key(lfs *fs, const char *key)
 			 * again), with the final fence. */
 			char *session = NULL;
 			g_autofree char *token =
-			        UNLOCKED_PTR(fs, restart_token(fs, d->lease, &session));
+			        UNLOCKED_PTR(fs, record_token(fs, d->lease, &session));
 			g_free(session);
 			if (token) {
 				g_free(d->token);
 				d->token = g_steal_pointer(&token);
 			}
-			restart_record(fs, d);
+			record_lock(fs, d);
 		} else if (r == -ESTALE || r == -ENOENT) {
 			locks_mark_lost(fs, d, "the backend no longer has it");
 		}
@@ -1039,7 +1130,7 @@ static void orphan_drop(lfs *fs, lfs_orphan *o)
 
 /* D leaves the namespace: free its lease, or keep a lost one, or one let
  * go (locks_unlink), as an orphan. */
-void locks_lease_gone(lfs *fs, lfs_dentry *d)
+static void lease_gone(lfs *fs, lfs_dentry *d)
 {
 	bool keep = (d->lost || d->let_go) && fs->shared &&
 	            (fs->be->flags & LOCKFS_BACKEND_LEASES) &&
@@ -1059,6 +1150,19 @@ void locks_lease_gone(lfs *fs, lfs_dentry *d)
 	o->give_up = MAX(o->not_before, lockfs_mono_us()) + ORPHAN_TRIES_US;
 	g_ptr_array_add(fs->orphans, o);
 	d->lease = NULL;
+}
+
+void locks_remove_name(lfs *fs, lfs_dentry *d)
+{
+	if (!(d = dentry_remove(fs, d)))
+		return;
+	/* A lock name of this mount's lease: it is held no more. */
+	if (g_hash_table_lookup(fs->held, d->lease->key) == d) {
+		g_hash_table_remove(fs->held, d->lease->key);
+		record_forget(fs, d);
+	}
+	lease_gone(fs, d);
+	dentry_free(fs, d);
 }
 
 static void orphans_free(lfs *fs)
@@ -1248,6 +1352,7 @@ void locks_renew_stop(lfs *fs)
 
 void locks_stop(lfs *fs)
 {
+	pthread_mutex_lock(&fs->mu);
 	guint n = g_hash_table_size(fs->held);
 	if (n)
 		lockfs_log(G_LOG_LEVEL_INFO, NULL,
@@ -1259,4 +1364,13 @@ void locks_stop(lfs *fs)
 		                   : "");
 	/* The renewal workers are stopped: what is left runs out by itself. */
 	orphans_free(fs);
+	pthread_mutex_unlock(&fs->mu);
+}
+
+unsigned locks_held_count(lfs *fs)
+{
+	pthread_mutex_lock(&fs->mu);
+	unsigned n = g_hash_table_size(fs->held);
+	pthread_mutex_unlock(&fs->mu);
+	return n;
 }

@@ -1,9 +1,11 @@
 /* Nodes and dentries: creation, naming, attributes, lifetime. */
-#include "fs.h"
+#include "fs_nodes.h"
+#include "fs_disk.h"
 #include "holder.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -66,6 +68,43 @@ void node_maybe_free(lfs *fs, lfs_node *n)
 	node_free(fs, n);
 }
 
+/* The node for the disk file FD (an O_PATH descriptor, which this takes),
+ * the one already known when the kernel has it. */
+static lfs_node *node_for_disk_fd(lfs *fs, int fd, const struct stat *st)
+{
+	char key[48];
+	snprintf(key, sizeof(key), "%lu:%lu", (unsigned long)st->st_dev, (unsigned long)st->st_ino);
+	lfs_node *n = g_hash_table_lookup(fs->disk_nodes, key);
+	if (n) {
+		close(fd);
+		return n;
+	}
+	n = node_new(fs, NODE_DISK, st->st_mode, st->st_uid, st->st_gid);
+	n->fd = fd;
+	n->dev = st->st_dev;
+	n->dino = st->st_ino;
+	/* Disk files keep their own inode numbers (readdir reports them);
+	 * memory nodes are numbered far above (see lfs_new). */
+	n->st_ino = st->st_ino;
+	g_hash_table_insert(fs->disk_nodes, g_strdup(key), n);
+	return n;
+}
+
+int node_lookup_disk(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
+{
+	int fd = openat(dir->fd, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	struct stat st;
+	if (fstatat(fd, "", &st, AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW) != 0) {
+		int e = errno;
+		close(fd);
+		return -e;
+	}
+	*out = node_for_disk_fd(fs, fd, &st);
+	return 0;
+}
+
 bool name_is_lock(const lfs *fs, const char *name)
 {
 	size_t len = strlen(name);
@@ -106,8 +145,13 @@ lfs_dentry *dentry_add(lfs *fs, lfs_node *dir, const char *name, lfs_node *node)
 	return d;
 }
 
-/* Forget the name D (the caller has released any lease first). */
-void dentry_remove(lfs *fs, lfs_dentry *d)
+/* Take the name D out of its directory.  A lock name's lease is not the
+ * model's but fs_locks.c's, a layer above: rather than call up into it,
+ * this hands back D, out of its directory but not freed, when it still
+ * carries a lease, for the caller to let the lease go and free D
+ * (dentry_free); NULL when D is freed.  Every caller goes through
+ * locks_remove_name. */
+lfs_dentry *dentry_remove(lfs *fs, lfs_dentry *d)
 {
 	lfs_node *dir = d->dir, *node = d->node;
 	g_hash_table_remove(dir->children, d->name);
@@ -133,17 +177,20 @@ void dentry_remove(lfs *fs, lfs_dentry *d)
 				break;
 			}
 		node->lock_names--;
-		if (d->lease && g_hash_table_lookup(fs->held, d->lease->key) == d) {
-			g_hash_table_remove(fs->held, d->lease->key);
-			restart_forget(fs, d);
-		}
 	}
 	struct timespec now;
 	clock_gettime(CLOCK_REALTIME, &now);
 	node->ctime = now;
 	dir->mtime = dir->ctime = now;
 	if (d->lease)
-		locks_lease_gone(fs, d);
+		return d; /* the lock layer's to let go of (locks_remove_name) */
+	dentry_free(fs, d);
+	return NULL;
+}
+
+void dentry_free(lfs *fs, lfs_dentry *d)
+{
+	lfs_node *node = d->node;
 	lockfs_holder_clear(&d->holder);
 	g_free(d->token);
 	g_free(d->name);

@@ -1,7 +1,18 @@
 /* The FUSE low-level operations.  Each takes fs->mu, works on the model
  * (fs_nodes.c), hands lock names to fs_locks.c and disk names to the
  * directory underneath, and replies after letting go of the mutex. */
-#include "fs.h"
+#include "fs_ops.h"
+#include "fs_break.h"
+#include "fs_caller.h"
+#include "fs_control.h"
+#include "fs_disk.h"
+#include "fs_flock.h"
+#include "fs_inval.h"
+#include "fs_locks.h"
+#include "fs_nodes.h"
+#include "fs_remote.h"
+#include "fs_rules.h"
+#include "fs_xattr.h"
 #include "holder.h"
 #include "log.h"
 #include "metrics.h"
@@ -102,14 +113,6 @@ static bool own_umask(void)
 	return own > 0;
 }
 
-struct lfs_caller caller_of(fuse_req_t req)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	struct lfs_caller c = { .uid = ctx->uid, .gid = ctx->gid };
-	c.pid = lockfs_tgid_ppid(ctx->pid, &c.ppid);
-	return c;
-}
-
 /* Count a kernel reference and fill the reply; every timeout is 0. */
 static int make_entry(lfs *fs, lfs_node *n, struct fuse_entry_param *e)
 {
@@ -122,7 +125,7 @@ static int make_entry(lfs *fs, lfs_node *n, struct fuse_entry_param *e)
 	e->attr_timeout = n->kind == NODE_CONTROL ? 0 : fs->attr_timeout;
 	/* A file that kept its other name when a lock name of it went is
 	 * looked up at every path to it: the kernel's own link count of it
-	 * may be one short (other_name_of), and only a lookup mends it before
+	 * may be one short (inval_other_name), and only a lookup mends it before
 	 * the next link(2) from that name (ln TMP L.lock, again and again). */
 	e->entry_timeout = n->kind == NODE_CONTROL || n->relinked ? 0 : fs->entry_timeout;
 	n->nlookup++;
@@ -194,7 +197,7 @@ static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
  * retried while the backend was away -- and answering with the new lock
  * would have that rm release the next holder's lock.  For the same reason
  * such a lookup is ENOENT, not EIO, while the backend does not answer: the
- * unlink would answer ENOENT anyway (unlink_remote), and an EIO has the rm
+ * unlink would answer ENOENT anyway (break_unlink_remote), and an EIO has the rm
  * retried until the name has a new holder here. */
 static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lfs_node **out)
 {
@@ -202,7 +205,7 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 		return -ENOENT;
 	g_autofree char *key = node_key(fs, dir, name);
 	lockfs_lock_info info;
-	bool late = lost_by(fs, key, uid);
+	bool late = locks_lost_by(fs, key, uid);
 	/* The name of a lock this mount lost is gone for its holder's uid
 	 * (ENOENT), whatever the backend says.  While the backend does not
 	 * answer, asking it would only wait network_timeout to say so: the
@@ -237,7 +240,7 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 		return 0;
 	}
 	if (r)
-		return r == -ENOENT || (late && lost_by(fs, key, uid)) ? -ENOENT : -EIO;
+		return r == -ENOENT || (late && locks_lost_by(fs, key, uid)) ? -ENOENT : -EIO;
 	if (info.state == LOCKFS_STATE_STALE) {
 		lockfs_lock_info_clear(&info);
 		return -ENOENT;
@@ -297,7 +300,7 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		} else if (d)
 			n = d->node;
 		else if (!name_is_lock(fs, name))
-			r = dir->kind == NODE_DISK ? disk_lookup(fs, dir, name, &n) : -ENOENT;
+			r = dir->kind == NODE_DISK ? node_lookup_disk(fs, dir, name, &n) : -ENOENT;
 		else if ((r = lookup_remote(fs, dir, name, fuse_req_ctx(req)->uid, &n)) ==
 		                 -ENOENT ||
 		         r == -EIO)
@@ -403,6 +406,70 @@ static int setattr_disk(lfs_node *n, struct stat *attr, int to_set, struct fuse_
 	return 0;
 }
 
+/* A memory node's attributes, as setattr asks: 0 or a negative errno. */
+static int setattr_mem(lfs_node *n, const struct stat *attr, int to_set)
+{
+	if (to_set & FUSE_SET_ATTR_MODE)
+		n->mode = (n->mode & S_IFMT) | (attr->st_mode & 07777);
+	if (to_set & FUSE_SET_ATTR_UID)
+		n->uid = attr->st_uid;
+	if (to_set & FUSE_SET_ATTR_GID)
+		n->gid = attr->st_gid;
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (!S_ISREG(n->mode))
+			return S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
+		if ((size_t)attr->st_size > MEM_FILE_MAX)
+			return -EFBIG;
+		int r = node_set_size(n, attr->st_size);
+		if (r)
+			return r;
+		node_touch(n, true, true);
+	}
+	if (to_set & FUSE_SET_ATTR_ATIME)
+		n->atime = time_of(attr, FUSE_SET_ATTR_ATIME, to_set);
+	if (to_set & FUSE_SET_ATTR_MTIME)
+		n->mtime = time_of(attr, FUSE_SET_ATTR_MTIME, to_set);
+	node_touch(n, false, true);
+	return 0;
+}
+
+/* setattr of N (no control file) by C: checked against its locks, done,
+ * and, on a lock file, a heartbeat when it is one. */
+static int setattr_node(lfs *fs, lfs_node *n, struct stat *attr, int to_set,
+                        struct fuse_file_info *fi, const struct lfs_caller *c)
+{
+	/* fi comes with ftruncate(2), on a regular file's handle. */
+	if (n->remote || (fi && S_ISREG(n->mode) && ((lfs_handle *)(uintptr_t)fi->fh)->found_taken))
+		return -EPERM; /* heartbeats come from the holder (lfs_create) */
+	bool times = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME);
+	bool size = to_set & FUSE_SET_ATTR_SIZE;
+	bool mode = to_set & FUSE_SET_ATTR_MODE;
+	/* utimensat(NULL), truncation, and explicit times that are not in the
+	 * past (utimes(now, now), as lock libraries refresh; flufl.lock's
+	 * expiry ahead) are heartbeats; an mtime set back (touch -d) only sets
+	 * what is shown. */
+	bool beat =
+	        (to_set & FUSE_SET_ATTR_MTIME_NOW) || size ||
+	        ((to_set & FUSE_SET_ATTR_MTIME) &&
+	         (int64_t)attr->st_mtim.tv_sec * G_USEC_PER_SEC + attr->st_mtim.tv_nsec / 1000 >=
+	                 lockfs_now_us() - EXPLICIT_BEAT_US);
+	if (n->lost && (times || size))
+		return -ESTALE; /* its lock was broken or lost */
+	if (n->locks && (times || size) && !locks_may_change(n, c))
+		return -EPERM;
+	if (size && n->locks && attr->st_size > LOCKFS_CONTENT_MAX)
+		return -EFBIG;
+	int r = n->kind == NODE_DISK ? setattr_disk(n, attr, to_set, fi)
+	                             : setattr_mem(n, attr, to_set);
+	if (r)
+		return r;
+	if (n->locks && (beat || times || mode))
+		r = locks_heartbeat(fs, n, c,
+		                    (beat ? BEAT_HEARTBEAT : 0) | (size ? BEAT_CONTENT : 0) |
+		                            BEAT_ATTRS);
+	return r;
+}
+
 static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int to_set,
                         struct fuse_file_info *fi)
 {
@@ -418,76 +485,11 @@ static void lfs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr, int t
 			r = node_getattr(fs, n, &st);
 		else
 			r = -EROFS;
-		goto out;
-	}
-	/* fi comes with ftruncate(2), on a regular file's handle. */
-	if (n->remote ||
-	    (fi && S_ISREG(n->mode) && ((lfs_handle *)(uintptr_t)fi->fh)->found_taken)) {
-		r = -EPERM; /* heartbeats come from the holder (lfs_create) */
-		goto out;
-	}
-	bool times = to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_MTIME);
-	bool size = to_set & FUSE_SET_ATTR_SIZE;
-	bool mode = to_set & FUSE_SET_ATTR_MODE;
-	/* utimensat(NULL), truncation, and explicit times that are not in the
-	 * past (utimes(now, now), as lock libraries refresh; flufl.lock's
-	 * expiry ahead) are heartbeats; an mtime set back (touch -d) only sets
-	 * what is shown. */
-	bool beat =
-	        (to_set & FUSE_SET_ATTR_MTIME_NOW) || size ||
-	        ((to_set & FUSE_SET_ATTR_MTIME) &&
-	         (int64_t)attr->st_mtim.tv_sec * G_USEC_PER_SEC + attr->st_mtim.tv_nsec / 1000 >=
-	                 lockfs_now_us() - EXPLICIT_BEAT_US);
-	if (n->lost && (times || size)) {
-		r = -ESTALE; /* its lock was broken or lost */
-		goto out;
-	}
-	if (n->locks && (times || size) && !may_change(n, &c)) {
-		r = -EPERM;
-		goto out;
-	}
-	if (size && n->locks && attr->st_size > LOCKFS_CONTENT_MAX) {
-		r = -EFBIG;
-		goto out;
-	}
-	if (n->kind == NODE_DISK) {
-		r = setattr_disk(n, attr, to_set, fi);
-		if (r)
-			goto out;
 	} else {
-		if (to_set & FUSE_SET_ATTR_MODE)
-			n->mode = (n->mode & S_IFMT) | (attr->st_mode & 07777);
-		if (to_set & FUSE_SET_ATTR_UID)
-			n->uid = attr->st_uid;
-		if (to_set & FUSE_SET_ATTR_GID)
-			n->gid = attr->st_gid;
-		if (size) {
-			if (!S_ISREG(n->mode)) {
-				r = S_ISDIR(n->mode) ? -EISDIR : -EINVAL;
-				goto out;
-			}
-			if ((size_t)attr->st_size > MEM_FILE_MAX) {
-				r = -EFBIG;
-				goto out;
-			}
-			r = node_set_size(n, attr->st_size);
-			if (r)
-				goto out;
-			node_touch(n, true, true);
-		}
-		if (to_set & FUSE_SET_ATTR_ATIME)
-			n->atime = time_of(attr, FUSE_SET_ATTR_ATIME, to_set);
-		if (to_set & FUSE_SET_ATTR_MTIME)
-			n->mtime = time_of(attr, FUSE_SET_ATTR_MTIME, to_set);
-		node_touch(n, false, true);
+		r = setattr_node(fs, n, attr, to_set, fi, &c);
+		if (!r)
+			r = node_getattr(fs, n, &st);
 	}
-	if (n->locks && (beat || times || mode))
-		r = locks_heartbeat(fs, n, &c,
-		                    (beat ? BEAT_HEARTBEAT : 0) | (size ? BEAT_CONTENT : 0) |
-		                            BEAT_ATTRS);
-	if (!r)
-		r = node_getattr(fs, n, &st);
-out:
 	UNLOCK(fs);
 	if (r)
 		fuse_reply_err(req, -r);
@@ -522,6 +524,111 @@ static void lfs_readlink(fuse_req_t req, fuse_ino_t ino)
 		fuse_reply_readlink(req, buf);
 }
 
+/* NAME in DIR in memory, for C: a lock (taken from the backend first) or
+ * a memory node. */
+static int make_mem_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode_t um,
+                         const char *target, const struct lfs_caller *c, bool lock, lfs_node **out)
+{
+	/* Memory nodes have no default ACL: the umask applies (a symlink's
+	 * 0777 is never masked, as on disk). */
+	if (!S_ISLNK(mode))
+		mode &= ~um;
+	lfs_node *n = node_new(fs, NODE_MEM, mode, c->uid, c->gid);
+	if (dir->mode & S_ISGID) { /* BSD group semantics, as on disk */
+		n->gid = dir->gid;
+		if (S_ISDIR(mode))
+			n->mode |= S_ISGID;
+	}
+	if (target) {
+		n->data = g_strdup(target);
+		n->size = n->cap = strlen(target);
+	}
+	if (lock) {
+		int r = locks_acquire(fs, dir, name, n, c, NULL);
+		if (r) {
+			node_maybe_free(fs, n);
+			return r;
+		}
+	} else {
+		dentry_add(fs, dir, name, n);
+	}
+	node_touch(dir, true, true);
+	*out = n;
+	return 0;
+}
+
+/* Create NAME on the disk underneath DIR: 0 or an errno; *DFD an open
+ * descriptor of a regular file.  The disk applies the caller's umask UM,
+ * or the directory's default ACL instead, exactly as for the caller. */
+static int create_on_disk(lfs_node *dir, const char *name, mode_t mode, mode_t um, dev_t rdev,
+                          const char *target, int open_flags, int *dfd)
+{
+	mode_t old_um = 0;
+	bool set_um = own_umask();
+	if (set_um)
+		old_um = umask(um);
+	else
+		mode &= ~um;
+	int e = 0;
+	if (S_ISREG(mode)) {
+		int flags = (open_flags >= 0 ? open_flags : O_WRONLY) & ~(O_TRUNC | O_NOFOLLOW);
+		*dfd = openat(dir->fd, name, flags | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
+		if (*dfd < 0)
+			e = errno;
+	} else if (S_ISDIR(mode)) {
+		if (mkdirat(dir->fd, name, mode & 07777) != 0)
+			e = errno;
+	} else if (S_ISLNK(mode)) {
+		if (symlinkat(target, dir->fd, name) != 0)
+			e = errno;
+	} else {
+		if (mknodat(dir->fd, name, mode, rdev) != 0)
+			e = errno;
+	}
+	if (set_um)
+		umask(old_um);
+	return e;
+}
+
+/* An ordinary name in a directory of the disk underneath, for C. */
+static int make_disk_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode_t um,
+                          dev_t rdev, const char *target, const struct lfs_caller *c,
+                          int open_flags, lfs_node **out, int *fd)
+{
+	bool chown_it = geteuid() == 0;
+	/* In a setgid directory the file takes the directory's group, as the
+	 * kernel gave it when lockfs made it (Debian's /var/mail is 2775
+	 * root:mail): only the owner is the caller's. */
+	struct stat dst;
+	gid_t gid = c->gid;
+	if (fstatat(dir->fd, "", &dst, AT_EMPTY_PATH) == 0 && (dst.st_mode & S_ISGID))
+		gid = (gid_t)-1;
+	int dfd = -1, r = 0;
+	int e = create_on_disk(dir, name, mode, um, rdev, target, open_flags, &dfd);
+	if (e)
+		return -e;
+	if (chown_it && S_ISREG(mode) && fchown(dfd, c->uid, gid) != 0)
+		r = -errno;
+	if (!r && chown_it && !S_ISREG(mode) &&
+	    fchownat(dir->fd, name, c->uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
+		r = -errno;
+	lfs_node *n = NULL;
+	if (!r)
+		r = node_lookup_disk(fs, dir, name, &n);
+	if (r) {
+		if (dfd >= 0)
+			close(dfd);
+		unlinkat(dir->fd, name, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
+		return r;
+	}
+	if (fd)
+		*fd = dfd;
+	else if (dfd >= 0)
+		close(dfd);
+	*out = n;
+	return 0;
+}
+
 /* Make NAME in DIR: a lock (taken from the backend first), a memory node, or
  * a file of the directory underneath.  For regular files OPEN_FLAGS >= 0 asks
  * for an open descriptor of a disk file in *FD. */
@@ -546,93 +653,9 @@ static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode
 	 * make one: CAP_MKNOD); as a lock or in memory it serves no purpose. */
 	if ((S_ISCHR(mode) || S_ISBLK(mode)) && (lock || dir->kind != NODE_DISK))
 		return -EPERM;
-	if (lock || dir->kind != NODE_DISK) {
-		/* Memory nodes have no default ACL: the umask applies (a
-		 * symlink's 0777 is never masked, as on disk). */
-		if (!S_ISLNK(mode))
-			mode &= ~um;
-		lfs_node *n = node_new(fs, NODE_MEM, mode, c->uid, c->gid);
-		if (dir->mode & S_ISGID) { /* BSD group semantics, as on disk */
-			n->gid = dir->gid;
-			if (S_ISDIR(mode))
-				n->mode |= S_ISGID;
-		}
-		if (target) {
-			n->data = g_strdup(target);
-			n->size = n->cap = strlen(target);
-		}
-		if (lock) {
-			r = locks_acquire(fs, dir, name, n, c, NULL);
-			if (r) {
-				node_maybe_free(fs, n);
-				return r;
-			}
-		} else {
-			dentry_add(fs, dir, name, n);
-		}
-		node_touch(dir, true, true);
-		*out = n;
-		return 0;
-	}
-
-	/* An ordinary name in a directory of the disk underneath. */
-	bool chown_it = geteuid() == 0;
-	/* In a setgid directory the file takes the directory's group, as the
-	 * kernel gave it when lockfs made it (Debian's /var/mail is 2775
-	 * root:mail): only the owner is the caller's. */
-	struct stat dst;
-	gid_t gid = c->gid;
-	if (fstatat(dir->fd, "", &dst, AT_EMPTY_PATH) == 0 && (dst.st_mode & S_ISGID))
-		gid = (gid_t)-1;
-	int dfd = -1;
-	/* The disk applies the caller's umask, or the directory's default
-	 * ACL instead, exactly as for the caller itself. */
-	mode_t old_um = 0;
-	bool set_um = own_umask();
-	if (set_um)
-		old_um = umask(um);
-	else
-		mode &= ~um;
-	int e = 0;
-	if (S_ISREG(mode)) {
-		int flags = (open_flags >= 0 ? open_flags : O_WRONLY) & ~(O_TRUNC | O_NOFOLLOW);
-		dfd = openat(dir->fd, name, flags | O_CREAT | O_EXCL | O_CLOEXEC, mode & 07777);
-		if (dfd < 0)
-			e = errno;
-	} else if (S_ISDIR(mode)) {
-		if (mkdirat(dir->fd, name, mode & 07777) != 0)
-			e = errno;
-	} else if (S_ISLNK(mode)) {
-		if (symlinkat(target, dir->fd, name) != 0)
-			e = errno;
-	} else {
-		if (mknodat(dir->fd, name, mode, rdev) != 0)
-			e = errno;
-	}
-	if (set_um)
-		umask(old_um);
-	if (e)
-		return -e;
-	if (chown_it && S_ISREG(mode) && fchown(dfd, c->uid, gid) != 0)
-		r = -errno;
-	if (!r && chown_it && !S_ISREG(mode) &&
-	    fchownat(dir->fd, name, c->uid, gid, AT_SYMLINK_NOFOLLOW) != 0)
-		r = -errno;
-	lfs_node *n = NULL;
-	if (!r)
-		r = disk_lookup(fs, dir, name, &n);
-	if (r) {
-		if (dfd >= 0)
-			close(dfd);
-		unlinkat(dir->fd, name, S_ISDIR(mode) ? AT_REMOVEDIR : 0);
-		return r;
-	}
-	if (fd)
-		*fd = dfd;
-	else if (dfd >= 0)
-		close(dfd);
-	*out = n;
-	return 0;
+	if (lock || dir->kind != NODE_DISK)
+		return make_mem_node(fs, dir, name, mode, um, target, c, lock, out);
+	return make_disk_node(fs, dir, name, mode, um, rdev, target, c, open_flags, out, fd);
 }
 
 static void reply_made(fuse_req_t req, lfs *fs, int r, lfs_node *n)
@@ -735,7 +758,7 @@ static int open_existing(lfs *fs, lfs_node *n, int flags, const struct lfs_calle
 		return 0;
 	if (writing && (n->locks || n->lost) && (r = locks_check_writable(fs, n)))
 		return r; /* lost */
-	if (writing && !may_change(n, c))
+	if (writing && !locks_may_change(n, c))
 		return -EPERM; /* before O_TRUNC could empty it */
 	if (n->kind == NODE_DISK) {
 		*fd = disk_open(n, flags);
@@ -762,7 +785,7 @@ static int open_existing(lfs *fs, lfs_node *n, int flags, const struct lfs_calle
  * not write its pid into another's lock and think it its own; and to this
  * process the name stays one it found free, so the unlink such a client
  * makes of "its" file answers ENOENT and leaves the lock alone
- * (locks_unseen_by, unlink_remote). */
+ * (locks_unseen_by, break_unlink_remote). */
 static int open_taken(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c,
                       lfs_node **out)
 {
@@ -772,6 +795,46 @@ static int open_taken(lfs *fs, lfs_node *dir, const char *name, const struct lfs
 		return 0;
 	}
 	return lookup_remote(fs, dir, name, c->uid, out);
+}
+
+/* Make NAME for lfs_create, or find it taken: 0 with *MADE, 0 with the
+ * node found taken (*MADE false), or a negative errno.
+ *
+ * A name taken and let go again between the create and the look at who
+ * holds it: create again, a few times, then open it as the lock of whoever
+ * the backend refused it for.  Not EEXIST, which an open without O_EXCL
+ * never answers and lock libraries take for an error (filelock,
+ * fasteners): on tinystore a lock held a few ms is never described (its
+ * holder record comes after the grant), so a name taken in turn by short
+ * holds on other hosts comes here. */
+static int create_or_open_taken(lfs *fs, fuse_req_t req, lfs_node *dir, const char *name,
+                                mode_t mode, int flags, const struct lfs_caller *c, lfs_node **n,
+                                int *fd, bool *made)
+{
+	int r;
+	for (int tries = 0;; tries++) {
+		r = make_node(fs, dir, name, S_IFREG | (mode & 07777), umask_of(req), 0, NULL, c,
+		              flags, n, fd);
+		*made = r == 0;
+		if (r != -EEXIST || (flags & O_EXCL) || !name_is_lock(fs, name))
+			break;
+		r = open_taken(fs, dir, name, c, n);
+		if (r != -ENOENT)
+			break;
+		if (tries == 3) {
+			/* (to a lost holder's uid too: its unlink of the name it
+			 * found taken answers ENOENT, as lookup_remote's would) */
+			if (fs->shared) {
+				g_autofree char *key = node_key(fs, dir, name);
+				*n = remote_node_refused(fs, key);
+				r = 0;
+			} else {
+				r = -EIO; /* one process's own table: not seen to happen */
+			}
+			break;
+		}
+	}
+	return r;
 }
 
 static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode_t mode,
@@ -785,40 +848,11 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 	LOCK(fs);
 	lfs_node *dir = node_of(fs, parent);
 	bool writing = (fi->flags & O_ACCMODE) != O_RDONLY, made = false, found = false;
-	int r;
-	/* A name taken and let go again between the create and the look at
-	 * who holds it: create again, a few times, then open it as the lock
-	 * of whoever the backend refused it for.  Not EEXIST, which an open
-	 * without O_EXCL never answers and lock libraries take for an error
-	 * (filelock, fasteners): on tinystore a lock held a few ms is never
-	 * described (its holder record comes after the grant), so a name
-	 * taken in turn by short holds on other hosts comes here. */
-	for (int tries = 0;; tries++) {
-		r = make_node(fs, dir, name, S_IFREG | (mode & 07777), umask_of(req), 0, NULL, &c,
-		              fi->flags, &n, &fd);
-		made = r == 0;
-		if (r != -EEXIST || (fi->flags & O_EXCL) || !name_is_lock(fs, name))
-			break;
-		r = open_taken(fs, dir, name, &c, &n);
-		if (r != -ENOENT)
-			break;
-		if (tries == 3) {
-			/* (to a lost holder's uid too: its unlink of the name it
-			 * found taken answers ENOENT, as lookup_remote's would) */
-			if (fs->shared) {
-				g_autofree char *key = node_key(fs, dir, name);
-				n = remote_node_refused(fs, key);
-				r = 0;
-			} else {
-				r = -EIO; /* one process's own table: not seen to happen */
-			}
-			break;
-		}
-	}
+	int r = create_or_open_taken(fs, req, dir, name, mode, fi->flags, &c, &n, &fd, &made);
 	if (!made && !r) { /* found taken */
 		if (S_ISDIR(n->mode))
 			r = -EISDIR;
-		else if (writing && !may_write(fs, req, n))
+		else if (writing && !caller_may_write(fs, req, n))
 			r = -EACCES; /* the kernel checked the directory, not the file */
 		else if (writing && n->kind == NODE_DISK && !n->remote)
 			r = (fd = disk_open(n, fi->flags & ~O_TRUNC)) < 0 ? fd : 0;
@@ -885,7 +919,7 @@ static void lfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 		r = locks_acquire(fs, dir, newname, n, &c, NULL);
 		/* A file linked again after its lock name went (lfs_unlink). */
 		if (!r && n->relinked)
-			other = other_name_of(fs, dir, n, &other_dir, &other_name);
+			other = inval_other_name(fs, dir, n, &other_dir, &other_name);
 	} else if (n->kind == NODE_MEM && dir->kind == NODE_MEM) {
 		dentry_add(fs, dir, newname, n);
 	} else if (n->kind == NODE_DISK && dir->kind == NODE_DISK) {
@@ -921,19 +955,19 @@ static void lfs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
 	else if (d && S_ISDIR(d->node->mode))
 		r = -EISDIR;
 	else if (d && d->lease) {
-		/* A file linked to the lock keeps its other name (other_name_of). */
+		/* A file linked to the lock keeps its other name (inval_other_name). */
 		lfs_node *n = d->node;
 		n->nlookup++;
 		if (!(r = locks_unlink(fs, d, &c)))
-			other = n->relinked = other_name_of(fs, dir, n, &other_dir, &other_name);
+			other = n->relinked = inval_other_name(fs, dir, n, &other_dir, &other_name);
 		n->nlookup--;
 		node_maybe_free(fs, n);
 	} else if (d)
-		dentry_remove(fs, d);
+		locks_remove_name(fs, d);
 	else if (!name_is_lock(fs, name))
 		r = dir->kind == NODE_DISK ? (unlinkat(dir->fd, name, 0) ? -errno : 0) : -ENOENT;
 	else
-		r = unlink_remote(fs, dir, name, &c);
+		r = break_unlink_remote(fs, dir, name, &c);
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
 	if (other)
@@ -965,12 +999,12 @@ static void lfs_rmdir(fuse_req_t req, fuse_ino_t parent, const char *name)
 	else if (d && d != dentry_find(dir, name)) /* changed while the check waited */
 		r = -EBUSY;
 	else if (d)
-		dentry_remove(fs, d);
+		locks_remove_name(fs, d);
 	else if (!name_is_lock(fs, name))
 		r = dir->kind == NODE_DISK ? (unlinkat(dir->fd, name, AT_REMOVEDIR) ? -errno : 0)
 		                           : -ENOENT;
 	else
-		r = unlink_remote(fs, dir, name, &c);
+		r = break_unlink_remote(fs, dir, name, &c);
 	UNLOCK(fs);
 	fuse_reply_err(req, -r);
 }
@@ -989,7 +1023,7 @@ static void dentry_move(lfs *fs, lfs_dentry *d, lfs_node *newdir, const char *ne
 {
 	lfs_node *n = d->node;
 	n->nlookup++; /* keep the node while its name is re-made */
-	dentry_remove(fs, d);
+	locks_remove_name(fs, d);
 	dentry_add(fs, newdir, newname, n);
 	n->nlookup--;
 }
@@ -1011,8 +1045,8 @@ static int rename_mem(lfs *fs, lfs_node *dir, const char *name, lfs_node *newdir
 		lfs_node *a = d->node, *b = t->node;
 		a->nlookup++;
 		b->nlookup++;
-		dentry_remove(fs, d);
-		dentry_remove(fs, t);
+		locks_remove_name(fs, d);
+		locks_remove_name(fs, t);
 		dentry_add(fs, newdir, newname, a);
 		dentry_add(fs, dir, name, b);
 		a->nlookup--;
@@ -1028,7 +1062,7 @@ static int rename_mem(lfs *fs, lfs_node *dir, const char *name, lfs_node *newdir
 			return -ENOTDIR;
 		if (t->node->children && g_hash_table_size(t->node->children))
 			return -ENOTEMPTY;
-		dentry_remove(fs, t);
+		locks_remove_name(fs, t);
 	}
 	dentry_move(fs, d, newdir, newname);
 	return 0;
@@ -1046,7 +1080,7 @@ static int rename_to_lock(lfs *fs, lfs_node *dir, const char *name, lfs_node *ne
 	if (d)
 		n = d->node;
 	else if (dir->kind == NODE_DISK)
-		r = disk_lookup(fs, dir, name, &n);
+		r = node_lookup_disk(fs, dir, name, &n);
 	else
 		r = -ENOENT;
 	if (r)
@@ -1057,7 +1091,7 @@ static int rename_to_lock(lfs *fs, lfs_node *dir, const char *name, lfs_node *ne
 	r = locks_acquire(fs, newdir, newname, n, c, NULL);
 	if (!r) {
 		if (d)
-			dentry_remove(fs, d);
+			locks_remove_name(fs, d);
 		else if (unlinkat(dir->fd, name, 0) != 0)
 			lockfs_log(G_LOG_LEVEL_WARNING, NULL,
 			           "rename onto %s: cannot remove %s: %s", newname, name,
@@ -1237,7 +1271,7 @@ static void lfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t si
 			r = -ESTALE;
 			goto out;
 		}
-		if (!may_change(n, &c)) {
+		if (!locks_may_change(n, &c)) {
 			r = -EPERM;
 			goto out;
 		}
@@ -1280,9 +1314,9 @@ static void lfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	lfs_handle *h = (lfs_handle *)(uintptr_t)fi->fh;
 	/* Any close of the file by a process lets its POSIX locks go; a close
 	 * on a mount that holds none takes no lock. */
-	if (posix_any(fs)) {
+	if (flock_posix_any(fs)) {
 		LOCK(fs);
-		posix_flush(fs, h->n, fi->lock_owner);
+		flock_posix_flush(fs, h->n, fi->lock_owner);
 		UNLOCK(fs);
 	}
 	fuse_reply_err(req, 0);
@@ -1299,7 +1333,7 @@ static void lfs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 	 * POSIX lock was taken through it: flock(1), python's filelock and
 	 * fasteners create the file they lock (O_CREAT), and on a lock name
 	 * that takes a lock they would never let go. */
-	posix_release_fh(fs, h->n, fi->fh);
+	flock_posix_release_fh(fs, h->n, fi->fh);
 	if (fi->flock_release)
 		flock_release_owner(fs, h->n, fi->fh);
 	if (fi->flock_release || h->posix_asked) {
@@ -1333,7 +1367,7 @@ static void lfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 	lfs_node *n = node_of(fs, ino);
 	n->opens++; /* kept while the backend answers unlocked */
 	UNLOCK(fs);
-	int r = posix_getlk(fs, n, fi->lock_owner, lock);
+	int r = flock_posix_getlk(fs, n, fi->lock_owner, lock);
 	LOCK(fs);
 	n->opens--;
 	node_maybe_free(fs, n);
@@ -1355,7 +1389,7 @@ static void lfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi,
 		h->posix_asked = true;
 		UNLOCK(fs);
 	}
-	posix_setlk(fs, req, node_of(fs, ino), fi->lock_owner, fi->fh, lock, sleep != 0, &c);
+	flock_posix_setlk(fs, req, node_of(fs, ino), fi->lock_owner, fi->fh, lock, sleep != 0, &c);
 }
 
 static void lfs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync, struct fuse_file_info *fi)
@@ -1809,4 +1843,19 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	fs->control->parent = fs->root;
 	flock_init(fs);
 	return fs;
+}
+
+void lfs_attach_session(lfs *fs, struct fuse_session *se)
+{
+	fs->se = se;
+}
+
+const char *lfs_mountpoint(const lfs *fs)
+{
+	return fs->mountpoint;
+}
+
+const char *lfs_backend_name(const lfs *fs)
+{
+	return fs->be->name;
 }

@@ -11,7 +11,8 @@
  * SymlinkLockFile: its own unique name in readlink) would then take that
  * ghost for a grant after its next create's EEXIST, and its release would
  * break whoever really held the name. */
-#include "fs.h"
+#include "fs_remote.h"
+#include "fs_nodes.h"
 #include "holder.h"
 
 #include <errno.h>

@@ -1,14 +1,18 @@
-/* A restart keeps every lock: the record of this mount's locks in state_dir
- * (lockstate.h), kept as grants, heartbeats and releases happen, and the
- * locks taken back from it when lockfs starts again, before any request is
- * answered.
+/* A restart keeps every lock: the locks taken back from the record of this
+ * mount's locks in state_dir (fs_record.c) when lockfs starts again, before
+ * any request is answered.
  *
  * A lock belongs to the program that took it, not to the lockfs process:
  * stopping lockfs lets go of nothing (main.c), the backend keeps each lease
  * until its ttl, and the next lockfs of the mount adopts it (backend.h,
  * "Restart") and shows the same name, holder record, fence, content, owner,
  * mode and times.  A lease that ran out meanwhile is declared lost. */
-#include "fs.h"
+#include "fs_restart.h"
+#include "fs_flock.h"
+#include "fs_locks.h"
+#include "fs_nodes.h"
+#include "fs_record.h"
+#include "fs_rules.h"
 #include "holder.h"
 #include "lockstate.h"
 #include "log.h"
@@ -20,128 +24,10 @@
 #include <string.h>
 #include <unistd.h>
 
-static int64_t us_of(struct timespec ts)
-{
-	return (int64_t)ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000;
-}
-
 static struct timespec ts_of(int64_t us)
 {
 	return (struct timespec){ .tv_sec = us / G_USEC_PER_SEC,
 		                  .tv_nsec = (us % G_USEC_PER_SEC) * 1000 };
-}
-
-/* D's record as it stands (fs->mu held); the strings are borrowed from D. */
-static void rec_of(lfs *fs, lfs_dentry *d, lockfs_lockrec *rec)
-{
-	(void)fs;
-	lfs_node *n = d->node;
-	memset(rec, 0, sizeof(*rec));
-	rec->serial = d->serial;
-	rec->key = d->lease->key;
-	g_strlcpy(rec->fence, d->lease->fence, sizeof(rec->fence));
-	rec->token = d->token;
-	rec->holder = d->holder;
-	rec->holder.heartbeat_us = d->heartbeat_us;
-	rec->holder.mode = n->mode;
-	rec->holder.uid = n->uid;
-	rec->holder.gid = n->gid;
-	rec->holder.mtime_us = us_of(n->mtime);
-	rec->holder.atime_us = us_of(n->atime);
-	rec->holder.ctime_us = us_of(n->ctime);
-	rec->ppid = d->holder_ppid;
-	rec->start = d->holder_start;
-	if (n->kind == NODE_MEM && (S_ISREG(n->mode) || S_ISLNK(n->mode)) && n->size) {
-		rec->content = n->data;
-		rec->content_len = MIN(n->size, (size_t)LOCKFS_CONTENT_MAX);
-	}
-}
-
-/* A write of the record failed, or worked again: said once each way. */
-static void state_failed(lfs *fs, int r)
-{
-	if (r && !fs->state_failing)
-		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
-		           "cannot write the lock record %s: %s; a restart of lockfs would not "
-		           "take back the locks granted meanwhile (free space in state_dir)",
-		           lockfs_lockstate_file(fs->state), g_strerror(-r));
-	else if (!r && fs->state_failing)
-		lockfs_log(G_LOG_LEVEL_INFO, NULL, "the lock record %s is written again",
-		           lockfs_lockstate_file(fs->state));
-	fs->state_failing = r != 0;
-}
-
-/* Rewrite the record whole, from what is held now (fs->mu held). */
-static void rewrite(lfs *fs)
-{
-	g_autoptr(GPtrArray) recs = g_ptr_array_new_with_free_func(g_free);
-	GHashTableIter it;
-	gpointer v;
-	g_hash_table_iter_init(&it, fs->held);
-	while (g_hash_table_iter_next(&it, NULL, &v)) {
-		lockfs_lockrec *rec = g_new(lockfs_lockrec, 1);
-		rec_of(fs, v, rec);
-		g_ptr_array_add(recs, rec);
-	}
-	state_failed(fs, lockfs_lockstate_rewrite(fs->state, recs, fs->session));
-}
-
-/* ... once the appended lines outgrow the locks they describe. */
-static void maybe_rewrite(lfs *fs)
-{
-	if (lockfs_lockstate_wants_rewrite(fs->state, g_hash_table_size(fs->held)))
-		rewrite(fs);
-}
-
-int restart_record(lfs *fs, lfs_dentry *d)
-{
-	if (!fs->state || !d->lease)
-		return 0;
-	lockfs_lockrec rec;
-	rec_of(fs, d, &rec);
-	int r = lockfs_lockstate_grant(fs->state, &rec);
-	state_failed(fs, r);
-	if (!r)
-		maybe_rewrite(fs);
-	return r;
-}
-
-void restart_forget(lfs *fs, lfs_dentry *d)
-{
-	if (!fs->state || !d->serial)
-		return;
-	state_failed(fs, lockfs_lockstate_release(fs->state, d->serial));
-	maybe_rewrite(fs);
-}
-
-/* After a grant, without fs->mu: LEASE's token, and the session's if it is
- * new (a backend makes its session at its first grant). */
-char *restart_token(lfs *fs, lockfs_lease *lease, char **session)
-{
-	*session = NULL;
-	if (!fs->state || !fs->be->lease_token)
-		return NULL;
-	g_autoptr(GString) t = g_string_new(NULL);
-	if (fs->be->lease_token(fs->be, lease, t) != 0)
-		return NULL;
-	if (fs->be->session_token) {
-		g_autoptr(GString) s = g_string_new(NULL);
-		if (fs->be->session_token(fs->be, s) == 0)
-			*session = g_strdup(s->str);
-	}
-	return g_strdup(t->str);
-}
-
-/* The session SESSION (restart_token's, owned) is recorded (fs->mu held). */
-void restart_session(lfs *fs, char *session)
-{
-	if (!session || (fs->session && strcmp(fs->session, session) == 0)) {
-		g_free(session);
-		return;
-	}
-	g_free(fs->session);
-	fs->session = session;
-	state_failed(fs, lockfs_lockstate_session(fs->state, session));
 }
 
 /* ---- taking locks back ---- */
@@ -157,7 +43,8 @@ static lfs_node *dir_for(lfs *fs, const char *key, char **name)
 	for (guint i = 0; i + 1 < n && dir; i++) {
 		lfs_dentry *d = dentry_find(dir, parts[i]);
 		lfs_node *next = d ? d->node : NULL;
-		if (!next && dir->kind == NODE_DISK && disk_lookup(fs, dir, parts[i], &next) != 0)
+		if (!next && dir->kind == NODE_DISK &&
+		    node_lookup_disk(fs, dir, parts[i], &next) != 0)
 			next = NULL;
 		if (!next && dir->kind != NODE_DISK) {
 			next = node_new(fs, NODE_MEM, fs->root->mode, fs->root->uid, fs->root->gid);
@@ -174,7 +61,7 @@ static lfs_dentry *install(lfs *fs, const lockfs_lockrec *rec, lockfs_lease *lea
                            int64_t sent_mono)
 {
 	const char *kind, *path;
-	bool flock = flock_key_parse(rec->key, &kind, &path);
+	bool flock = rules_flock_key_parse(rec->key, &kind, &path);
 	g_autofree char *name = NULL;
 	lfs_node *dir = flock ? fs->flock_dir : dir_for(fs, rec->key, &name);
 	if (!dir || (!flock && (!name_is_lock(fs, name) || dentry_find(dir, name))))
@@ -313,8 +200,7 @@ static void reclaim_one(lfs *fs, adoption *a, reclaim_count *c)
 		lockfs_log(G_LOG_LEVEL_WARNING, rec->key,
 		           "the record of %s in %s is not one the %s backend wrote (%s); not "
 		           "taken back: it runs out with its lease",
-		           rec->key, lockfs_lockstate_file(fs->state), fs->be->name,
-		           g_strerror(-r));
+		           rec->key, record_file(fs), fs->be->name, g_strerror(-r));
 		c->refused++;
 	}
 }
@@ -329,7 +215,7 @@ static bool resume_session(lfs *fs, const char *token, int64_t deadline)
 	       lockfs_mono_us() < deadline)
 		UNLOCKED(fs, (g_usleep(200 * 1000), 0));
 	if (r == 0) {
-		fs->session = g_strdup(token);
+		record_session_resumed(fs, token);
 		return true;
 	}
 	lockfs_log(G_LOG_LEVEL_WARNING, NULL,
@@ -347,13 +233,12 @@ void restart_reclaim(lfs *fs, lockfs_lockstate_found *found)
 		lockfs_log(G_LOG_LEVEL_INFO, NULL,
 		           "%u lock%s recorded in %s before this host restarted: their holders are "
 		           "gone; not taken back (they run out with their leases)",
-		           locks->len, locks->len == 1 ? "" : "s",
-		           lockfs_lockstate_file(fs->state));
+		           locks->len, locks->len == 1 ? "" : "s", record_file(fs));
 		locks = NULL;
 	}
 	if (!locks || !locks->len) { /* the record starts anew, with this lockfs's header */
 		pthread_mutex_lock(&fs->mu);
-		state_failed(fs, lockfs_lockstate_rewrite(fs->state, NULL, NULL));
+		record_start_anew(fs);
 		pthread_mutex_unlock(&fs->mu);
 		return;
 	}
@@ -375,7 +260,7 @@ void restart_reclaim(lfs *fs, lockfs_lockstate_found *found)
 			reclaim_one(fs, &all[i], &c);
 	}
 	/* The record from here on: what was taken back, under new serials. */
-	rewrite(fs);
+	record_rewrite(fs);
 	pthread_mutex_unlock(&fs->mu);
 	lockfs_log(c.lost || c.left || c.refused ? G_LOG_LEVEL_WARNING : G_LOG_LEVEL_INFO, NULL,
 	           "took back %u lock%s of the previous lockfs of %s in %.3f s (%u lost, %u not "

@@ -7,7 +7,13 @@
  * is mounted (daemon.h). */
 #include "cmdline.h"
 #include "daemon.h"
-#include "fs.h"
+#include "fs_flock.h"
+#include "fs_inval.h"
+#include "fs_leases.h"
+#include "fs_locks.h"
+#include "fs_ops.h"
+#include "fs_record.h"
+#include "fs_restart.h"
 #include "holder.h"
 #include "lockstate.h"
 #include "log.h"
@@ -119,10 +125,35 @@ static void hup_init(const char *log_file)
 	sigaction(SIGHUP, &sa, NULL);
 }
 
-int main(int argc, char **argv)
-{
+/* What main sets up, step by step, and tears down at the end. */
+typedef struct {
 	lockfs_cmdline cl;
-	switch (lockfs_cmdline_parse(argc, argv, &cl)) {
+	bool foreground, debug;
+	lockfs_config *cfg;
+	const lockfs_settings *set;
+	GString *fuse_opts;
+	int log_fd;
+	char *abs;      /* the mount point's absolute path */
+	int under_fd;   /* the directory underneath */
+	GPtrArray *gap; /* restart_gap_find's */
+	int gap_fd;
+	bool passthrough;
+	lockfs_lockstate_id id;
+	char *server;
+	lockfs_lockstate_found found;
+	lockfs_lockstate *state;
+	lockfs_backend *be;
+	lfs *fs;
+	char *fargv[5];
+	struct fuse_session *se;
+	char *status;
+} lockfs_main;
+
+/* The command line and the configuration: -1 to go on, else the exit
+ * status (--help, --version, bad usage). */
+static int configure(lockfs_main *m, int argc, char **argv)
+{
+	switch (lockfs_cmdline_parse(argc, argv, &m->cl)) {
 	case LOCKFS_CMDLINE_RUN:
 		break;
 	case LOCKFS_CMDLINE_DONE:
@@ -130,138 +161,195 @@ int main(int argc, char **argv)
 	case LOCKFS_CMDLINE_USAGE:
 		return EXIT_USAGE;
 	}
-	const char *mountpoint = cl.mountpoint;
-	bool foreground = cl.foreground, debug = cl.debug;
+	m->foreground = m->cl.foreground;
+	m->debug = m->cl.debug;
 
 	lockfs_backends_register_config();
-	lockfs_config *cfg = lockfs_config_new();
+	m->cfg = lockfs_config_new();
 	g_autoptr(GError) err = NULL;
-	if (cl.config_file && !lockfs_config_load_file(cfg, cl.config_file, &err))
+	if (m->cl.config_file && !lockfs_config_load_file(m->cfg, m->cl.config_file, &err))
 		die(EXIT_USAGE, "%s", err->message);
-	GString *fuse_opts = g_string_new("default_permissions,fsname=lockfs,subtype=lockfs");
-	if (!lockfs_cmdline_apply(&cl, cfg, fuse_opts, &err) || !lockfs_config_finish(cfg, &err))
+	m->fuse_opts = g_string_new("default_permissions,fsname=lockfs,subtype=lockfs");
+	if (!lockfs_cmdline_apply(&m->cl, m->cfg, m->fuse_opts, &err) ||
+	    !lockfs_config_finish(m->cfg, &err))
 		die(EXIT_USAGE, "%s", err->message);
-	const lockfs_settings *set = lockfs_config_settings(cfg);
-	foreground = foreground || set->foreground;
-	debug = debug || set->debug;
-	if (set->allow_other)
-		g_string_append(fuse_opts, ",allow_other");
+	m->set = lockfs_config_settings(m->cfg);
+	m->foreground = m->foreground || m->set->foreground;
+	m->debug = m->debug || m->set->debug;
+	if (m->set->allow_other)
+		g_string_append(m->fuse_opts, ",allow_other");
+	return -1;
+}
 
+/* The log, and detaching. */
+static void start_logging(lockfs_main *m)
+{
+	const lockfs_settings *set = m->set;
 	/* Opened here, where a relative path and a bad one are still the
 	 * caller's to hear about; it is stderr once mounted. */
-	int log_fd = -1;
+	m->log_fd = -1;
 	if (set->log_file) {
-		log_fd = open(set->log_file, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY,
-		              0640);
-		if (log_fd < 0)
+		m->log_fd = open(set->log_file,
+		                 O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0640);
+		if (m->log_fd < 0)
 			die(EXIT_USAGE, "cannot open log_file %s: %s; name a file lockfs may write",
 			    set->log_file, g_strerror(errno));
 	}
-	lockfs_log_init("lockfs", foreground || debug || log_fd >= 0, set->log_level);
+	lockfs_log_init("lockfs", m->foreground || m->debug || m->log_fd >= 0, set->log_level);
 	lockfs_holder_set_host(set->host);
 	/* Detach now, before any thread or connection exists (daemon.h); the
 	 * parent exits with this process's status or once it is mounted. */
-	if (!foreground)
+	if (!m->foreground)
 		daemon_fork();
+}
 
+/* The mount point and the directory underneath, and what a previous
+ * lockfs's absence left on it (the gap). */
+static void open_mount_point(lockfs_main *m)
+{
+	const char *mountpoint = m->cl.mountpoint;
 	unmount_dead(mountpoint);
-	g_autofree char *abs = realpath(mountpoint, NULL);
-	if (!abs)
+	m->abs = realpath(mountpoint, NULL);
+	if (!m->abs)
 		die(EXIT_MOUNT, "cannot use mount point %s: %s", mountpoint, g_strerror(errno));
 	/* Taken before mounting: the directory underneath stays reachable. */
-	int under_fd = open(abs, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (under_fd < 0)
-		die(EXIT_MOUNT, "cannot open mount point %s: %s", abs, g_strerror(errno));
+	m->under_fd = open(m->abs, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (m->under_fd < 0)
+		die(EXIT_MOUNT, "cannot open mount point %s: %s", m->abs, g_strerror(errno));
 	/* Lock names made on the disk here while no lockfs was mounted: they
 	 * do not make the directory one to pass through. */
-	g_autoptr(GPtrArray) gap = restart_gap_find(under_fd, set->suffix);
-	bool passthrough =
-	        set->passthrough == LOCKFS_PASSTHROUGH_YES ||
-	        (set->passthrough == LOCKFS_PASSTHROUGH_AUTO && !restart_gap_only(under_fd, gap));
+	m->gap = restart_gap_find(m->under_fd, m->set->suffix);
+	m->passthrough = m->set->passthrough == LOCKFS_PASSTHROUGH_YES ||
+	                 (m->set->passthrough == LOCKFS_PASSTHROUGH_AUTO &&
+	                  !restart_gap_only(m->under_fd, m->gap));
 	/* The gap's files are removed once taken: lfs_new keeps UNDER_FD only
 	 * when passing through. */
-	int gap_fd = gap->len ? fcntl(under_fd, F_DUPFD_CLOEXEC, 3) : -1;
+	m->gap_fd = m->gap->len ? fcntl(m->under_fd, F_DUPFD_CLOEXEC, 3) : -1;
+}
 
-	/* The record of this mount's locks, before the backend: a previous
-	 * lockfs of the mount may still be exiting, holding it (and the local
-	 * backend's fence counter). */
-	lockfs_lockstate_id id = { abs, lockfs_holder_host(), set->backend, NULL };
-	lockfs_lockstate_found found;
-	int wait_ms = 2 * (int)set->network_timeout_ms + 2000;
-	lockfs_lockstate *state = lockfs_lockstate_open(set->state_dir, &id, wait_ms, &found, &err);
-	if (!state)
+/* The record of this mount's locks, the backend, and the model. */
+static void open_model(lockfs_main *m)
+{
+	g_autoptr(GError) err = NULL;
+	/* The record before the backend: a previous lockfs of the mount may
+	 * still be exiting, holding it (and the local backend's fence
+	 * counter). */
+	m->id = (lockfs_lockstate_id){ m->abs, lockfs_holder_host(), m->set->backend, NULL };
+	int wait_ms = 2 * (int)m->set->network_timeout_ms + 2000;
+	m->state = lockfs_lockstate_open(m->set->state_dir, &m->id, wait_ms, &m->found, &err);
+	if (!m->state)
 		die(EXIT_BACKEND, "%s", err->message);
-	lockfs_backend *be = lockfs_backend_new(cfg, abs, &err);
-	if (!be)
+	m->be = lockfs_backend_new(m->cfg, m->abs, &err);
+	if (!m->be)
 		die(EXIT_BACKEND, "%s", err->message);
-	g_autofree char *server = be->identity ? be->identity(be) : g_strdup("");
-	id.server = server;
-	if (!lockfs_lockstate_check(lockfs_lockstate_file(state), &found, &id, &err))
+	m->server = m->be->identity ? m->be->identity(m->be) : g_strdup("");
+	m->id.server = m->server;
+	if (!lockfs_lockstate_check(lockfs_lockstate_file(m->state), &m->found, &m->id, &err))
 		die(EXIT_BACKEND, "%s", err->message);
-	lockfs_lockstate_set_id(state, &id);
-	lfs *fs = lfs_new(set, be, abs, under_fd, passthrough);
-	fs->state = state;
-	lockfs_notify_init(set->notify, abs);
+	lockfs_lockstate_set_id(m->state, &m->id);
+	m->fs = lfs_new(m->set, m->be, m->abs, m->under_fd, m->passthrough);
+	record_attach(m->fs, m->state);
+	lockfs_notify_init(m->set->notify, m->abs);
+}
 
-	char *fargv[] = { argv[0], "-o", fuse_opts->str, debug ? "-d" : NULL, NULL };
-	struct fuse_args args = FUSE_ARGS_INIT(debug ? 4 : 3, fargv);
-	struct fuse_session *se = fuse_session_new(&args, &lfs_ops, sizeof(lfs_ops), fs);
-	if (!se)
-		die(EXIT_MOUNT, "cannot start a FUSE session with options %s", fuse_opts->str);
-	fs->se = se;
-	if (fuse_set_signal_handlers(se) != 0)
+/* The FUSE session, mounted. */
+static void mount_session(lockfs_main *m, const char *argv0)
+{
+	m->fargv[0] = (char *)argv0;
+	m->fargv[1] = "-o";
+	m->fargv[2] = m->fuse_opts->str;
+	m->fargv[3] = m->debug ? "-d" : NULL;
+	m->fargv[4] = NULL;
+	struct fuse_args args = FUSE_ARGS_INIT(m->debug ? 4 : 3, m->fargv);
+	m->se = fuse_session_new(&args, &lfs_ops, sizeof(lfs_ops), m->fs);
+	if (!m->se)
+		die(EXIT_MOUNT, "cannot start a FUSE session with options %s", m->fuse_opts->str);
+	lfs_attach_session(m->fs, m->se);
+	if (fuse_set_signal_handlers(m->se) != 0)
 		die(EXIT_MOUNT, "cannot install signal handlers");
-	hup_init(set->log_file);
-	if (fuse_session_mount(se, abs) != 0)
+	hup_init(m->set->log_file);
+	if (fuse_session_mount(m->se, m->abs) != 0)
 		die(EXIT_MOUNT,
 		    "cannot mount on %s; is /dev/fuse usable and, for allow_other as a user, "
 		    "user_allow_other set in /etc/fuse.conf?",
-		    abs);
-	lockfs_log(G_LOG_LEVEL_INFO, NULL, "mounted %s (backend %s%s)", abs, be->name,
-	           passthrough ? ", passthrough" : "");
-	/* Mounted first, so the gap a restart leaves is as short as it can be
-	 * (requests wait in the kernel meanwhile); answered only once the
-	 * locks of the previous lockfs are back. */
-	restart_reclaim(fs, &found);
-	lockfs_lockstate_found_clear(&found);
-	if (gap_fd >= 0) {
-		restart_gap_close(fs, gap, gap_fd);
-		close(gap_fd);
+		    m->abs);
+	lockfs_log(G_LOG_LEVEL_INFO, NULL, "mounted %s (backend %s%s)", m->abs, m->be->name,
+	           m->passthrough ? ", passthrough" : "");
+}
+
+/* Mounted first, so the gap a restart leaves is as short as it can be
+ * (requests wait in the kernel meanwhile); answered only once the locks of
+ * the previous lockfs are back.  Then the threads, and ready. */
+static void take_back_and_start(lockfs_main *m)
+{
+	lfs *fs = m->fs;
+	restart_reclaim(fs, &m->found);
+	lockfs_lockstate_found_clear(&m->found);
+	if (m->gap_fd >= 0) {
+		restart_gap_close(fs, m->gap, m->gap_fd);
+		close(m->gap_fd);
 	}
 	inval_start(fs);
 	leases_start(fs);
 	flock_start(fs);
-	g_autofree char *status = service_status_text(fs);
-	daemon_ready(status, log_fd);
+	m->status = service_status_text(fs);
+	daemon_ready(m->status, m->log_fd);
 	service_status_start(fs);
+}
 
+/* Serve requests until an unmount or a signal ends the loop. */
+static int serve(lockfs_main *m)
+{
 	struct fuse_loop_config *lc = fuse_loop_cfg_create();
 	fuse_loop_cfg_set_clone_fd(lc, 0);
 	fuse_loop_cfg_set_max_threads(lc, 16);
 	/* -s: every request in this thread, one at a time. */
-	int r = cl.single_thread ? fuse_session_loop(se) : fuse_session_loop_mt(se, lc);
+	int r = m->cl.single_thread ? fuse_session_loop(m->se) : fuse_session_loop_mt(m->se, lc);
 	fuse_loop_cfg_destroy(lc);
+	return r;
+}
 
-	/* SIGTERM/SIGINT end the loop, as an unmount does: the locks belong
-	 * to their holders, not to this process, so none is let go.  Their
-	 * leases run out at the backend unless the next lockfs of this mount
-	 * takes them back (fs_restart.c); lockfsctl release frees them. */
+/* SIGTERM/SIGINT end the loop, as an unmount does: the locks belong to
+ * their holders, not to this process, so none is let go.  Their leases run
+ * out at the backend unless the next lockfs of this mount takes them back
+ * (fs_restart.c); lockfsctl release frees them. */
+static void stop(lockfs_main *m)
+{
+	lfs *fs = m->fs;
 	service_stopping(fs);
 	flock_stop(fs);
 	leases_stop(fs);
-	pthread_mutex_lock(&fs->mu);
 	locks_stop(fs);
-	pthread_mutex_unlock(&fs->mu);
 	inval_stop(fs);
-	fuse_session_unmount(se);
-	fuse_remove_signal_handlers(se);
-	fuse_session_destroy(se);
+	fuse_session_unmount(m->se);
+	fuse_remove_signal_handlers(m->se);
+	fuse_session_destroy(m->se);
 	lockfs_notify_shutdown();
-	be->destroy(be);
-	lockfs_lockstate_close(state);
-	lockfs_log(G_LOG_LEVEL_INFO, NULL, "unmounted %s", abs);
-	g_string_free(fuse_opts, TRUE);
-	lockfs_cmdline_clear(&cl);
-	lockfs_config_free(cfg);
+	m->be->destroy(m->be);
+	lockfs_lockstate_close(m->state);
+	lockfs_log(G_LOG_LEVEL_INFO, NULL, "unmounted %s", m->abs);
+	g_string_free(m->fuse_opts, TRUE);
+	lockfs_cmdline_clear(&m->cl);
+	lockfs_config_free(m->cfg);
+}
+
+int main(int argc, char **argv)
+{
+	lockfs_main m = { 0 };
+	int code = configure(&m, argc, argv);
+	if (code >= 0)
+		return code;
+	start_logging(&m);
+	open_mount_point(&m);
+	open_model(&m);
+	mount_session(&m, argv[0]);
+	take_back_and_start(&m);
+	int r = serve(&m);
+	stop(&m);
+	/* What main's own variables held until it returned. */
+	g_free(m.status);
+	g_free(m.server);
+	g_ptr_array_unref(m.gap);
+	g_free(m.abs);
 	return r < 0 ? EXIT_MOUNT : 0;
 }

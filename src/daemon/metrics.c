@@ -283,17 +283,20 @@ static void seconds_text(char *buf, size_t len, double s)
 	g_ascii_formatd(buf, len, "%.6f", s);
 }
 
-void metrics_render(const metrics_gauges *g, GString *out)
+/* The mount's identity: backend and version. */
+static void render_info(const metrics_gauges *g, GString *out)
 {
-	char v[G_ASCII_DTOSTR_BUF_SIZE];
 	g_autoptr(GString) extra = g_string_new(NULL);
-
 	family(out, "lockfs_info", "gauge", "This mount's backend and lockfs version (always 1).");
 	g_string_append(extra, "backend=\"");
 	label_value(extra, g->backend);
 	g_string_append(extra, "\",version=\"" LOCKFS_VERSION "\"");
 	sample(out, g, "lockfs_info", extra->str, "1");
+}
 
+/* What happened to locks: the counters of metrics_count. */
+static void render_lock_counters(const metrics_gauges *g, GString *out)
+{
 	family(out, "lockfs_acquisitions_total", "counter",
 	       "Lock acquisitions by result: granted, held (refused, another holder has it), "
 	       "error (the backend failed: EIO).");
@@ -322,7 +325,12 @@ void metrics_render(const metrics_gauges *g, GString *out)
 	        "Waiting flock/fcntl requests tried again at once because the backend reported "
 	        "a change of their lock (etcd's watch, tinystore's wait in line).",
 	        M_WAIT_WATCHED);
+}
 
+/* The gauges: locks held, the backend's reachability, renewal age. */
+static void render_gauges(const metrics_gauges *g, GString *out)
+{
+	char v[G_ASCII_DTOSTR_BUF_SIZE];
 	family(out, "lockfs_locks_held", "gauge", "Locks held through this mount now.");
 	g_snprintf(v, sizeof(v), "%u", g->locks_held);
 	sample(out, g, "lockfs_locks_held", NULL, v);
@@ -335,7 +343,13 @@ void metrics_render(const metrics_gauges *g, GString *out)
 	       "(0 when none is held, or the backend has no leases); a lease is lost at ttl.");
 	seconds_text(v, sizeof(v), g->renewal_age_s);
 	sample(out, g, "lockfs_last_renewal_age_seconds", NULL, v);
+}
 
+/* Backend calls: failures, and the duration histogram, by operation. */
+static void render_backend_calls(const metrics_gauges *g, GString *out)
+{
+	char v[G_ASCII_DTOSTR_BUF_SIZE];
+	g_autoptr(GString) extra = g_string_new(NULL);
 	family(out, "lockfs_backend_call_failures_total", "counter",
 	       "Backend calls that failed (EIO: unreachable, timed out or refused), by operation.");
 	for (int op = 0; op < OPS; op++) {
@@ -375,4 +389,12 @@ void metrics_render(const metrics_gauges *g, GString *out)
 		g_snprintf(v, sizeof(v), "%" G_GUINT64_FORMAT, (guint64)cum);
 		sample(out, g, count, extra->str, v);
 	}
+}
+
+void metrics_render(const metrics_gauges *g, GString *out)
+{
+	render_info(g, out);
+	render_lock_counters(g, out);
+	render_gauges(g, out);
+	render_backend_calls(g, out);
 }

@@ -1,5 +1,7 @@
 /* systemd's notification protocol, through libsystemd's sd_notify(3). */
 #include "service.h"
+#include "fs_locks.h"
+#include "fs_ops.h"
 #include "log.h"
 #include "view_format.h"
 
@@ -29,25 +31,17 @@ static void notify(const char *what, const char *text)
 		           getenv("NOTIFY_SOCKET"), g_strerror(-r));
 }
 
-static unsigned held_count(lfs *fs)
-{
-	pthread_mutex_lock(&fs->mu);
-	unsigned n = g_hash_table_size(fs->held);
-	pthread_mutex_unlock(&fs->mu);
-	return n;
-}
-
 static char *status_of(lfs *fs, unsigned n, const char *doing)
 {
 	/* A mount point may hold any byte but STATUS is one line. */
-	g_autofree char *mnt = lockfs_escape_text(fs->mountpoint);
-	return g_strdup_printf("%s: %sbackend %s, %u lock%s held", mnt, doing, fs->be->name, n,
-	                       n == 1 ? "" : "s");
+	g_autofree char *mnt = lockfs_escape_text(lfs_mountpoint(fs));
+	return g_strdup_printf("%s: %sbackend %s, %u lock%s held", mnt, doing, lfs_backend_name(fs),
+	                       n, n == 1 ? "" : "s");
 }
 
 char *service_status_text(lfs *fs)
 {
-	return status_of(fs, held_count(fs), "");
+	return status_of(fs, locks_held_count(fs), "");
 }
 
 void service_ready(pid_t mainpid, const char *status)
@@ -63,7 +57,7 @@ void service_ready(pid_t mainpid, const char *status)
 static gpointer status_main(gpointer data)
 {
 	lfs *fs = data;
-	unsigned last = held_count(fs);
+	unsigned last = locks_held_count(fs);
 	g_mutex_lock(&status_mu);
 	while (!status_stop) {
 		int64_t until = g_get_monotonic_time() + STATUS_INTERVAL_US;
@@ -72,7 +66,7 @@ static gpointer status_main(gpointer data)
 		if (status_stop)
 			break;
 		g_mutex_unlock(&status_mu);
-		unsigned n = held_count(fs);
+		unsigned n = locks_held_count(fs);
 		if (n != last) {
 			g_autofree char *s = status_of(fs, n, "");
 			g_autofree char *text = g_strdup_printf("STATUS=%s", s);
@@ -104,7 +98,7 @@ void service_stopping(lfs *fs)
 	}
 	if (!wanted())
 		return;
-	g_autofree char *s = status_of(fs, held_count(fs), "stopping, ");
+	g_autofree char *s = status_of(fs, locks_held_count(fs), "stopping, ");
 	g_autofree char *text = g_strdup_printf("STOPPING=1\nSTATUS=%s", s);
 	notify("STOPPING=1", text);
 }

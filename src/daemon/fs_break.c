@@ -1,56 +1,23 @@
-/* Lock policy: who may touch a lock and what a touch does, breaks, and
- * permission to delete.  fs_ops.c decodes requests and replies; the
- * decisions it needs are made here, so that each rule is written once. */
-#include "fs.h"
+/* Breaks: a lock broken on purpose, by .lockfs/break, user.lockfs.break or
+ * an unlink of a lock held through another mount, allowed as the caller's
+ * unlink of it would be.  The rules applied are fs_rules.c's; the break
+ * itself is fs_locks.c's (locks_break, locks_break_remote). */
+#include "fs_break.h"
+#include "fs_caller.h"
+#include "fs_inval.h"
+#include "fs_locks.h"
+#include "fs_nodes.h"
+#include "fs_remote.h"
+#include "fs_rules.h"
 #include "log.h"
 #include "view_format.h"
 
 #include <errno.h>
 #include <string.h>
 
-/* The one uid rule: a caller acts as a lock's holder when it runs as the
- * holder's uid (a pid cannot tell: tools take a lock in one process and
- * remove it in another). */
-bool policy_is_holder(const struct lfs_caller *c, uid_t holder_uid)
-{
-	return c->uid == holder_uid;
-}
-
-/* Who may touch a lock file (write, truncate, times, heartbeats): its
- * holder, and root, who may do anything to any file. */
-bool policy_may_touch(const struct lfs_caller *c, uid_t holder_uid)
-{
-	return c->uid == 0 || policy_is_holder(c, holder_uid);
-}
-
-/* What an unlink by C does to a lock of HOLDER_UID: the holder's is a
- * release; anyone else's (root included) a break, logged and notified --
- * the kernel already checked directory permissions, sticky bit included. */
-lfs_touch policy_unlink_effect(const struct lfs_caller *c, uid_t holder_uid)
-{
-	return policy_is_holder(c, holder_uid) ? TOUCH_RELEASE : TOUCH_BREAK;
-}
-
-/* Whether C may change lock file N (write, truncate, set times): only its
- * holder's uid and root; any file that is no lock. */
-bool may_change(lfs_node *n, const struct lfs_caller *c)
-{
-	for (lfs_dentry *d = n->locks; d; d = d->next_lock)
-		if (!policy_may_touch(c, d->holder.uid))
-			return false;
-	return true;
-}
-
-/* Whether this mount lost KEY's lock lately, held by UID. */
-bool lost_by(lfs *fs, const char *key, uid_t uid)
-{
-	const lockfs_lock_info *lost = locks_late_info(fs, key);
-	return lost && policy_is_holder(&(struct lfs_caller){ .uid = uid }, lost->holder.uid);
-}
-
 /* Unlink of a lock held through another mount: the kernel allowed it by
  * directory permissions against the holder's uid, so it is a break. */
-int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c)
+int break_unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c)
 {
 	if (!fs->shared)
 		return -ENOENT;
@@ -58,7 +25,7 @@ int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_cal
 	lockfs_lock_info info;
 	/* A lock this mount is taking is not another host's to break here. */
 	if (!locks_wait_idle(fs, key)) /* as when the backend does not answer */
-		return lost_by(fs, key, c->uid) ? -ENOENT : -EIO;
+		return locks_lost_by(fs, key, c->uid) ? -ENOENT : -EIO;
 	lfs_dentry *d = dentry_find(dir, name);
 	if (d && d->lease)
 		return locks_unlink(fs, d, c);
@@ -66,7 +33,7 @@ int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_cal
 	 * holder's late release (the rm after its critical section), not a
 	 * break of whoever holds the name now.  Breaking that lock on purpose
 	 * goes through .lockfs/break or lockfsctl unlock. */
-	if (lost_by(fs, key, c->uid)) {
+	if (locks_lost_by(fs, key, c->uid)) {
 		lockfs_log(G_LOG_LEVEL_INFO, key,
 		           "pid %d removed %s, whose lock (fence %s) this mount lost or let go; "
 		           "nothing deleted, ENOENT",
@@ -103,45 +70,6 @@ int unlink_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_cal
 	return r;
 }
 
-/* The rwx bits of ST that apply to the caller of REQ (not root). */
-static mode_t access_bits(fuse_req_t req, const struct stat *st)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	if (ctx->uid == st->st_uid)
-		return (st->st_mode >> 6) & 07;
-	gid_t groups[64];
-	int n = fuse_req_getgroups(req, G_N_ELEMENTS(groups), groups);
-	bool member = ctx->gid == st->st_gid;
-	for (int i = 0; i < n && i < (int)G_N_ELEMENTS(groups) && !member; i++)
-		member = groups[i] == st->st_gid;
-	return member ? (st->st_mode >> 3) & 07 : st->st_mode & 07;
-}
-
-/* Whether the caller could unlink a name of DIR owned by OWNER: what the
- * kernel checks for unlink(2), done here for the break request below. */
-bool may_delete(lfs *fs, fuse_req_t req, lfs_node *dir, uid_t owner)
-{
-	const struct fuse_ctx *ctx = fuse_req_ctx(req);
-	if (ctx->uid == 0)
-		return true;
-	struct stat st;
-	if (!dir || node_getattr(fs, dir, &st) != 0)
-		return false;
-	if ((access_bits(req, &st) & 03) != 03)
-		return false;
-	return !(st.st_mode & S_ISVTX) || ctx->uid == owner || ctx->uid == st.st_uid;
-}
-
-/* Whether the caller could open N for writing: what the kernel checks at
- * open(2), done here when a create finds the name taken (lfs_create). */
-bool may_write(lfs *fs, fuse_req_t req, lfs_node *n)
-{
-	struct stat st;
-	if (node_getattr(fs, n, &st) != 0)
-		return false;
-	return fuse_req_ctx(req)->uid == 0 || (access_bits(req, &st) & 02);
-}
-
 /* Break D for the caller, as an unlink by it would be allowed, and always as
  * a break (logged, notified) even when the caller shares the holder's uid.
  * FENCE, when given, must still be the holder's: the lock did not change
@@ -154,7 +82,7 @@ int break_for(lfs *fs, fuse_req_t req, lfs_dentry *d, const char *fence, fuse_in
 		return -ENOENT;
 	if (fence && lockfs_fence_cmp(fence, d->lease->fence) != 0)
 		return -ESTALE;
-	if (!may_delete(fs, req, d->dir, d->node->uid))
+	if (!caller_may_delete(fs, req, d->dir, d->node->uid))
 		return -EPERM;
 	lfs_node *n = d->node;
 	if (S_ISDIR(n->mode) && n->children && g_hash_table_size(n->children))
@@ -166,7 +94,7 @@ int break_for(lfs *fs, fuse_req_t req, lfs_dentry *d, const char *fence, fuse_in
 
 /* The directory KEY's name is in, walked from the root through the names
  * this mount knows, or NULL. */
-lfs_node *dir_of_key(lfs *fs, const char *key)
+static lfs_node *dir_of_key(lfs *fs, const char *key)
 {
 	g_auto(GStrv) parts = g_strsplit(key, "/", -1);
 	lfs_node *dir = fs->root;
@@ -196,7 +124,7 @@ int break_remote_for(lfs *fs, fuse_req_t req, const char *key, const char *fence
 		r = -ENOENT; /* taken here meanwhile: not the lock the caller meant */
 	else if (fence && lockfs_fence_cmp(fence, info.fence) != 0)
 		r = -ESTALE;
-	else if (!may_delete(fs, req, dir_of_key(fs, key), info.holder.uid))
+	else if (!caller_may_delete(fs, req, dir_of_key(fs, key), info.holder.uid))
 		r = -EPERM;
 	else if (!info.fence[0])
 		r = -ENOENT; /* no holder record: nothing names what to break */

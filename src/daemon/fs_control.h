@@ -1,0 +1,11 @@
+/* fs_control.c: .lockfs/: the inspection view's files. */
+#ifndef LOCKFS_FS_CONTROL_H
+#define LOCKFS_FS_CONTROL_H
+
+#include "fs.h"
+
+int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out);
+char *control_render(lfs *fs, lfs_node *n, size_t *len);
+int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *types);
+
+#endif

@@ -1,0 +1,30 @@
+/* fs_remote.c: locks held through other mounts (shared backends). */
+#ifndef LOCKFS_FS_REMOTE_H
+#define LOCKFS_FS_REMOTE_H
+
+#include "fs.h"
+
+/* These are called without fs->mu: they may wait on the network. */
+void remote_init(lfs *fs);
+void remote_forget(lfs *fs, const char *key);
+/* This mount just released KEY: free, as far as lookups within list_cache go. */
+void remote_note_free(lfs *fs, const char *key);
+/* KEY as the backend has it, at most list_cache old unless FRESH. */
+int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out);
+/* The backend refused KEY as held: remember what it says of the holder, or a
+ * fresh lock of an unknown holder when it has no record (for list_cache).
+ * Called without fs->mu. */
+void remote_note_refused(lfs *fs, const char *key);
+
+/* Every lock under PREFIX (lockfs_lock_info *, free with remote_info_free). */
+GPtrArray *remote_list(lfs *fs, const char *prefix);
+void remote_info_free(gpointer p);
+void remote_info_copy(lockfs_lock_info *dst, const lockfs_lock_info *src);
+/* Under fs->mu: a read-only node showing INFO (copied). */
+lfs_node *remote_node_new(lfs *fs, const lockfs_lock_info *info);
+/* A node for KEY, which the backend refused to this mount and nobody
+ * describes: an unknown holder's fresh lock (fs_remote.c). */
+lfs_node *remote_node_refused(lfs *fs, const char *key);
+uint64_t remote_ino(const char *key);
+
+#endif
