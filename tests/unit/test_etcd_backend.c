@@ -14,6 +14,7 @@
 #include "fault_proxy.h"
 #include "holder.h"
 #include "log.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <lockfs/backends.h>
@@ -21,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static char *tmpdir, *cluster_dir;
@@ -31,49 +31,7 @@ static char *endpoints;   /* "EP0;EP1;EP2" (a mount option splits at commas) */
 static char *endpoint[3]; /* each member's */
 static char *endpoints_opt, *prefix_opt;
 
-#define NEED(reason)                         \
-	do {                                 \
-		if (reason) {                \
-			g_test_skip(reason); \
-			return;              \
-		}                            \
-	} while (0)
-
 /* ---- the cluster ---- */
-
-/* Run the script with ARGS; its KEY=VALUE lines into VARS.  Exit status, or
- * -1 when it could not run; its stderr in *ERR. */
-static int run_script(const char *const *args, GHashTable *vars, char **err)
-{
-	GPtrArray *argv = g_ptr_array_new();
-	g_ptr_array_add(argv, (char *)"bash");
-	g_ptr_array_add(argv, script);
-	for (const char *const *a = args; *a; a++)
-		g_ptr_array_add(argv, (char *)*a);
-	g_ptr_array_add(argv, NULL);
-	g_autofree char *out = NULL;
-	int status = -1;
-	GError *e = NULL;
-	bool ran = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-	                        &out, err, &status, &e);
-	g_ptr_array_free(argv, TRUE);
-	if (!ran) {
-		*err = g_strdup(e->message);
-		g_error_free(e);
-		return -1;
-	}
-	g_strchomp(*err);
-	if (vars) {
-		g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
-		for (char **l = lines; *l; l++) {
-			char *eq = strchr(*l, '=');
-			if (eq)
-				g_hash_table_insert(vars, g_strndup(*l, (gsize)(eq - *l)),
-				                    g_strdup(eq + 1));
-		}
-	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
 
 /* etcd.sh CMD [N] on the test cluster; asserts success. */
 static void cluster(const char *cmd, int member)
@@ -81,7 +39,7 @@ static void cluster(const char *cmd, int member)
 	g_autofree char *n = g_strdup_printf("%d", member);
 	const char *args[] = { cmd, cluster_dir, member >= 0 ? n : NULL, NULL };
 	g_autofree char *err = NULL;
-	int rc = run_script(args, NULL, &err);
+	int rc = run_script(script, args, NULL, &err);
 	if (rc != 0)
 		g_error("etcd.sh %s failed (%d): %s", cmd, rc, err);
 }
@@ -91,18 +49,10 @@ static int leader(void)
 {
 	const char *args[] = { "leader", cluster_dir, NULL };
 	g_autofree char *err = NULL;
-	GPtrArray *argv = g_ptr_array_new();
-	g_ptr_array_add(argv, (char *)"bash");
-	g_ptr_array_add(argv, script);
-	for (const char *const *a = args; *a; a++)
-		g_ptr_array_add(argv, (char *)*a);
-	g_ptr_array_add(argv, NULL);
 	g_autofree char *out = NULL;
-	int status = -1;
-	g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL,
-	                           NULL, &out, &err, &status, NULL));
-	g_ptr_array_free(argv, TRUE);
-	g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	int rc = run_script_output(script, args, &out, &err);
+	g_assert_true(rc != -1); /* it ran */
+	g_assert_true(rc == 0);
 	int n = atoi(out);
 	g_assert_true(n >= 0 && n <= 2);
 	return n;
@@ -116,7 +66,7 @@ static void start_cluster(void)
 	/* --watch: the members die with this process, however it ends. */
 	g_autofree char *self = g_strdup_printf("%d", (int)getpid());
 	const char *start[] = { "start", cluster_dir, "--watch", self, NULL };
-	int rc = run_script(start, vars, &err);
+	int rc = run_script(script, start, vars, &err);
 	if (rc != 0) {
 		skip_reason = g_strdup_printf("no etcd cluster: %s",
 		                              err && *err ? err : "etcd.sh start failed");
@@ -138,14 +88,14 @@ static void stop_cluster(void)
 		return;
 	const char *stop[] = { "stop", cluster_dir, NULL };
 	g_autofree char *err = NULL;
-	run_script(stop, NULL, &err);
+	run_script(script, stop, NULL, &err);
 }
 
 static bool restart_cluster(void)
 {
 	const char *args[] = { "restart", cluster_dir, NULL };
 	g_autofree char *err = NULL;
-	int rc = run_script(args, NULL, &err);
+	int rc = run_script(script, args, NULL, &err);
 	if (rc != 0)
 		g_printerr("etcd.sh restart: %s\n", err);
 	return rc == 0;
@@ -194,12 +144,6 @@ static lockfs_lease *take(lockfs_backend *be, const char *key, const char *host,
 	        be->acquire(be, key, &h, content, content ? strlen(content) : 0, &lease, NULL), ==,
 	        0);
 	return lease;
-}
-
-static void give(lockfs_backend *be, lockfs_lease *lease)
-{
-	g_assert_cmpint(be->release(be, lease), ==, 0);
-	be->lease_free(be, lease);
 }
 
 /* ---- the record (no server) ---- */
@@ -923,7 +867,7 @@ static void test_tls_users(void)
 	g_autofree char *dir = g_build_filename(tmpdir, "etcd-tls", NULL);
 	g_autofree char *self = g_strdup_printf("%d", (int)getpid());
 	const char *start[] = { "start", dir, "--members", "1", "--tls", "--watch", self, NULL };
-	if (run_script(start, vars, &err) != 0) {
+	if (run_script(script, start, vars, &err) != 0) {
 		g_hash_table_destroy(vars);
 		g_autofree char *why = g_strdup_printf("no TLS etcd: %s", err);
 		g_test_skip(why);
@@ -1034,7 +978,7 @@ static void test_tls_users(void)
 
 	const char *stop[] = { "stop", dir, NULL };
 	g_clear_pointer(&err, g_free);
-	run_script(stop, NULL, &err);
+	run_script(script, stop, NULL, &err);
 	g_hash_table_destroy(vars);
 }
 

@@ -9,6 +9,7 @@
 #include "holder.h"
 #include "log.h"
 #include "proc_stop.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -55,25 +56,16 @@ static bool slapd_cmd(slapd *s, const char *verb, const char *arg, char **why)
 		argv[n++] = pid;
 	}
 	g_autofree char *out = NULL, *err = NULL;
-	int status = 0;
-	GError *e = NULL;
-	if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
-	                  &status, &e)) {
-		*why = g_strdup(e->message);
-		g_error_free(e);
+	int rc = run_command(argv, G_SPAWN_DEFAULT, &out, &err);
+	if (rc == -1) {
+		*why = g_steal_pointer(&err);
 		return false;
 	}
-	if (!g_spawn_check_wait_status(status, NULL)) {
+	if (rc != 0) {
 		*why = g_strstrip(g_strdup(err && *err ? err : "slapd.sh failed"));
 		return false;
 	}
-	char **lines = g_strsplit(out, "\n", -1);
-	for (char **l = lines; *l; l++) {
-		char *eq = strchr(*l, '=');
-		if (eq)
-			g_hash_table_replace(s->env, g_strndup(*l, eq - *l), g_strdup(eq + 1));
-	}
-	g_strfreev(lines);
+	parse_vars(out, s->env);
 	return true;
 }
 
@@ -113,15 +105,6 @@ static void slapd_free(slapd *s)
 	g_free(s->dir);
 	g_hash_table_destroy(s->env);
 	g_free(s);
-}
-
-static bool need_slapd(void)
-{
-	if (skip_why) {
-		g_test_skip(skip_why);
-		return false;
-	}
-	return true;
 }
 
 /* ---- the directory, as its manager ---- */
@@ -380,14 +363,6 @@ static GPtrArray *list_keys(lockfs_backend *be, const char *prefix)
 	return l.keys;
 }
 
-static bool has_key(GPtrArray *keys, const char *key)
-{
-	for (guint i = 0; i < keys->len; i++)
-		if (strcmp(keys->pdata[i], key) == 0)
-			return true;
-	return false;
-}
-
 static int64_t mono(void)
 {
 	return lockfs_mono_us();
@@ -437,8 +412,7 @@ static void contract_setup(void)
 
 static void test_config_refused(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "cfg");
 	/* A password file others can read. */
 	g_autofree char *pw = g_build_filename(E(srv_dds, "SLAPD_DIR"), "open.pw", NULL);
@@ -491,8 +465,7 @@ static void test_config_refused(void)
 
 static void test_basic(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "basic");
 	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
 	lockfs_backend *b = backend(srv_dds, "hostb", base, NULL);
@@ -571,8 +544,7 @@ static void test_basic(void)
 
 static void test_fence_durable(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "fences");
 	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
 	lockfs_lease *l = take_ok(a, "f.lock", "hosta");
@@ -680,8 +652,7 @@ static void fence_blocks(unsigned no_caps, const char *name)
 
 static void test_fence_blocks(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	fence_blocks(0, "blocks");
 	fence_blocks(LL_CAP_INCREMENT, "blocks-cas");
 }
@@ -728,8 +699,7 @@ static void release_after_break(slapd *s, const char *name, unsigned no_caps)
 
 static void test_release_after_break(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	release_after_break(srv_dds, "rab", 0);
 	release_after_break(srv_plain, "rab-noassert", LL_CAP_ASSERT);
 }
@@ -785,8 +755,7 @@ static void race(lockfs_backend *b, lockfs_backend *c, const char *key, const ch
 
 static void test_race_expired(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_plain, "race");
 	const char *opts[] = { "ttl=2s", "network_timeout=1s", NULL };
 	lockfs_backend *a = backend(srv_plain, "hosta", base, opts);
@@ -875,8 +844,7 @@ static char *csn_of(slapd *s, const char *dn)
  * broken or lost each as the holder learns at its next round. */
 static void test_sessions(gconstpointer data)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	slapd *srv = *(slapd *const *)data;
 	bool dds = srv == srv_dds;
 	g_autofree char *base = base_of(srv, dds ? "sess-dds" : "sess-plain");
@@ -1019,8 +987,7 @@ static void test_sessions(gconstpointer data)
  * next rounds.  Through the fault suite's proxy, dropping answers. */
 static void test_unanswered_add(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "unanswered");
 	g_autofree char *up = g_strdup_printf("127.0.0.1:%s", E(srv_dds, "SLAPD_PORT"));
 	g_autofree char *pdir = g_dir_make_tmp("lockfs-proxy-XXXXXX", NULL);
@@ -1074,8 +1041,7 @@ static void test_unanswered_add(void)
  * seen (and the log says how to lift the limit). */
 static void test_sessions_size_limit(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	slapd *srv = slapd_start_with("--size-limit=3");
 	g_assert_null(skip_why);
 	g_autofree char *base = base_of(srv, "limited");
@@ -1248,8 +1214,7 @@ static void restart_keeps(slapd *srv, const char *name, const char *sessions)
  * been, never taken as final unchecked.  Once checked, the token is plain. */
 static void test_restart_unchecked(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "unchecked");
 	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
 	lockfs_backend *a1 = backend(srv_dds, "hosta", base, opts);
@@ -1288,16 +1253,14 @@ static void test_restart_unchecked(void)
 
 static void test_restart_keeps(gconstpointer data)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	slapd *srv = *(slapd *const *)data;
 	restart_keeps(srv, srv == srv_dds ? "restart-dds" : "restart-plain", "yes");
 }
 
 static void test_restart_entries(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	restart_keeps(srv_dds, "restart-entries", "no");
 }
 
@@ -1305,8 +1268,7 @@ static void test_restart_entries(void)
  * so, adopt() grants nothing, and the next grant makes a new session. */
 static void test_restart_expired(gconstpointer data)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	slapd *srv = *(slapd *const *)data;
 	g_autofree char *base =
 	        base_of(srv, srv == srv_dds ? "restart-exp-dds" : "restart-exp-plain");
@@ -1361,8 +1323,7 @@ static void test_restart_expired(gconstpointer data)
  * adopt() refuses it and C's lock is untouched. */
 static void test_restart_taken(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	slapd *srv = srv_dds;
 	g_autofree char *base = base_of(srv, "restart-taken");
 	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
@@ -1411,8 +1372,7 @@ static void test_restart_taken(void)
  * the real token still works after them. */
 static void test_restart_garbage(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	slapd *srv = srv_dds;
 	g_autofree char *base = base_of(srv, "restart-garbage");
 	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
@@ -1496,8 +1456,7 @@ static void test_restart_garbage(void)
 
 static void test_race_stale(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "stale");
 	const char *opts[] = { "ttl=2s", "network_timeout=1s", "stale_after=3s", NULL };
 	lockfs_backend *a = backend(srv_dds, "hosta", base, opts);
@@ -1553,8 +1512,7 @@ static int64_t wait_gone(slapd *s, const char *dn, int64_t not_before, int64_t l
 
 static void test_dds_expiry(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "dds");
 	const char *opts[] = { "ttl=3s", "network_timeout=1s", NULL };
 	lockfs_backend *a = backend(srv_dds, "hosta", base, opts);
@@ -1607,8 +1565,7 @@ static void test_dds_expiry(void)
 
 static void test_nodds_lease(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_plain, "lease");
 	const char *opts[] = { "ttl=2s", "network_timeout=1s", NULL };
 	lockfs_backend *a = backend(srv_plain, "hosta", base, opts);
@@ -1799,15 +1756,13 @@ static void clock_matrix(slapd *s, const char *name)
 
 static void test_clock_matrix_dds(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	clock_matrix(srv_dds, "clock-dds");
 }
 
 static void test_clock_matrix_plain(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	clock_matrix(srv_plain, "clock-plain");
 }
 
@@ -1816,8 +1771,7 @@ static void test_clock_matrix_plain(void)
  * server's clock, and its own locks are judged like anyone's. */
 static void test_clock_bound(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_plain, "bound");
 	const char *opts[] = { "ttl=2s", "network_timeout=1s", "stale_after=300s", NULL };
 	const char *tight[] = { "ttl=2s", "network_timeout=1s", "ldap_max_clock_offset=30s", NULL };
@@ -1897,8 +1851,7 @@ static void test_clock_bound(void)
  * without assertions too, the seed's break still works on it. */
 static void test_clock_readback(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_plain, "readback");
 	const char *opts[] = { "ttl=2s", "network_timeout=1s", NULL };
 	lockfs_backend *a = backend(srv_plain, "hosta", base, opts);
@@ -1940,8 +1893,7 @@ static void test_clock_readback(void)
 
 static void test_names(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "names");
 	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
 	lockfs_backend *b = backend(srv_dds, "hostb", base, NULL);
@@ -2033,8 +1985,7 @@ static void test_names(void)
 
 static void test_ldapi_external(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "ldapi");
 	GError *e = NULL;
 	lockfs_backend *a = backend_opts(srv_dds, AUTH_EXTERNAL, "hosta", base, NULL, &e);
@@ -2050,8 +2001,7 @@ static void test_ldapi_external(void)
 
 static void test_tls(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "tls");
 	g_autofree char *wrong = g_strdup_printf("ldap_ca_file=%s", E(srv_dds, "SLAPD_WRONG_CA"));
 	const char *wrong_ca[] = { wrong, NULL };
@@ -2086,8 +2036,7 @@ static void test_tls(void)
 
 static void test_dynamic_key(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_plain, "dyn");
 	const char *yes[] = { "ldap_dynamic=yes", NULL };
 	g_autofree char *m = backend_error(srv_plain, AUTH_SIMPLE, base, yes);
@@ -2106,8 +2055,7 @@ static void test_dynamic_key(void)
 
 static void test_base_creation(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = g_strdup_printf("ou=deep,ou=new,%s", E(srv_dds, "SLAPD_SUFFIX"));
 	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
 	g_assert_true(raw_exists(srv_dds, base));
@@ -2145,8 +2093,7 @@ static void wait_renew(lockfs_backend *a, lockfs_lease *l)
 
 static void test_outage(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_out, "out");
 	const char *opts[] = { "ttl=20s", "network_timeout=1s", NULL };
 	lockfs_backend *a = backend(srv_out, "hosta", base, opts);

@@ -14,6 +14,7 @@
 #include "holder.h"
 #include "log.h"
 #include "proc_stop.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <lockfs/backends.h>
@@ -36,49 +37,7 @@ static char *store, *srv_dir, *bin;
 static char *endpoint, *token_file, *read_token_file;
 static char *tls_dir, *tls_endpoint, *tls_token_file, *ca_file;
 
-#define NEED(reason)                         \
-	do {                                 \
-		if (reason) {                \
-			g_test_skip(reason); \
-			return;              \
-		}                            \
-	} while (0)
-
 /* ---- the server ---- */
-
-/* Run the script with ARGV; its KEY=VALUE lines into VARS.  Exit status, or
- * -1 when it could not run; its stderr in *ERR. */
-static int run_script(const char *const *args, GHashTable *vars, char **err)
-{
-	GPtrArray *argv = g_ptr_array_new();
-	g_ptr_array_add(argv, (char *)"bash");
-	g_ptr_array_add(argv, script);
-	for (const char *const *a = args; *a; a++)
-		g_ptr_array_add(argv, (char *)*a);
-	g_ptr_array_add(argv, NULL);
-	g_autofree char *out = NULL;
-	int status = -1;
-	GError *e = NULL;
-	bool ran = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-	                        &out, err, &status, &e);
-	g_ptr_array_free(argv, TRUE);
-	if (!ran) {
-		*err = g_strdup(e->message);
-		g_error_free(e);
-		return -1;
-	}
-	g_strchomp(*err);
-	if (vars) {
-		g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
-		for (char **l = lines; *l; l++) {
-			char *eq = strchr(*l, '=');
-			if (eq)
-				g_hash_table_insert(vars, g_strndup(*l, (gsize)(eq - *l)),
-				                    g_strdup(eq + 1));
-		}
-	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
 
 static char *var(GHashTable *vars, const char *name)
 {
@@ -105,7 +64,7 @@ static void start_servers(void)
 	g_autofree char *err = NULL;
 	srv_dir = g_build_filename(tmpdir, "srv", NULL);
 	const char *start[] = { "start", srv_dir, "tcp", NULL };
-	int rc = run_script(start, vars, &err);
+	int rc = run_script(script, start, vars, &err);
 	if (rc != 0) {
 		skip_reason = g_strdup_printf("no tinystore server: %s",
 		                              err && *err ? err : "tinystore.sh start failed");
@@ -125,7 +84,7 @@ static void start_servers(void)
 	g_clear_pointer(&err, g_free);
 	tls_dir = g_build_filename(tmpdir, "tls", NULL);
 	const char *start_tls[] = { "start", tls_dir, "tls", NULL };
-	if (run_script(start_tls, vars, &err) != 0) {
+	if (run_script(script, start_tls, vars, &err) != 0) {
 		tls_skip = g_strdup_printf("no TLS server: %s", err);
 		g_clear_pointer(&tls_dir, g_free);
 	} else if (!g_tls_backend_supports_tls(g_tls_backend_get_default())) {
@@ -146,7 +105,7 @@ static void stop_servers(void)
 			continue;
 		g_autofree char *err = NULL;
 		const char *stop[] = { "stop", dirs[i], NULL };
-		run_script(stop, NULL, &err);
+		run_script(script, stop, NULL, &err);
 	}
 }
 
@@ -244,12 +203,6 @@ static lockfs_lease *take_when_free(lockfs_backend *be, const char *key, const c
 		g_assert_null(lease);
 		g_assert_cmpint(*at, <, end);
 	}
-}
-
-static void give(lockfs_backend *be, lockfs_lease *lease)
-{
-	g_assert_cmpint(be->release(be, lease), ==, 0);
-	be->lease_free(be, lease);
 }
 
 static void sleep_until(int64_t mono_us)
@@ -534,14 +487,6 @@ static GPtrArray *list_keys(lockfs_backend *be, const char *prefix, int *mine)
 	if (mine)
 		*mine = l.mine;
 	return l.keys;
-}
-
-static bool has_key(GPtrArray *keys, const char *key)
-{
-	for (guint i = 0; i < keys->len; i++)
-		if (strcmp(keys->pdata[i], key) == 0)
-			return true;
-	return false;
 }
 
 static void test_inspect_list(void)
@@ -873,7 +818,7 @@ static void test_restart(void)
 	lockfs_lease *la2 = take(a, key2, "host-a");
 	g_autofree char *err = NULL;
 	const char *restart[] = { "restart", srv_dir, NULL };
-	g_assert_cmpint(run_script(restart, NULL, &err), ==, 0);
+	g_assert_cmpint(run_script(script, restart, NULL, &err), ==, 0);
 	int64_t t_back = lockfs_mono_us();
 	/* A release that never had a record is one call on the connection
 	 * that granted it; that connection is gone with the old server, so
@@ -910,7 +855,7 @@ static int64_t restart_server(const char *dir)
 {
 	g_autofree char *err = NULL;
 	const char *restart[] = { "restart", dir, NULL };
-	if (run_script(restart, NULL, &err) != 0)
+	if (run_script(script, restart, NULL, &err) != 0)
 		g_error("restarting the server: %s", err);
 	return lockfs_mono_us();
 }
@@ -958,7 +903,7 @@ static void test_restart_grace(void)
 	GHashTable *vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	g_autofree char *err = NULL;
 	const char *start[] = { "start", dir, NULL };
-	g_assert_cmpint(run_script(start, vars, &err), ==, 0);
+	g_assert_cmpint(run_script(script, start, vars, &err), ==, 0);
 	g_autofree char *st = var(vars, "TINYSTORE_STORE");
 	g_hash_table_destroy(vars);
 
@@ -1005,7 +950,7 @@ static void test_restart_grace(void)
 	d->destroy(d);
 	const char *stop[] = { "stop", dir, NULL };
 	g_clear_pointer(&err, g_free);
-	run_script(stop, NULL, &err);
+	run_script(script, stop, NULL, &err);
 }
 
 /* ---- restart: a later instance takes back what an earlier one held ---- */
@@ -1269,7 +1214,7 @@ static void test_adopt_marker(void)
 	GHashTable *vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	g_autofree char *err = NULL;
 	const char *start[] = { "start", dir, NULL };
-	g_assert_cmpint(run_script(start, vars, &err), ==, 0);
+	g_assert_cmpint(run_script(script, start, vars, &err), ==, 0);
 	g_autofree char *st = var(vars, "TINYSTORE_STORE");
 	g_hash_table_destroy(vars);
 
@@ -1292,7 +1237,7 @@ static void test_adopt_marker(void)
 	c->destroy(c);
 	const char *stop[] = { "stop", dir, NULL };
 	g_clear_pointer(&err, g_free);
-	run_script(stop, NULL, &err);
+	run_script(script, stop, NULL, &err);
 }
 
 /* A server that does not answer: -EIO, and the lock can be taken back
@@ -1968,7 +1913,7 @@ static bool contract_restart(void)
 {
 	g_autofree char *err = NULL;
 	const char *restart[] = { "restart", srv_dir, NULL };
-	int rc = run_script(restart, NULL, &err);
+	int rc = run_script(script, restart, NULL, &err);
 	if (rc != 0)
 		g_printerr("tinystore.sh restart: %s\n", err);
 	return rc == 0;
