@@ -489,20 +489,11 @@ static GPtrArray *list_keys(lockfs_backend *be, const char *prefix, int *mine)
 	return l.keys;
 }
 
-static void test_inspect_list(void)
+/* B sees A's lock KA (lease LA) as A wrote it, A sees it as its own;
+ * nobody holds KN. */
+static void inspect_sees(lockfs_backend *a, lockfs_backend *b, const char *ka, const char *kn,
+                         const lockfs_lease *la)
 {
-	NEED(skip_reason);
-	lockfs_backend *a = default_be(), *b = default_be();
-	g_autofree char *dir = new_key("");
-	g_autofree char *ka = g_strconcat(dir, "a.lock", NULL);
-	g_autofree char *kb = g_strconcat(dir, "sub/b.lock", NULL);
-	g_autofree char *kn = g_strconcat(dir, "none.lock", NULL);
-	g_autofree char *sub = g_strconcat(dir, "sub/", NULL);
-	lockfs_lease *la = take(a, ka, "host-a");
-	lockfs_lease *lb = take(a, kb, "host-a");
-	g_assert_cmpint(wait_record(b, ka, NULL), ==, 0);
-	g_assert_cmpint(wait_record(b, kb, NULL), ==, 0);
-
 	lockfs_lock_info info;
 	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
 	g_assert_cmpstr(info.key, ==, ka);
@@ -523,7 +514,12 @@ static void test_inspect_list(void)
 	g_assert_true(info.mine);
 	lockfs_lock_info_clear(&info);
 	g_assert_cmpint(b->inspect(b, kn, &info), ==, -ENOENT);
+}
 
+/* A's locks KA and KB (under SUB) listed under DIR, by prefix and in all. */
+static void list_sees(lockfs_backend *a, lockfs_backend *b, const char *dir, const char *sub,
+                      const char *ka, const char *kb)
+{
 	int mine = -1;
 	g_autoptr(GPtrArray) all = list_keys(b, dir, &mine);
 	g_assert_cmpuint(all->len, ==, 2);
@@ -538,7 +534,13 @@ static void test_inspect_list(void)
 	g_assert_cmpuint(exact->len, ==, 1);
 	g_autoptr(GPtrArray) every = list_keys(b, "", NULL);
 	g_assert_true(has_key(every, ka) && has_key(every, kb));
+}
 
+/* Heartbeats and a renewal of A's lease LA on KA, as B and the server see
+ * them. */
+static void heartbeat_kept(lockfs_backend *a, lockfs_backend *b, const char *ka, lockfs_lease *la)
+{
+	lockfs_lock_info info;
 	/* A heartbeat moves the record's time and keeps what the holder wrote. */
 	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
 	g_assert_null(info.content); /* nothing written yet */
@@ -579,7 +581,28 @@ static void test_inspect_list(void)
 	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
 	g_assert_cmpint(info.holder.heartbeat_us, ==, beat + 1);
 	lockfs_lock_info_clear(&info);
+}
 
+static void test_inspect_list(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be();
+	g_autofree char *dir = new_key("");
+	g_autofree char *ka = g_strconcat(dir, "a.lock", NULL);
+	g_autofree char *kb = g_strconcat(dir, "sub/b.lock", NULL);
+	g_autofree char *kn = g_strconcat(dir, "none.lock", NULL);
+	g_autofree char *sub = g_strconcat(dir, "sub/", NULL);
+	lockfs_lease *la = take(a, ka, "host-a");
+	lockfs_lease *lb = take(a, kb, "host-a");
+	g_assert_cmpint(wait_record(b, ka, NULL), ==, 0);
+	g_assert_cmpint(wait_record(b, kb, NULL), ==, 0);
+
+	inspect_sees(a, b, ka, kn, la);
+	list_sees(a, b, dir, sub, ka, kb);
+	heartbeat_kept(a, b, ka, la);
+
+	lockfs_lock_info info;
+	ts_record r;
 	give(a, la);
 	give(a, lb);
 	/* Gone at once for the instance that let go; for others once the
@@ -1615,11 +1638,12 @@ static void send_welcome(int fd, const uint8_t *challenge, int scenario)
 	ts_enc_clear(&e);
 }
 
-static void fake_answer(int fd, int scenario, uint32_t stream)
+/* The fake server's answers that break the frame or the stream: garbage,
+ * a truncated or oversized frame, silence, a close, nesting too deep, a
+ * huge count, an error without its end, pings without end, a list that
+ * never ends.  False when SCENARIO is none of them. */
+static bool fake_answer_frame(int fd, int scenario, uint32_t stream)
 {
-	static const uint8_t lease[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
-	ts_enc e;
-	ts_enc_init(&e);
 	switch (scenario) {
 	case FAKE_GARBAGE: {
 		uint8_t junk[40];
@@ -1649,29 +1673,6 @@ static void fake_answer(int fd, int scenario, uint32_t stream)
 		break;
 	case FAKE_CLOSE:
 		break;
-	case FAKE_SHORT_LEASE:
-	case FAKE_BAD_FENCE:
-	case FAKE_WRONG_STREAM:
-		msgpack_pack_map(&e.pk, 3);
-		msgpack_pack_uint8(&e.pk, 1);
-		msgpack_pack_true(&e.pk);
-		msgpack_pack_uint8(&e.pk, 2);
-		msgpack_pack_bin(&e.pk, scenario == FAKE_SHORT_LEASE ? 15 : 16);
-		msgpack_pack_bin_body(&e.pk, lease, scenario == FAKE_SHORT_LEASE ? 15 : 16);
-		msgpack_pack_uint8(&e.pk, 3);
-		msgpack_pack_str(&e.pk, 2);
-		msgpack_pack_str_body(&e.pk, scenario == FAKE_BAD_FENCE ? "5x" : "55", 2);
-		send_frame(fd, TS_RESPONSE, TS_END,
-		           scenario == FAKE_WRONG_STREAM ? stream + 1 : stream, e.buf.data,
-		           e.buf.size);
-		break;
-	case FAKE_BUSY_WITH_LEASE:
-		msgpack_pack_map(&e.pk, 1);
-		msgpack_pack_uint8(&e.pk, 2);
-		msgpack_pack_bin(&e.pk, 16);
-		msgpack_pack_bin_body(&e.pk, lease, 16);
-		send_frame(fd, TS_RESPONSE, TS_END, stream, e.buf.data, e.buf.size);
-		break;
 	case FAKE_DEEP: {
 		GByteArray *b = g_byte_array_new();
 		g_byte_array_append(b, (const guint8 *)"\x81\x01", 2);
@@ -1700,6 +1701,47 @@ static void fake_answer(int fd, int scenario, uint32_t stream)
 			}
 		}
 		break;
+	case FAKE_LIST_LOOP:
+		/* An empty page that always says "go on after a". */
+		send_frame(fd, TS_RESPONSE, TS_END, stream, "\x82\x01\x90\x02\xa1\x61", 6);
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* The fake server's answers whose body is wrong: a grant with a short lease,
+ * a bad fence or on the wrong stream, busy with a lease, a bad record. */
+static void fake_answer_body(int fd, int scenario, uint32_t stream)
+{
+	static const uint8_t lease[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	ts_enc e;
+	ts_enc_init(&e);
+	switch (scenario) {
+	case FAKE_SHORT_LEASE:
+	case FAKE_BAD_FENCE:
+	case FAKE_WRONG_STREAM:
+		msgpack_pack_map(&e.pk, 3);
+		msgpack_pack_uint8(&e.pk, 1);
+		msgpack_pack_true(&e.pk);
+		msgpack_pack_uint8(&e.pk, 2);
+		msgpack_pack_bin(&e.pk, scenario == FAKE_SHORT_LEASE ? 15 : 16);
+		msgpack_pack_bin_body(&e.pk, lease, scenario == FAKE_SHORT_LEASE ? 15 : 16);
+		msgpack_pack_uint8(&e.pk, 3);
+		msgpack_pack_str(&e.pk, 2);
+		msgpack_pack_str_body(&e.pk, scenario == FAKE_BAD_FENCE ? "5x" : "55", 2);
+		send_frame(fd, TS_RESPONSE, TS_END,
+		           scenario == FAKE_WRONG_STREAM ? stream + 1 : stream, e.buf.data,
+		           e.buf.size);
+		break;
+	case FAKE_BUSY_WITH_LEASE:
+		msgpack_pack_map(&e.pk, 1);
+		msgpack_pack_uint8(&e.pk, 2);
+		msgpack_pack_bin(&e.pk, 16);
+		msgpack_pack_bin_body(&e.pk, lease, 16);
+		send_frame(fd, TS_RESPONSE, TS_END, stream, e.buf.data, e.buf.size);
+		break;
 	case FAKE_BAD_RECORD:
 		msgpack_pack_map(&e.pk, 3);
 		msgpack_pack_uint8(&e.pk, 1);
@@ -1712,12 +1754,14 @@ static void fake_answer(int fd, int scenario, uint32_t stream)
 		msgpack_pack_bin_body(&e.pk, "1", 1);
 		send_frame(fd, TS_RESPONSE, TS_END, stream, e.buf.data, e.buf.size);
 		break;
-	case FAKE_LIST_LOOP:
-		/* An empty page that always says "go on after a". */
-		send_frame(fd, TS_RESPONSE, TS_END, stream, "\x82\x01\x90\x02\xa1\x61", 6);
-		break;
 	}
 	ts_enc_clear(&e);
+}
+
+static void fake_answer(int fd, int scenario, uint32_t stream)
+{
+	if (!fake_answer_frame(fd, scenario, stream))
+		fake_answer_body(fd, scenario, stream);
 }
 
 static void fake_conn(int fd)
