@@ -4,8 +4,8 @@
 # 41-posix-locks.t (fcntl(2) record locks) share, written once.
 #
 # Sourced after mount.sh, once hostA (A, A_PID, LOG_A; EVENTS: its notify
-# events) and hostB (B) are mounted.  The test says how its kind of lock is
-# held and asked for:
+# events) and hostB (B, LOG_B) are mounted.  The test says how its kind of
+# lock is held and asked for:
 #   LF_KEY          the lock's name in .lockfs/status (.lockfs/flock/job)
 #   LF_WAITER       what waits on hostB, for the TAP points (flock, F_SETLKW)
 #   LF_SAY[...]     the test's words for its other TAP points (each scenario
