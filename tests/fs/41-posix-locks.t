@@ -306,72 +306,59 @@ else
     skip "no C compiler to build tests/lib/setlkw.c" 4
 fi
 
-# A lost lock: the server stopped until hostA declares it lost; the holder's
-# next lock call answers EIO.
-pl_start l "$A/data"
-pl l lock wr 0 0
-posix_state() { status_field "$(status_line .lockfs/posix/data "$A")" state; }
-is "$(posix_state)" held "hostA holds the POSIX lock"
-lost_fence=$(status_field "$(status_line .lockfs/posix/data "$A")" fence)
-backend_server_pause
-posix_lost() { [[ $(posix_state) == lost ]]; }
-ok "... and declares it lost while the server is stopped" wait_until 10 posix_lost
-backend_server_resume
-pl l lock wr 0 0
-is "$REPLY" EIO "... its holder's next lock call answers EIO"
-ok "... logged as lost" log_has "lost \\.lockfs/posix/data" "$LOG_A"
-ok "... and notified (LOCKFS_EVENT=lost, its key and fence)" \
-    wait_until 10 grep -qx "lost \.lockfs/posix/data $lost_fence" "$EVENTS"
-pl_stop l
-# (Each try before that fails with EAGAIN: its traceback is not news.)
-ok "... and hostB takes it once the server answers" wait_until 10 bash -c \
-    'exec 9<>"$1" && exec "$2" -c "import fcntl; fcntl.lockf(9, fcntl.LOCK_EX | fcntl.LOCK_NB)" 2>/dev/null' _ "$B/data" "$PYTHON"
-
+# The faults a held lock goes through on two hosts (tests/lib/lock-faults.sh),
+# held with fcntl(2): a posix-lock.py driver holds data on hostA, and
+# waitone.py waits on hostB with F_SETLKW.
 cat >"$TESTDIR/waitone.py" <<'EOF'
 import fcntl, os, sys, time
 fd = os.open(sys.argv[1], os.O_RDWR)
 fcntl.lockf(fd, fcntl.LOCK_EX)
 print(time.time_ns(), flush=True)
 EOF
+. "$TESTLIB/lock-faults.sh"
+LF_KEY=.lockfs/posix/data LF_WAITER=F_SETLKW
+LF_SAY=(
+    [lost_held]="hostA holds the POSIX lock"
+    [lost_declared]="... and declares it lost while the server is stopped"
+    [lost_eio]="... its holder's next lock call answers EIO"
+    [stop_hold]="hostA's process holds the lock again (once its backend answers)"
+    [stop_waits]="... the holder's next lock call waits on the stopped mount"
+    [stop_eio]="... and once hostA runs again, the holder's next lock call answers EIO"
+    [kill_hold]="hostA holds the lock again (once its backend answers)"
+    [kill_why]=""
+)
+# After a pause, hostA's connection to the server may still be coming back
+# (LDAP: a StartTLS that timed out): its takes answer EIO until it is.
+took() { pl "$LF_NAME" lock wr 0 0; [[ $REPLY == OK ]]; }
+lf_hold() {
+    LF_NAME=${1:0:1} # the driver: l, s or k
+    pl_start "$LF_NAME" "$A/data"
+    LF_PID=${DPID[$LF_NAME]}
+    case $1 in
+    lost) pl "$LF_NAME" lock wr 0 0 ;;
+    *) wait_until 15 took ;;
+    esac
+}
+lf_next() { pl_send "$LF_NAME" lock wr 0 0; }
+lf_answer() { pl_reply "$LF_NAME"; }
+lf_b_wait() { timeout -k 2 30 "$PYTHON" "$TESTDIR/waitone.py" "$B/data" >"$1"; }
+
+# A lost lock: the server stopped until hostA declares it lost; the holder's
+# next lock call answers EIO.
+lock_fault_lost
+pl_stop l
+# (Each try before that fails with EAGAIN: its traceback is not news.)
+ok "... and hostB takes it once the server answers" wait_until 10 bash -c \
+    'exec 9<>"$1" && exec "$2" -c "import fcntl; fcntl.lockf(9, fcntl.LOCK_EX | fcntl.LOCK_NB)" 2>/dev/null' _ "$B/data" "$PYTHON"
 
 # hostA's lockfs stopped (SIGSTOP, as a stalled VM) while its process holds a
 # POSIX lock and hostB waits: granted once hostA's lease could have run out;
 # resumed, hostA answers the holder's next lock call EIO.
-pl_start s "$A/data"
-took() { pl s lock wr 0 0; [[ $REPLY == OK ]]; }
-ok "hostA's process holds the lock again (once its backend answers)" wait_until 15 took
-timeout -k 2 30 "$PYTHON" "$TESTDIR/waitone.py" "$B/data" >"$TESTDIR/b3.got" &
-bp=$!
-t_stop=$(date +%s%N)
-kill -STOP "$A_PID"
-wait "$bp"
-is "$?" 0 "hostA's lockfs stopped: hostB's waiting F_SETLKW is granted"
-after=$((($(cat "$TESTDIR/b3.got") - t_stop) / 1000000))
-cmp_ok "$after" -ge 1900 "... no sooner than hostA's lease could run out (${after} ms after the stop, ttl 3 s)"
-# The call is made while hostA is stopped: its request waits in the kernel's
-# queue and is read the moment hostA runs, as a stalled host's would be.
-pl_send s lock wr 0 0
-ok "... the holder's next lock call waits on the stopped mount" wait_until 5 in_fuse_wait "${DPID[s]}"
-kill -CONT "$A_PID"
-pl_reply s
-is "$REPLY" EIO "... and once hostA runs again, the holder's next lock call answers EIO"
+lock_fault_stopped
 pl_stop s
 
 # The holder's lockfs killed (-9) while hostB waits: granted once hostA's
 # lease could have run out (ttl 3 s), not before.
-pl_start k "$A/data"
-# hostA's connection to the server may still be coming back from the pause
-# (LDAP: a StartTLS that timed out): its takes answer EIO until it is.
-took_again() { pl k lock wr 0 0; [[ $REPLY == OK ]]; }
-ok "hostA holds the lock again (once its backend answers)" wait_until 15 took_again
-timeout -k 2 30 "$PYTHON" "$TESTDIR/waitone.py" "$B/data" >"$TESTDIR/b2.got" &
-bp=$!
-t_kill=$(date +%s%N)
-kill -9 "$A_PID"
-wait "$bp"
-is "$?" 0 "hostA's lockfs killed: hostB's waiting F_SETLKW is granted"
-after=$((($(cat "$TESTDIR/b2.got") - t_kill) / 1000000))
-cmp_ok "$after" -ge 1900 "... no sooner than its lease could run out (${after} ms after the kill, ttl 3 s)"
-cmp_ok "$after" -lt 15000 "... and not much later"
+lock_fault_killed
 kill "${DPID[k]}" 2>/dev/null
 done_testing

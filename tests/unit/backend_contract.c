@@ -4,19 +4,15 @@
 #include "backend_contract.h"
 
 #include "holder.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <lockfs/backends.h>
 #include <string.h>
 #include <unistd.h>
 
-#define NEED_SERVER(c)                           \
-	do {                                     \
-		if ((c)->skip && *(c)->skip) {   \
-			g_test_skip(*(c)->skip); \
-			return;                  \
-		}                                \
-	} while (0)
+/* Every test skips while the fixture says why it cannot run. */
+#define NEED_SERVER(c) NEED((c)->skip ? *(c)->skip : NULL)
 
 static int key_serial;
 
@@ -155,7 +151,8 @@ static void give_seen(lockfs_backend *be, lockfs_lease *lease, lockfs_backend *v
 	}
 }
 
-static void give(lockfs_backend *be, lockfs_lease *lease)
+/* give_seen with BE its own view (test_util.h's give waits for nothing). */
+static void give_own(lockfs_backend *be, lockfs_lease *lease)
 {
 	give_seen(be, lease, be);
 }
@@ -229,7 +226,7 @@ static void test_release_only_own(gconstpointer data)
 	g_assert_cmpstr(info.holder.host, ==, "host-b");
 	lockfs_lock_info_clear(&info);
 	g_assert_cmpint(try_take(h.a, key, "host-a"), ==, -EEXIST);
-	give(h.b, newer);
+	give_own(h.b, newer);
 	hosts_free(&h);
 }
 
@@ -272,7 +269,7 @@ static void test_break_with_fence(gconstpointer data)
 	g_assert_cmpint(h.b->inspect(h.b, key, &info), ==, 0);
 	g_assert_cmpstr(info.fence, ==, next->fence);
 	lockfs_lock_info_clear(&info);
-	give(h.b, next);
+	give_own(h.b, next);
 	hosts_free(&h);
 }
 
@@ -313,7 +310,7 @@ static void test_stale_broken_by_acquire(gconstpointer data)
 	g_assert_cmpint(lockfs_fence_cmp(next->fence, l->fence), >, 0);
 	g_assert_cmpint(h.a->release(h.a, l), ==, -ENOENT);
 	h.a->lease_free(h.a, l);
-	give(h.b, next);
+	give_own(h.b, next);
 	hosts_free(&h);
 }
 
@@ -444,7 +441,7 @@ static void test_confirm(gconstpointer data)
 	g_assert_cmpint(h.b->inspect(h.b, key, &info), ==, 0);
 	g_assert_cmpstr(info.fence, ==, fence);
 	lockfs_lock_info_clear(&info);
-	give(h.a, l);
+	give_own(h.a, l);
 	hosts_free(&h);
 }
 
@@ -493,7 +490,7 @@ static void test_renew_estale_after_loss(gconstpointer data)
 	g_assert_cmpstr(info.fence, ==, next->fence);
 	g_assert_cmpstr(info.holder.host, ==, "host-b");
 	lockfs_lock_info_clear(&info);
-	give(h.b, next);
+	give_own(h.b, next);
 	hosts_free(&h);
 }
 
@@ -509,7 +506,7 @@ static void test_fences_across_hosts(gconstpointer data)
 		lockfs_lease *l = take(be, key, i % 2 ? "host-b" : "host-a");
 		g_assert_cmpint(lockfs_fence_cmp(l->fence, last), >, 0);
 		g_strlcpy(last, l->fence, sizeof(last));
-		give(be, l);
+		give_own(be, l);
 	}
 	hosts_free(&h);
 }
@@ -527,7 +524,7 @@ static void test_fences_across_restart(gconstpointer data)
 	lockfs_lease *l = take(a, key, "host-a");
 	char before[LOCKFS_FENCE_MAX];
 	g_strlcpy(before, l->fence, sizeof(before));
-	give(a, l);
+	give_own(a, l);
 	a->destroy(a);
 	g_assert_true(c->restart());
 	/* The server may take a moment to serve again: EIO until it does;
@@ -544,7 +541,7 @@ static void test_fences_across_restart(gconstpointer data)
 	g_assert_cmpint(r, ==, 0);
 	confirmed(a, l);
 	g_assert_cmpint(lockfs_fence_cmp(l->fence, before), >, 0);
-	give(a, l);
+	give_own(a, l);
 	a->destroy(a);
 }
 

@@ -597,19 +597,11 @@ static void test_rules(void)
 
 /* ---- backend groups and getters ---- */
 
-static void test_getters(void)
+/* The values of g.conf (test_getters) through each getter, and a default for
+ * a key it does not set. */
+static void getters_from_file(lockfs_config *cfg)
 {
-	g_autofree char *path = write_file("g.conf", "[ldap]\n"
-	                                             "uri=ldap://a\n"
-	                                             "starttls=yes\n"
-	                                             "retries=7\n"
-	                                             "timeout=1.5s\n"
-	                                             "[tinystore]\n"
-	                                             "endpoint=http://t\n");
-	lockfs_config *cfg = lockfs_config_new();
 	GError *err = NULL;
-	load(cfg, path);
-
 	char *str = NULL;
 	bool b = false;
 	int64_t n = 0;
@@ -632,8 +624,14 @@ static void test_getters(void)
 	g_assert_cmpstr(str, ==, "http://t");
 	g_free(str);
 	g_assert_no_error(err);
+}
 
-	/* Range and type errors name the key and its origin. */
+/* Range and type errors name the key and its origin (PATH's line). */
+static void getters_errors_name_origin(lockfs_config *cfg, const char *path)
+{
+	GError *err = NULL;
+	bool b = false;
+	int64_t n = 0;
 	g_autofree char *want = g_strdup_printf("%s:4: key 'retries' in [ldap]: '7' is not a "
 	                                        "whole number from 0 to 5; write one in that "
 	                                        "range",
@@ -657,8 +655,16 @@ static void test_getters(void)
 	g_assert_false(lockfs_config_get_duration(cfg, "ldap", "uri", 0, &n, &err));
 	g_assert_cmpstr(err->message, ==, want);
 	g_clear_error(&err);
+}
 
-	/* Mount options override and keep their own origin. */
+/* Mount options override and keep their own origin; a flag is true for a
+ * boolean and refused for anything else. */
+static void getters_mount_options(lockfs_config *cfg)
+{
+	GError *err = NULL;
+	char *str = NULL;
+	bool b = false;
+	int64_t n = 0;
 	set_option(cfg, "ldap_retries=-2");
 	g_assert_false(lockfs_config_get_int(cfg, "ldap", "retries", 3, 0, 10, &n, &err));
 	g_assert_cmpstr(err->message, ==,
@@ -678,7 +684,6 @@ static void test_getters(void)
 	set_option(cfg, "ldap_starttls");
 	set_option(cfg, "ldap_timeout");
 	set_option(cfg, "ldap_uri");
-	b = false;
 	g_assert_true(lockfs_config_get_bool(cfg, "ldap", "starttls", false, &b, &err));
 	g_assert_true(b);
 	g_assert_cmpstr(lockfs_config_origin(cfg, "ldap", "starttls"), ==,
@@ -688,13 +693,20 @@ static void test_getters(void)
 	                "mount option 'ldap_timeout': needs a value; write "
 	                "ldap_timeout=VALUE");
 	g_clear_error(&err);
-	str = NULL;
 	g_assert_false(lockfs_config_get_string(cfg, "ldap", "uri", NULL, &str, &err));
 	g_assert_error(err, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE);
 	g_assert_null(str);
 	g_clear_error(&err);
+}
 
-	/* Absent keys give the defaults. */
+/* Absent keys give the defaults; asking for a key nobody registered is a
+ * programming error, reported. */
+static void getters_absent_and_unregistered(void)
+{
+	GError *err = NULL;
+	char *str = NULL;
+	bool b = false;
+	int64_t n = 0;
 	lockfs_config *empty = lockfs_config_new();
 	g_assert_true(lockfs_config_get_bool(empty, "ldap", "starttls", true, &b, &err));
 	g_assert_true(b);
@@ -714,11 +726,30 @@ static void test_getters(void)
 	g_assert_false(lockfs_config_get_bool(empty, "nfs", "x", false, &b, &err));
 	g_assert_error(err, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN);
 	g_clear_error(&err);
+	lockfs_config_free(empty);
+}
+
+static void test_getters(void)
+{
+	g_autofree char *path = write_file("g.conf", "[ldap]\n"
+	                                             "uri=ldap://a\n"
+	                                             "starttls=yes\n"
+	                                             "retries=7\n"
+	                                             "timeout=1.5s\n"
+	                                             "[tinystore]\n"
+	                                             "endpoint=http://t\n");
+	lockfs_config *cfg = lockfs_config_new();
+	GError *err = NULL;
+	int64_t n = 0;
+	load(cfg, path);
+	getters_from_file(cfg);
+	getters_errors_name_origin(cfg, path);
+	getters_mount_options(cfg);
+	getters_absent_and_unregistered();
 
 	/* The general keys are readable the same way. */
 	g_assert_true(lockfs_config_get_duration(cfg, "lockfs", "ttl", 123, &n, &err));
 	g_assert_cmpint(n, ==, 123);
-	lockfs_config_free(empty);
 	lockfs_config_free(cfg);
 }
 

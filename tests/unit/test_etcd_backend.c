@@ -14,6 +14,7 @@
 #include "fault_proxy.h"
 #include "holder.h"
 #include "log.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <lockfs/backends.h>
@@ -21,7 +22,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 static char *tmpdir, *cluster_dir;
@@ -31,49 +31,7 @@ static char *endpoints;   /* "EP0;EP1;EP2" (a mount option splits at commas) */
 static char *endpoint[3]; /* each member's */
 static char *endpoints_opt, *prefix_opt;
 
-#define NEED(reason)                         \
-	do {                                 \
-		if (reason) {                \
-			g_test_skip(reason); \
-			return;              \
-		}                            \
-	} while (0)
-
 /* ---- the cluster ---- */
-
-/* Run the script with ARGS; its KEY=VALUE lines into VARS.  Exit status, or
- * -1 when it could not run; its stderr in *ERR. */
-static int run_script(const char *const *args, GHashTable *vars, char **err)
-{
-	GPtrArray *argv = g_ptr_array_new();
-	g_ptr_array_add(argv, (char *)"bash");
-	g_ptr_array_add(argv, script);
-	for (const char *const *a = args; *a; a++)
-		g_ptr_array_add(argv, (char *)*a);
-	g_ptr_array_add(argv, NULL);
-	g_autofree char *out = NULL;
-	int status = -1;
-	GError *e = NULL;
-	bool ran = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-	                        &out, err, &status, &e);
-	g_ptr_array_free(argv, TRUE);
-	if (!ran) {
-		*err = g_strdup(e->message);
-		g_error_free(e);
-		return -1;
-	}
-	g_strchomp(*err);
-	if (vars) {
-		g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
-		for (char **l = lines; *l; l++) {
-			char *eq = strchr(*l, '=');
-			if (eq)
-				g_hash_table_insert(vars, g_strndup(*l, (gsize)(eq - *l)),
-				                    g_strdup(eq + 1));
-		}
-	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
 
 /* etcd.sh CMD [N] on the test cluster; asserts success. */
 static void cluster(const char *cmd, int member)
@@ -81,7 +39,7 @@ static void cluster(const char *cmd, int member)
 	g_autofree char *n = g_strdup_printf("%d", member);
 	const char *args[] = { cmd, cluster_dir, member >= 0 ? n : NULL, NULL };
 	g_autofree char *err = NULL;
-	int rc = run_script(args, NULL, &err);
+	int rc = run_script(script, args, NULL, &err);
 	if (rc != 0)
 		g_error("etcd.sh %s failed (%d): %s", cmd, rc, err);
 }
@@ -91,18 +49,10 @@ static int leader(void)
 {
 	const char *args[] = { "leader", cluster_dir, NULL };
 	g_autofree char *err = NULL;
-	GPtrArray *argv = g_ptr_array_new();
-	g_ptr_array_add(argv, (char *)"bash");
-	g_ptr_array_add(argv, script);
-	for (const char *const *a = args; *a; a++)
-		g_ptr_array_add(argv, (char *)*a);
-	g_ptr_array_add(argv, NULL);
 	g_autofree char *out = NULL;
-	int status = -1;
-	g_assert_true(g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL,
-	                           NULL, &out, &err, &status, NULL));
-	g_ptr_array_free(argv, TRUE);
-	g_assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	int rc = run_script_output(script, args, &out, &err);
+	g_assert_true(rc != -1); /* it ran */
+	g_assert_true(rc == 0);
 	int n = atoi(out);
 	g_assert_true(n >= 0 && n <= 2);
 	return n;
@@ -116,7 +66,7 @@ static void start_cluster(void)
 	/* --watch: the members die with this process, however it ends. */
 	g_autofree char *self = g_strdup_printf("%d", (int)getpid());
 	const char *start[] = { "start", cluster_dir, "--watch", self, NULL };
-	int rc = run_script(start, vars, &err);
+	int rc = run_script(script, start, vars, &err);
 	if (rc != 0) {
 		skip_reason = g_strdup_printf("no etcd cluster: %s",
 		                              err && *err ? err : "etcd.sh start failed");
@@ -138,14 +88,14 @@ static void stop_cluster(void)
 		return;
 	const char *stop[] = { "stop", cluster_dir, NULL };
 	g_autofree char *err = NULL;
-	run_script(stop, NULL, &err);
+	run_script(script, stop, NULL, &err);
 }
 
 static bool restart_cluster(void)
 {
 	const char *args[] = { "restart", cluster_dir, NULL };
 	g_autofree char *err = NULL;
-	int rc = run_script(args, NULL, &err);
+	int rc = run_script(script, args, NULL, &err);
 	if (rc != 0)
 		g_printerr("etcd.sh restart: %s\n", err);
 	return rc == 0;
@@ -194,12 +144,6 @@ static lockfs_lease *take(lockfs_backend *be, const char *key, const char *host,
 	        be->acquire(be, key, &h, content, content ? strlen(content) : 0, &lease, NULL), ==,
 	        0);
 	return lease;
-}
-
-static void give(lockfs_backend *be, lockfs_lease *lease)
-{
-	g_assert_cmpint(be->release(be, lease), ==, 0);
-	be->lease_free(be, lease);
 }
 
 /* ---- the record (no server) ---- */
@@ -915,50 +859,42 @@ static void take_give(lockfs_backend *be)
 	give(be, take(be, k, "host-tls", NULL));
 }
 
-static void test_tls_users(void)
-{
-	NEED(skip_reason);
-	GHashTable *vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
-	g_autofree char *err = NULL;
-	g_autofree char *dir = g_build_filename(tmpdir, "etcd-tls", NULL);
-	g_autofree char *self = g_strdup_printf("%d", (int)getpid());
-	const char *start[] = { "start", dir, "--members", "1", "--tls", "--watch", self, NULL };
-	if (run_script(start, vars, &err) != 0) {
-		g_hash_table_destroy(vars);
-		g_autofree char *why = g_strdup_printf("no TLS etcd: %s", err);
-		g_test_skip(why);
-		return;
-	}
-	const char *url = g_hash_table_lookup(vars, "ETCD_ENDPOINT_0");
-	const char *ca = g_hash_table_lookup(vars, "ETCD_CA_FILE");
-	const char *cert = g_hash_table_lookup(vars, "ETCD_CERT_FILE");
-	const char *key = g_hash_table_lookup(vars, "ETCD_KEY_FILE");
-	g_assert_true(g_str_has_prefix(url, "https://"));
-	g_autofree char *o_ep = g_strdup_printf("etcd_endpoints=%s", url);
-	g_autofree char *o_ca = g_strdup_printf("etcd_ca_file=%s", ca);
-	g_autofree char *o_cert = g_strdup_printf("etcd_cert_file=%s", cert);
-	g_autofree char *o_key = g_strdup_printf("etcd_key_file=%s", key);
-	char *e = NULL;
+/* The one-member TLS cluster of test_tls_users: etcd.sh's variables, and
+ * the mount options naming its endpoint, CA and client certificate. */
+typedef struct {
+	GHashTable *vars;
+	const char *url, *ca, *cert, *key;
+	char *o_ep, *o_ca, *o_cert, *o_key;
+} tls_cluster;
 
+/* The CA and a client certificate: served; without a client certificate,
+ * or with another CA, refused. */
+static void tls_certificates(const tls_cluster *t)
+{
+	char *e = NULL;
 	/* The CA and a client certificate: served. */
-	const char *good[] = { o_ep, o_ca, o_cert, o_key, prefix_opt, NULL };
+	const char *good[] = { t->o_ep, t->o_ca, t->o_cert, t->o_key, prefix_opt, NULL };
 	lockfs_backend *be = backend_opts(good, &e);
 	if (!be)
 		g_error("TLS with CA and client certificate: %s", e);
 	take_give(be);
 	be->destroy(be);
 	/* Without a client certificate the member refuses the handshake. */
-	const char *no_cert[] = { o_ep, o_ca, NULL };
+	const char *no_cert[] = { t->o_ep, t->o_ca, NULL };
 	g_assert_null(backend_opts(no_cert, &e));
 	g_assert_nonnull(strstr(e, "cannot get a lease from https://"));
 	g_clear_pointer(&e, g_free);
 	/* Another CA (the system's) does not vouch for the member. */
-	const char *other_ca[] = { o_ep, o_cert, o_key, NULL };
+	const char *other_ca[] = { t->o_ep, t->o_cert, t->o_key, NULL };
 	g_assert_null(backend_opts(other_ca, &e));
 	g_assert_nonnull(strstr(e, "cannot get a lease from https://"));
 	g_clear_pointer(&e, g_free);
+}
 
-	/* Users: root, and lockfs with read-write on the test prefix only. */
+/* Users: root, and lockfs with read-write on the test prefix only; then
+ * authentication on. */
+static void tls_add_users(const tls_cluster *t)
+{
 	const char *prefix = strchr(prefix_opt, '=') + 1;
 	size_t end_len = strlen(prefix);
 	g_autofree char *end = g_strdup(prefix);
@@ -967,10 +903,10 @@ static void test_tls_users(void)
 	g_autofree char *e64 = etcd_b64(end, end_len);
 	etcd_client_opts co = { 0 };
 	co.endpoints = g_new0(char *, 2);
-	co.endpoints[0] = g_strdup(url);
-	co.ca_file = g_strdup(ca);
-	co.cert_file = g_strdup(cert);
-	co.key_file = g_strdup(key);
+	co.endpoints[0] = g_strdup(t->url);
+	co.ca_file = g_strdup(t->ca);
+	co.cert_file = g_strdup(t->cert);
+	co.key_file = g_strdup(t->key);
 	etcd_client *cl = etcd_client_new(&co);
 	admin(cl, "/v3/auth/user/add", "{\"name\":\"root\",\"password\":\"rootpw\"}");
 	admin(cl, "/v3/auth/role/add", "{\"name\":\"root\"}");
@@ -985,44 +921,60 @@ static void test_tls_users(void)
 	admin(cl, "/v3/auth/user/grant", "{\"user\":\"lockfs\",\"role\":\"lockfs\"}");
 	admin(cl, "/v3/auth/enable", "{}");
 	etcd_client_free(cl);
+}
 
-	g_autofree char *pw = g_build_filename(tmpdir, "etcd.password", NULL);
-	g_assert_true(g_file_set_contents(pw, "lockfs pw\n", -1, NULL));
-	g_assert_cmpint(chmod(pw, 0600), ==, 0);
-	g_autofree char *bad = g_build_filename(tmpdir, "etcd.bad-password", NULL);
-	g_assert_true(g_file_set_contents(bad, "wrong\n", -1, NULL));
-	g_assert_cmpint(chmod(bad, 0600), ==, 0);
+/* A file in tmpdir named NAME holding TEXT, mode 0600: its path. */
+static char *secret_file(const char *name, const char *text)
+{
+	char *path = g_build_filename(tmpdir, name, NULL);
+	g_assert_true(g_file_set_contents(path, text, -1, NULL));
+	g_assert_cmpint(chmod(path, 0600), ==, 0);
+	return path;
+}
+
+/* User lockfs with its password: served, with a certificate without a
+ * CommonName, inside the prefix it may write; refused with a wrong
+ * password; refused the grant outside the prefix. */
+static void tls_users_sign_in(const tls_cluster *t)
+{
+	char *e = NULL;
+	g_autofree char *pw = secret_file("etcd.password", "lockfs pw\n");
+	g_autofree char *bad = secret_file("etcd.bad-password", "wrong\n");
 	/* With authentication on, etcd refuses gateway requests whose client
 	 * certificate has a CommonName (which would name the user): */
-	const char *cn[] = { o_ep, o_ca, o_cert, o_key, NULL };
+	const char *cn[] = { t->o_ep, t->o_ca, t->o_cert, t->o_key, NULL };
 	g_assert_null(backend_opts(cn, &e));
 	g_assert_nonnull(strstr(e, "CommonName of client"));
 	g_clear_pointer(&e, g_free);
 	/* users go with a certificate without one. */
 	g_autofree char *o_cert_nocn = g_strdup_printf(
-	        "etcd_cert_file=%s", (char *)g_hash_table_lookup(vars, "ETCD_NOCN_CERT_FILE"));
+	        "etcd_cert_file=%s", (char *)g_hash_table_lookup(t->vars, "ETCD_NOCN_CERT_FILE"));
 	g_autofree char *o_key_nocn = g_strdup_printf(
-	        "etcd_key_file=%s", (char *)g_hash_table_lookup(vars, "ETCD_NOCN_KEY_FILE"));
+	        "etcd_key_file=%s", (char *)g_hash_table_lookup(t->vars, "ETCD_NOCN_KEY_FILE"));
 	g_autofree char *o_pw = g_strdup_printf("etcd_password_file=%s", pw);
 	g_autofree char *o_bad = g_strdup_printf("etcd_password_file=%s", bad);
-	const char *user[] = { o_ep, o_ca, o_cert_nocn, o_key_nocn, prefix_opt, "etcd_user=lockfs",
-		               o_pw, NULL };
-	be = backend_opts(user, &e);
+	const char *user[] = { t->o_ep,    t->o_ca,    o_cert_nocn,
+		               o_key_nocn, prefix_opt, "etcd_user=lockfs",
+		               o_pw,       NULL };
+	lockfs_backend *be = backend_opts(user, &e);
 	if (!be)
 		g_error("a user with a password file: %s", e);
 	take_give(be);
 	be->destroy(be);
-	const char *wrong[] = {
-		o_ep, o_ca, o_cert_nocn, o_key_nocn, "etcd_user=lockfs", o_bad, NULL
-	};
+	const char *wrong[] = { t->o_ep, t->o_ca, o_cert_nocn, o_key_nocn, "etcd_user=lockfs",
+		                o_bad,   NULL };
 	g_assert_null(backend_opts(wrong, &e));
 	g_assert_nonnull(strstr(e, "authenticating as etcd user lockfs"));
 	g_clear_pointer(&e, g_free);
 	/* A prefix the user may not write: the grant is refused, as an error. */
-	const char *outside[] = {
-		o_ep, o_ca, o_cert_nocn, o_key_nocn, "etcd_prefix=/elsewhere/", "etcd_user=lockfs",
-		o_pw, NULL
-	};
+	const char *outside[] = { t->o_ep,
+		                  t->o_ca,
+		                  o_cert_nocn,
+		                  o_key_nocn,
+		                  "etcd_prefix=/elsewhere/",
+		                  "etcd_user=lockfs",
+		                  o_pw,
+		                  NULL };
 	be = backend_opts(outside, &e);
 	g_assert_nonnull(be);
 	g_autofree char *k = lockfs_contract_key("denied.lock");
@@ -1031,10 +983,39 @@ static void test_tls_users(void)
 	g_assert_cmpint(be->acquire(be, k, &who, NULL, 0, &l, NULL), ==, -EIO);
 	g_assert_null(l);
 	be->destroy(be);
+}
+
+static void test_tls_users(void)
+{
+	NEED(skip_reason);
+	GHashTable *vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	g_autofree char *err = NULL;
+	g_autofree char *dir = g_build_filename(tmpdir, "etcd-tls", NULL);
+	g_autofree char *self = g_strdup_printf("%d", (int)getpid());
+	const char *start[] = { "start", dir, "--members", "1", "--tls", "--watch", self, NULL };
+	if (run_script(script, start, vars, &err) != 0) {
+		g_hash_table_destroy(vars);
+		g_autofree char *why = g_strdup_printf("no TLS etcd: %s", err);
+		g_test_skip(why);
+		return;
+	}
+	tls_cluster t = { .vars = vars };
+	t.url = g_hash_table_lookup(vars, "ETCD_ENDPOINT_0");
+	t.ca = g_hash_table_lookup(vars, "ETCD_CA_FILE");
+	t.cert = g_hash_table_lookup(vars, "ETCD_CERT_FILE");
+	t.key = g_hash_table_lookup(vars, "ETCD_KEY_FILE");
+	g_assert_true(g_str_has_prefix(t.url, "https://"));
+	g_autofree char *o_ep = t.o_ep = g_strdup_printf("etcd_endpoints=%s", t.url);
+	g_autofree char *o_ca = t.o_ca = g_strdup_printf("etcd_ca_file=%s", t.ca);
+	g_autofree char *o_cert = t.o_cert = g_strdup_printf("etcd_cert_file=%s", t.cert);
+	g_autofree char *o_key = t.o_key = g_strdup_printf("etcd_key_file=%s", t.key);
+	tls_certificates(&t);
+	tls_add_users(&t);
+	tls_users_sign_in(&t);
 
 	const char *stop[] = { "stop", dir, NULL };
 	g_clear_pointer(&err, g_free);
-	run_script(stop, NULL, &err);
+	run_script(script, stop, NULL, &err);
 	g_hash_table_destroy(vars);
 }
 

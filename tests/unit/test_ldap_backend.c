@@ -9,6 +9,7 @@
 #include "holder.h"
 #include "log.h"
 #include "proc_stop.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <glib/gstdio.h>
@@ -55,25 +56,16 @@ static bool slapd_cmd(slapd *s, const char *verb, const char *arg, char **why)
 		argv[n++] = pid;
 	}
 	g_autofree char *out = NULL, *err = NULL;
-	int status = 0;
-	GError *e = NULL;
-	if (!g_spawn_sync(NULL, (char **)argv, NULL, G_SPAWN_DEFAULT, NULL, NULL, &out, &err,
-	                  &status, &e)) {
-		*why = g_strdup(e->message);
-		g_error_free(e);
+	int rc = run_command(argv, G_SPAWN_DEFAULT, &out, &err);
+	if (rc == -1) {
+		*why = g_steal_pointer(&err);
 		return false;
 	}
-	if (!g_spawn_check_wait_status(status, NULL)) {
+	if (rc != 0) {
 		*why = g_strstrip(g_strdup(err && *err ? err : "slapd.sh failed"));
 		return false;
 	}
-	char **lines = g_strsplit(out, "\n", -1);
-	for (char **l = lines; *l; l++) {
-		char *eq = strchr(*l, '=');
-		if (eq)
-			g_hash_table_replace(s->env, g_strndup(*l, eq - *l), g_strdup(eq + 1));
-	}
-	g_strfreev(lines);
+	parse_vars(out, s->env);
 	return true;
 }
 
@@ -113,15 +105,6 @@ static void slapd_free(slapd *s)
 	g_free(s->dir);
 	g_hash_table_destroy(s->env);
 	g_free(s);
-}
-
-static bool need_slapd(void)
-{
-	if (skip_why) {
-		g_test_skip(skip_why);
-		return false;
-	}
-	return true;
 }
 
 /* ---- the directory, as its manager ---- */
@@ -380,14 +363,6 @@ static GPtrArray *list_keys(lockfs_backend *be, const char *prefix)
 	return l.keys;
 }
 
-static bool has_key(GPtrArray *keys, const char *key)
-{
-	for (guint i = 0; i < keys->len; i++)
-		if (strcmp(keys->pdata[i], key) == 0)
-			return true;
-	return false;
-}
-
 static int64_t mono(void)
 {
 	return lockfs_mono_us();
@@ -437,8 +412,7 @@ static void contract_setup(void)
 
 static void test_config_refused(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "cfg");
 	/* A password file others can read. */
 	g_autofree char *pw = g_build_filename(E(srv_dds, "SLAPD_DIR"), "open.pw", NULL);
@@ -491,8 +465,7 @@ static void test_config_refused(void)
 
 static void test_basic(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "basic");
 	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
 	lockfs_backend *b = backend(srv_dds, "hostb", base, NULL);
@@ -571,8 +544,7 @@ static void test_basic(void)
 
 static void test_fence_durable(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "fences");
 	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
 	lockfs_lease *l = take_ok(a, "f.lock", "hosta");
@@ -680,8 +652,7 @@ static void fence_blocks(unsigned no_caps, const char *name)
 
 static void test_fence_blocks(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	fence_blocks(0, "blocks");
 	fence_blocks(LL_CAP_INCREMENT, "blocks-cas");
 }
@@ -728,8 +699,7 @@ static void release_after_break(slapd *s, const char *name, unsigned no_caps)
 
 static void test_release_after_break(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	release_after_break(srv_dds, "rab", 0);
 	release_after_break(srv_plain, "rab-noassert", LL_CAP_ASSERT);
 }
@@ -785,8 +755,7 @@ static void race(lockfs_backend *b, lockfs_backend *c, const char *key, const ch
 
 static void test_race_expired(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_plain, "race");
 	const char *opts[] = { "ttl=2s", "network_timeout=1s", NULL };
 	lockfs_backend *a = backend(srv_plain, "hosta", base, opts);
@@ -870,98 +839,109 @@ static char *csn_of(slapd *s, const char *dn)
 
 #define SESSION_LOCKS 20
 
-/* Hosts A and B with sessions on S (ttl 4 s, renewals every 1 s): A's locks
- * are renewed by its session's writes alone, judged by B by that session,
- * broken or lost each as the holder learns at its next round. */
-static void test_sessions(gconstpointer data)
-{
-	if (!need_slapd())
-		return;
-	slapd *srv = *(slapd *const *)data;
-	bool dds = srv == srv_dds;
-	g_autofree char *base = base_of(srv, dds ? "sess-dds" : "sess-plain");
-	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
-	lockfs_backend *a = backend(srv, "hosta", base, opts);
-	lockfs_backend *b = backend(srv, "hostb", base, opts);
+/* What test_sessions' steps share: hosts A and B on SRV under BASE, A's
+ * locks, their entries' DNs and first CSNs, and the session they name. */
+typedef struct {
+	slapd *srv;
+	bool dds;
+	char *base;
+	lockfs_backend *a, *b;
 	lockfs_lease *l[SESSION_LOCKS];
 	char *dn[SESSION_LOCKS], *csn[SESSION_LOCKS];
+	char *sdn;
+} sessions_run;
+
+/* A takes every lock: plain entries, all naming one session entry. */
+static void sessions_take_all(sessions_run *t)
+{
 	for (int i = 0; i < SESSION_LOCKS; i++) {
 		g_autofree char *key = g_strdup_printf("s%d.lock", i);
-		l[i] = take_ok(a, key, "hosta");
-		dn[i] = lock_dn(key, base);
-		csn[i] = csn_of(srv, dn[i]);
-		g_assert_nonnull(csn[i]);
+		t->l[i] = take_ok(t->a, key, "hosta");
+		t->dn[i] = lock_dn(key, t->base);
+		t->csn[i] = csn_of(t->srv, t->dn[i]);
+		g_assert_nonnull(t->csn[i]);
 	}
 	/* Plain entries, naming one session entry. */
-	g_autoptr(GPtrArray) classes = raw_values(srv, dn[0], "objectClass");
+	g_autoptr(GPtrArray) classes = raw_values(t->srv, t->dn[0], "objectClass");
 	g_assert_cmpuint(classes->len, ==, 2);
-	g_autofree char *sdn = session_dn_of(srv, dn[0], base);
-	g_assert_nonnull(sdn);
+	t->sdn = session_dn_of(t->srv, t->dn[0], t->base);
+	g_assert_nonnull(t->sdn);
 	for (int i = 1; i < SESSION_LOCKS; i++) {
-		g_autofree char *other = session_dn_of(srv, dn[i], base);
-		g_assert_cmpstr(other, ==, sdn);
+		g_autofree char *other = session_dn_of(t->srv, t->dn[i], t->base);
+		g_assert_cmpstr(other, ==, t->sdn);
 	}
-	g_autoptr(GPtrArray) sclasses = raw_values(srv, sdn, "objectClass");
-	g_assert_cmpuint(sclasses->len, ==, dds ? 3 : 2);
-	g_autofree char *scsn0 = csn_of(srv, sdn);
+	g_autoptr(GPtrArray) sclasses = raw_values(t->srv, t->sdn, "objectClass");
+	g_assert_cmpuint(sclasses->len, ==, t->dds ? 3 : 2);
+}
 
-	/* Renew every lock for twice ttl (every 0.5 s, as the filesystem's
-	 * workers would): the lock entries are not written, the session is,
-	 * and B is refused all along, though each lock entry's last write is
-	 * older than ttl by then. */
+/* Renew every lock for twice ttl (every 0.5 s, as the filesystem's
+ * workers would): the lock entries are not written, the session is,
+ * and B is refused all along, though each lock entry's last write is
+ * older than ttl by then. */
+static void sessions_renew_by_session(sessions_run *t)
+{
+	g_autofree char *scsn0 = csn_of(t->srv, t->sdn);
 	int64_t t0 = mono();
 	while (mono() - t0 < 8 * SEC) {
 		for (int i = 0; i < SESSION_LOCKS; i++)
-			g_assert_cmpint(a->renew(a, l[i]), ==, 0);
-		g_assert_cmpint(take(b, "s0.lock", "hostb", NULL, NULL), ==, -EEXIST);
+			g_assert_cmpint(t->a->renew(t->a, t->l[i]), ==, 0);
+		g_assert_cmpint(take(t->b, "s0.lock", "hostb", NULL, NULL), ==, -EEXIST);
 		g_usleep(500 * 1000);
 	}
 	for (int i = 0; i < SESSION_LOCKS; i++) {
-		g_autofree char *now = csn_of(srv, dn[i]);
-		g_assert_cmpstr(now, ==, csn[i]);
+		g_autofree char *now = csn_of(t->srv, t->dn[i]);
+		g_assert_cmpstr(now, ==, t->csn[i]);
 	}
-	g_autofree char *scsn1 = csn_of(srv, sdn);
+	g_autofree char *scsn1 = csn_of(t->srv, t->sdn);
 	g_assert_cmpstr(scsn1, !=, scsn0);
 	lockfs_lock_info info;
-	g_assert_cmpint(b->inspect(b, "s1.lock", &info), ==, 0);
+	g_assert_cmpint(t->b->inspect(t->b, "s1.lock", &info), ==, 0);
 	g_assert_cmpint(info.state, ==, LOCKFS_STATE_HELD);
 	g_assert_cmpint(info.lease_left_ms, >, 0);
 	g_assert_cmpint(info.lease_left_ms, <=, 5000); /* ttl + renew interval */
 	lockfs_lock_info_clear(&info);
+}
 
-	/* Broken by B (lockfsctl unlock): A learns at its next round. */
-	g_assert_cmpint(b->break_lock(b, "s2.lock", l[2]->fence, NULL, NULL), ==, 0);
+/* Broken by B (lockfsctl unlock): A learns at its next round.  Then one let
+ * go without a release (the filesystem gave it up as lost): the next round
+ * deletes it, rather than the session keeping it. */
+static void sessions_broken_and_let_go(sessions_run *t)
+{
+	lockfs_backend *a = t->a;
+	g_assert_cmpint(t->b->break_lock(t->b, "s2.lock", t->l[2]->fence, NULL, NULL), ==, 0);
 	int64_t broke = mono();
 	int r2 = 0;
-	while (mono() - broke < 3 * SEC && (r2 = a->renew(a, l[2])) == 0)
+	while (mono() - broke < 3 * SEC && (r2 = a->renew(a, t->l[2])) == 0)
 		g_usleep(100 * 1000);
 	g_assert_cmpint(r2, ==, -ESTALE);
 	g_test_message("a break seen by the holder after %.1f s", (mono() - broke) / 1e6);
-	g_assert_cmpint(a->renew(a, l[3]), ==, 0);
-	a->lease_free(a, l[2]);
-	l[2] = NULL;
+	g_assert_cmpint(a->renew(a, t->l[3]), ==, 0);
+	a->lease_free(a, t->l[2]);
+	t->l[2] = NULL;
 
-	/* Let go without a release (the filesystem gave it up as lost): the
-	 * next round deletes it, rather than the session keeping it. */
-	a->lease_free(a, l[4]);
-	l[4] = NULL;
+	a->lease_free(a, t->l[4]);
+	t->l[4] = NULL;
 	int64_t freed = mono();
-	while (raw_exists(srv, dn[4]) && mono() - freed < 4 * SEC) {
-		g_assert_cmpint(a->renew(a, l[5]), ==, 0);
+	while (raw_exists(t->srv, t->dn[4]) && mono() - freed < 4 * SEC) {
+		g_assert_cmpint(a->renew(a, t->l[5]), ==, 0);
 		g_usleep(100 * 1000);
 	}
-	g_assert_false(raw_exists(srv, dn[4]));
+	g_assert_false(raw_exists(t->srv, t->dn[4]));
+}
 
-	/* A stops renewing: B is refused until ttl less a fifth has passed
-	 * since A's last renewal, and granted once the session ran out (ttl +
-	 * renew interval after its last write, and a second of stamps). */
+/* A stops renewing: B is refused until ttl less a fifth has passed
+ * since A's last renewal, and granted once the session ran out (ttl +
+ * renew interval after its last write, and a second of stamps).  B's
+ * lease. */
+static lockfs_lease *sessions_b_after_silence(sessions_run *t)
+{
 	int64_t last = mono();
-	g_assert_cmpint(a->renew(a, l[0]), ==, 0);
+	g_assert_cmpint(t->a->renew(t->a, t->l[0]), ==, 0);
 	lockfs_lease *won = NULL;
 	int rb = -EEXIST;
 	while (mono() - last < 12 * SEC) {
 		int64_t sent = mono();
-		rb = take(b, "s0.lock", "hostb", &won, NULL);
+		rb = take(t->b, "s0.lock", "hostb", &won, NULL);
 		if (rb == 0) {
 			g_assert_cmpint(sent - last, >=, 4 * SEC * 4 / 5);
 			break;
@@ -973,41 +953,71 @@ static void test_sessions(gconstpointer data)
 	g_test_message("granted to B %.1f s after A's last renewal", (mono() - last) / 1e6);
 	/* The lock is B's now: A's renewal says so (the filesystem had
 	 * declared it lost at its deadline, before B could be granted it). */
-	g_assert_cmpint(a->renew(a, l[0]), ==, -ESTALE);
+	g_assert_cmpint(t->a->renew(t->a, t->l[0]), ==, -ESTALE);
+	return won;
+}
+
+/* A takes a fresh lock (a new session), and an administrator deletes that
+ * session: its locks are lost.  The fresh lease, and the session's DN in
+ * *SDN. */
+static lockfs_lease *sessions_deleted(sessions_run *t, char **sdn)
+{
+	lockfs_backend *a = t->a;
 	lockfs_lease *again = take_ok(a, "fresh.lock", "hosta");
-	g_autofree char *fresh_dn = lock_dn("fresh.lock", base);
-	g_autofree char *sdn2 = session_dn_of(srv, fresh_dn, base);
-	g_assert_nonnull(sdn2);
+	g_autofree char *fresh_dn = lock_dn("fresh.lock", t->base);
+	*sdn = session_dn_of(t->srv, fresh_dn, t->base);
+	g_assert_nonnull(*sdn);
 	g_assert_cmpint(a->renew(a, again), ==, 0);
 
-	/* An administrator deletes the session: its locks are lost. */
-	raw_delete(srv, sdn2);
+	raw_delete(t->srv, *sdn);
 	int rr = 0;
 	int64_t del = mono();
 	while (mono() - del < 3 * SEC && (rr = a->renew(a, again)) == 0)
 		g_usleep(100 * 1000);
 	g_assert_cmpint(rr, ==, -ESTALE);
 	g_assert_true(log_has("every lock of this mount on it is lost"));
+	return again;
+}
+
+/* Hosts A and B with sessions on S (ttl 4 s, renewals every 1 s): A's locks
+ * are renewed by its session's writes alone, judged by B by that session,
+ * broken or lost each as the holder learns at its next round. */
+static void test_sessions(gconstpointer data)
+{
+	NEED(skip_why);
+	sessions_run t = { .srv = *(slapd *const *)data };
+	t.dds = t.srv == srv_dds;
+	g_autofree char *base = t.base = base_of(t.srv, t.dds ? "sess-dds" : "sess-plain");
+	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
+	lockfs_backend *a = t.a = backend(t.srv, "hosta", base, opts);
+	lockfs_backend *b = t.b = backend(t.srv, "hostb", base, opts);
+	sessions_take_all(&t);
+	sessions_renew_by_session(&t);
+	sessions_broken_and_let_go(&t);
+	lockfs_lease *won = sessions_b_after_silence(&t);
+	g_autofree char *sdn2 = NULL;
+	lockfs_lease *again = sessions_deleted(&t, &sdn2);
 
 	/* Unmount: the session entry stays (a restart may resume it). */
 	lockfs_lease *last_lease = take_ok(a, "end.lock", "hosta");
 	g_autofree char *end_dn = lock_dn("end.lock", base);
-	g_autofree char *sdn3 = session_dn_of(srv, end_dn, base);
+	g_autofree char *sdn3 = session_dn_of(t.srv, end_dn, base);
 	g_assert_cmpstr(sdn3, !=, sdn2); /* a new session */
-	g_assert_true(raw_exists(srv, sdn3));
+	g_assert_true(raw_exists(t.srv, sdn3));
 	release_ok(a, last_lease);
 	a->release(a, again);
 	a->lease_free(a, again);
 	for (int i = 0; i < SESSION_LOCKS; i++) {
-		if (l[i]) {
-			a->release(a, l[i]);
-			a->lease_free(a, l[i]);
+		if (t.l[i]) {
+			a->release(a, t.l[i]);
+			a->lease_free(a, t.l[i]);
 		}
-		g_free(dn[i]);
-		g_free(csn[i]);
+		g_free(t.dn[i]);
+		g_free(t.csn[i]);
 	}
+	g_free(t.sdn);
 	a->destroy(a);
-	g_assert_true(raw_exists(srv, sdn3));
+	g_assert_true(raw_exists(t.srv, sdn3));
 	release_ok(b, won);
 	b->destroy(b);
 }
@@ -1019,8 +1029,7 @@ static void test_sessions(gconstpointer data)
  * next rounds.  Through the fault suite's proxy, dropping answers. */
 static void test_unanswered_add(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "unanswered");
 	g_autofree char *up = g_strdup_printf("127.0.0.1:%s", E(srv_dds, "SLAPD_PORT"));
 	g_autofree char *pdir = g_dir_make_tmp("lockfs-proxy-XXXXXX", NULL);
@@ -1074,8 +1083,7 @@ static void test_unanswered_add(void)
  * seen (and the log says how to lift the limit). */
 static void test_sessions_size_limit(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	slapd *srv = slapd_start_with("--size-limit=3");
 	g_assert_null(skip_why);
 	g_autofree char *base = base_of(srv, "limited");
@@ -1248,8 +1256,7 @@ static void restart_keeps(slapd *srv, const char *name, const char *sessions)
  * been, never taken as final unchecked.  Once checked, the token is plain. */
 static void test_restart_unchecked(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "unchecked");
 	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
 	lockfs_backend *a1 = backend(srv_dds, "hosta", base, opts);
@@ -1288,16 +1295,14 @@ static void test_restart_unchecked(void)
 
 static void test_restart_keeps(gconstpointer data)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	slapd *srv = *(slapd *const *)data;
 	restart_keeps(srv, srv == srv_dds ? "restart-dds" : "restart-plain", "yes");
 }
 
 static void test_restart_entries(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	restart_keeps(srv_dds, "restart-entries", "no");
 }
 
@@ -1305,8 +1310,7 @@ static void test_restart_entries(void)
  * so, adopt() grants nothing, and the next grant makes a new session. */
 static void test_restart_expired(gconstpointer data)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	slapd *srv = *(slapd *const *)data;
 	g_autofree char *base =
 	        base_of(srv, srv == srv_dds ? "restart-exp-dds" : "restart-exp-plain");
@@ -1361,8 +1365,7 @@ static void test_restart_expired(gconstpointer data)
  * adopt() refuses it and C's lock is untouched. */
 static void test_restart_taken(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	slapd *srv = srv_dds;
 	g_autofree char *base = base_of(srv, "restart-taken");
 	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
@@ -1406,34 +1409,17 @@ static void test_restart_taken(void)
 	recorded_clear(&r);
 }
 
-/* Tokens this backend did not write: -EINVAL, and nothing changes at the
- * server (no entry written, the lock still held, the session untouched);
- * the real token still works after them. */
-static void test_restart_garbage(void)
+/* resume() with SESSION's garbled forms and other garbage: -EINVAL each.
+ * The real one with a byte changed or added, another host's, DN and filter
+ * syntax. */
+static void garbage_sessions_refused(lockfs_backend *a2, const char *session)
 {
-	if (!need_slapd())
-		return;
-	slapd *srv = srv_dds;
-	g_autofree char *base = base_of(srv, "restart-garbage");
-	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
-	lockfs_backend *a1 = backend(srv, "hosta", base, opts);
-	lockfs_lease *l = take_ok(a1, "g.lock", "hosta");
-	recorded r = record(a1, l);
-	stop(a1, &l, 1);
-	g_autofree char *sdn = ll_dn(r.session, base);
-	g_autofree char *ldn = lock_dn("g.lock", base);
-	g_autofree char *scsn = csn_of(srv, sdn), *lcsn = csn_of(srv, ldn);
-	int entries = raw_count(srv, base, "(objectClass=*)");
-
-	lockfs_backend *a2 = backend(srv, "hosta", base, opts);
-	/* The real one with a byte changed or added, another host's, DN and
-	 * filter syntax. */
-	g_autofree char *upper = g_ascii_strup(r.session, -1);
-	g_autofree char *longer = g_strconcat(r.session, "0", NULL);
-	g_autofree char *tail = g_strconcat(r.session, ",dc=x", NULL);
-	g_autofree char *other = g_strdup(r.session);
+	g_autofree char *upper = g_ascii_strup(session, -1);
+	g_autofree char *longer = g_strconcat(session, "0", NULL);
+	g_autofree char *tail = g_strconcat(session, ",dc=x", NULL);
+	g_autofree char *other = g_strdup(session);
 	other[strlen("%session%hosta") - 1] = 'b'; /* hostb's */
-	g_autofree char *zero = g_strdup(r.session);
+	g_autofree char *zero = g_strdup(session);
 	*strrchr(zero, '-') = 'x';
 	const char *sessions[] = { "",
 		                   "a,dc=x",
@@ -1457,15 +1443,18 @@ static void test_restart_garbage(void)
 		g_test_message("resume('%s')", sessions[i]);
 		g_assert_cmpint(a2->resume(a2, sessions[i]), ==, -EINVAL);
 	}
-	g_autoptr(GString) s = g_string_new(NULL);
-	g_assert_cmpint(a2->session_token(a2, s), ==, -ENOENT);
-	g_assert_cmpint(a2->resume(a2, r.session), ==, 0);
+}
+
+/* adopt() of R's lock with garbage for a token, a fence or the key:
+ * -EINVAL each. */
+static void garbage_adopts_refused(lockfs_backend *a2, const recorded *r)
+{
 	const char *tokens[] = { "",        "*",        "a,dc=x",
 		                 "Session", "session ", "session,dc=x",
-		                 "entry\n", r.session };
+		                 "entry\n", r->session };
 	lockfs_lease *k = NULL;
 	for (size_t i = 0; i < G_N_ELEMENTS(tokens); i++)
-		g_assert_cmpint(adopt(a2, &r, NULL, tokens[i], &k), ==, -EINVAL);
+		g_assert_cmpint(adopt(a2, r, NULL, tokens[i], &k), ==, -EINVAL);
 	const char *fences[] = { "",
 		                 "abc",
 		                 "01",
@@ -1478,16 +1467,43 @@ static void test_restart_garbage(void)
 		                 "18446744073709551616",
 		                 "99999999999999999999999999" };
 	for (size_t i = 0; i < G_N_ELEMENTS(fences); i++)
-		g_assert_cmpint(adopt(a2, &r, fences[i], NULL, &k), ==, -EINVAL);
+		g_assert_cmpint(adopt(a2, r, fences[i], NULL, &k), ==, -EINVAL);
 	lockfs_holder h = holder("hosta", 4242);
-	g_assert_cmpint(a2->adopt(a2, "", r.fence, r.token, &h, NULL, 0, &k), ==, -EINVAL);
+	g_assert_cmpint(a2->adopt(a2, "", r->fence, r->token, &h, NULL, 0, &k), ==, -EINVAL);
 	lockfs_holder_clear(&h);
+}
+
+/* Tokens this backend did not write: -EINVAL, and nothing changes at the
+ * server (no entry written, the lock still held, the session untouched);
+ * the real token still works after them. */
+static void test_restart_garbage(void)
+{
+	NEED(skip_why);
+	slapd *srv = srv_dds;
+	g_autofree char *base = base_of(srv, "restart-garbage");
+	const char *opts[] = { "ldap_sessions=yes", "renew_interval=1s", NULL };
+	lockfs_backend *a1 = backend(srv, "hosta", base, opts);
+	lockfs_lease *l = take_ok(a1, "g.lock", "hosta");
+	recorded r = record(a1, l);
+	stop(a1, &l, 1);
+	g_autofree char *sdn = ll_dn(r.session, base);
+	g_autofree char *ldn = lock_dn("g.lock", base);
+	g_autofree char *scsn = csn_of(srv, sdn), *lcsn = csn_of(srv, ldn);
+	int entries = raw_count(srv, base, "(objectClass=*)");
+
+	lockfs_backend *a2 = backend(srv, "hosta", base, opts);
+	garbage_sessions_refused(a2, r.session);
+	g_autoptr(GString) s = g_string_new(NULL);
+	g_assert_cmpint(a2->session_token(a2, s), ==, -ENOENT);
+	g_assert_cmpint(a2->resume(a2, r.session), ==, 0);
+	garbage_adopts_refused(a2, &r);
 	/* Nothing written but the resumed session's renewal. */
 	g_autofree char *lcsn2 = csn_of(srv, ldn);
 	g_assert_cmpstr(lcsn2, ==, lcsn);
 	g_autofree char *scsn2 = csn_of(srv, sdn);
 	g_assert_cmpstr(scsn2, !=, scsn);
 	g_assert_cmpint(raw_count(srv, base, "(objectClass=*)"), ==, entries);
+	lockfs_lease *k = NULL;
 	g_assert_cmpint(adopt(a2, &r, NULL, NULL, &k), ==, 0);
 	release_ok(a2, k);
 	a2->destroy(a2);
@@ -1496,8 +1512,7 @@ static void test_restart_garbage(void)
 
 static void test_race_stale(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "stale");
 	const char *opts[] = { "ttl=2s", "network_timeout=1s", "stale_after=3s", NULL };
 	lockfs_backend *a = backend(srv_dds, "hosta", base, opts);
@@ -1553,8 +1568,7 @@ static int64_t wait_gone(slapd *s, const char *dn, int64_t not_before, int64_t l
 
 static void test_dds_expiry(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "dds");
 	const char *opts[] = { "ttl=3s", "network_timeout=1s", NULL };
 	lockfs_backend *a = backend(srv_dds, "hosta", base, opts);
@@ -1607,8 +1621,7 @@ static void test_dds_expiry(void)
 
 static void test_nodds_lease(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_plain, "lease");
 	const char *opts[] = { "ttl=2s", "network_timeout=1s", NULL };
 	lockfs_backend *a = backend(srv_plain, "hosta", base, opts);
@@ -1688,12 +1701,15 @@ static void clock_case_start(clock_case *c, lockfs_backend *holder, const char *
  * is renewed and heartbeaten is never broken; one whose holder stopped is,
  * by the next contender after ttl by the server's clock; one that is renewed
  * but not heartbeaten is, after stale_after by the server's clock. */
-static void clock_matrix(slapd *s, const char *name)
+enum {
+	CLOCK_CASES = 3 * G_N_ELEMENTS(skewed)
+};
+
+/* A host for each of skewed[] on S: its clock set off, and its view of the
+ * offset to the server checked. */
+static void clock_skewed_hosts(slapd *s, const char *base, const char *const *opts,
+                               lockfs_backend **off)
 {
-	g_autofree char *base = base_of(s, name);
-	const char *opts[] = { "ttl=2s", "network_timeout=1s", "stale_after=3s", NULL };
-	lockfs_backend *ok = backend(s, "exact", base, opts);
-	lockfs_backend *off[G_N_ELEMENTS(skewed)];
 	for (size_t i = 0; i < G_N_ELEMENTS(skewed); i++) {
 		off[i] = backend(s, skewed[i].host, base, opts);
 		lockfs_ldap_test_set_clock_offset(off[i], skewed[i].offset_us);
@@ -1705,25 +1721,14 @@ static void clock_matrix(slapd *s, const char *name)
 		g_assert_cmpint(ci.offset_us, <, -skewed[i].offset_us + SEC / 2);
 		g_assert_cmpint(ci.bound_us, ==, 5 * 60 * SEC);
 	}
-	enum {
-		N = 3 * G_N_ELEMENTS(skewed)
-	};
-	clock_case c[N];
-	memset(c, 0, sizeof(c));
-	for (size_t i = 0; i < G_N_ELEMENTS(skewed); i++) {
-		const char *h = skewed[i].host;
-		g_autofree char *k1 = g_strdup_printf("%s-holds.lock", h);
-		g_autofree char *k2 = g_strdup_printf("exact-holds-for-%s.lock", h);
-		g_autofree char *k3 = g_strdup_printf("idle-for-%s.lock", h);
-		clock_case_start(&c[3 * i], off[i], h, ok, k1, false);
-		clock_case_start(&c[3 * i + 1], ok, "exact", off[i], k2, false);
-		clock_case_start(&c[3 * i + 2], ok, "exact", off[i], k3, true);
-	}
-	/* Live: renewed every 400 ms; heartbeaten, or idle for less than
-	 * stale_after.  Nobody may break them. */
-	int64_t t0 = mono();
+}
+
+/* Live: renewed every 400 ms; heartbeaten, or idle for less than
+ * stale_after.  Nobody may break them (until T0 + 2.2 s). */
+static void clock_cases_live(clock_case *c, int64_t t0)
+{
 	while (mono() < t0 + 2200 * 1000) {
-		for (int i = 0; i < N; i++) {
+		for (int i = 0; i < CLOCK_CASES; i++) {
 			lockfs_backend *b = c[i].contender;
 			g_assert_cmpint(take(b, c[i].key, "contender", NULL, NULL), ==, -EEXIST);
 			lockfs_lock_info info;
@@ -1742,8 +1747,12 @@ static void clock_matrix(slapd *s, const char *name)
 		}
 		g_usleep(200 * 1000);
 	}
-	/* The heartbeaten holders stop (they die); the idle ones keep renewing. */
-	for (int i = 0; i < N; i++) {
+}
+
+/* The heartbeaten holders stop (they die); the idle ones keep renewing. */
+static void clock_holders_stop(clock_case *c)
+{
+	for (int i = 0; i < CLOCK_CASES; i++) {
 		if (c[i].idle)
 			continue;
 		g_atomic_int_set(&c[i].r.stop, 1);
@@ -1753,9 +1762,14 @@ static void clock_matrix(slapd *s, const char *name)
 		g_assert_cmpint(c[i].r.renewed, >, 0);
 		c[i].last = c[i].r.renewed;
 	}
-	int left = N;
+}
+
+/* Every contender tries until granted, until T0 + 15 s. */
+static void clock_contenders_take(clock_case *c, int64_t t0)
+{
+	int left = CLOCK_CASES;
 	while (left && mono() < t0 + 15 * SEC) {
-		for (int i = 0; i < N; i++) {
+		for (int i = 0; i < CLOCK_CASES; i++) {
 			if (c[i].won)
 				continue;
 			lockfs_lease *l = NULL;
@@ -1773,7 +1787,12 @@ static void clock_matrix(slapd *s, const char *name)
 		}
 		g_usleep(100 * 1000);
 	}
-	for (int i = 0; i < N; i++) {
+}
+
+/* Each case was granted, and not before its time by the server's clock. */
+static void clock_cases_judge(clock_case *c)
+{
+	for (int i = 0; i < CLOCK_CASES; i++) {
 		g_test_message(
 		        "%s: %s after %.1f s", c[i].key, c[i].won ? "taken" : "NOT taken",
 		        ((c[i].won ? c[i].got : mono()) - (c[i].idle ? c[i].taken : c[i].last)) /
@@ -1792,6 +1811,35 @@ static void clock_matrix(slapd *s, const char *name)
 		c[i].holder->lease_free(c[i].holder, c[i].r.lease);
 		release_ok(c[i].contender, c[i].won);
 	}
+}
+
+/* Contender and holder, each ±40 s and ±4 min off, on server S: a lock that
+ * is renewed and heartbeaten is never broken; one whose holder stopped is,
+ * by the next contender after ttl by the server's clock; one that is renewed
+ * but not heartbeaten is, after stale_after by the server's clock. */
+static void clock_matrix(slapd *s, const char *name)
+{
+	g_autofree char *base = base_of(s, name);
+	const char *opts[] = { "ttl=2s", "network_timeout=1s", "stale_after=3s", NULL };
+	lockfs_backend *ok = backend(s, "exact", base, opts);
+	lockfs_backend *off[G_N_ELEMENTS(skewed)];
+	clock_skewed_hosts(s, base, opts, off);
+	clock_case c[CLOCK_CASES];
+	memset(c, 0, sizeof(c));
+	for (size_t i = 0; i < G_N_ELEMENTS(skewed); i++) {
+		const char *h = skewed[i].host;
+		g_autofree char *k1 = g_strdup_printf("%s-holds.lock", h);
+		g_autofree char *k2 = g_strdup_printf("exact-holds-for-%s.lock", h);
+		g_autofree char *k3 = g_strdup_printf("idle-for-%s.lock", h);
+		clock_case_start(&c[3 * i], off[i], h, ok, k1, false);
+		clock_case_start(&c[3 * i + 1], ok, "exact", off[i], k2, false);
+		clock_case_start(&c[3 * i + 2], ok, "exact", off[i], k3, true);
+	}
+	int64_t t0 = mono();
+	clock_cases_live(c, t0);
+	clock_holders_stop(c);
+	clock_contenders_take(c, t0);
+	clock_cases_judge(c);
 	ok->destroy(ok);
 	for (size_t i = 0; i < G_N_ELEMENTS(skewed); i++)
 		off[i]->destroy(off[i]);
@@ -1799,15 +1847,13 @@ static void clock_matrix(slapd *s, const char *name)
 
 static void test_clock_matrix_dds(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	clock_matrix(srv_dds, "clock-dds");
 }
 
 static void test_clock_matrix_plain(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	clock_matrix(srv_plain, "clock-plain");
 }
 
@@ -1816,8 +1862,7 @@ static void test_clock_matrix_plain(void)
  * server's clock, and its own locks are judged like anyone's. */
 static void test_clock_bound(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_plain, "bound");
 	const char *opts[] = { "ttl=2s", "network_timeout=1s", "stale_after=300s", NULL };
 	const char *tight[] = { "ttl=2s", "network_timeout=1s", "ldap_max_clock_offset=30s", NULL };
@@ -1897,8 +1942,7 @@ static void test_clock_bound(void)
  * without assertions too, the seed's break still works on it. */
 static void test_clock_readback(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_plain, "readback");
 	const char *opts[] = { "ttl=2s", "network_timeout=1s", NULL };
 	lockfs_backend *a = backend(srv_plain, "hosta", base, opts);
@@ -1938,10 +1982,31 @@ static void test_clock_readback(void)
 
 /* ---- names ---- */
 
+/* B lists all N NAMES, and lists by prefix what each prefix names (NS: the
+ * long name's). */
+static void names_listed(lockfs_backend *b, const char *const *names, size_t n, const char *ns)
+{
+	g_autoptr(GPtrArray) all = list_keys(b, "");
+	g_assert_cmpuint(all->len, ==, n);
+	for (size_t i = 0; i < n; i++)
+		g_assert_true(has_key(all, names[i]));
+	g_autoptr(GPtrArray) dir = list_keys(b, "dir/");
+	g_assert_cmpuint(dir->len, ==, 2);
+	g_assert_true(has_key(dir, "dir/sub/x.lock"));
+	g_assert_true(has_key(dir, "dir/y.lock"));
+	g_autoptr(GPtrArray) cases = list_keys(b, "C");
+	g_assert_cmpuint(cases->len, ==, 2);
+	g_autoptr(GPtrArray) spaced = list_keys(b, " ");
+	g_assert_cmpuint(spaced->len, ==, 2);
+	g_autoptr(GPtrArray) longs = list_keys(b, ns);
+	g_assert_cmpuint(longs->len, ==, 1);
+	g_autoptr(GPtrArray) pct = list_keys(b, "%");
+	g_assert_cmpuint(pct->len, ==, 1);
+}
+
 static void test_names(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "names");
 	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
 	lockfs_backend *b = backend(srv_dds, "hostb", base, NULL);
@@ -2003,22 +2068,7 @@ static void test_names(void)
 		g_assert_cmpstr(info.fence, ==, leases[i]->fence);
 		lockfs_lock_info_clear(&info);
 	}
-	g_autoptr(GPtrArray) all = list_keys(b, "");
-	g_assert_cmpuint(all->len, ==, G_N_ELEMENTS(names));
-	for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
-		g_assert_true(has_key(all, names[i]));
-	g_autoptr(GPtrArray) dir = list_keys(b, "dir/");
-	g_assert_cmpuint(dir->len, ==, 2);
-	g_assert_true(has_key(dir, "dir/sub/x.lock"));
-	g_assert_true(has_key(dir, "dir/y.lock"));
-	g_autoptr(GPtrArray) cases = list_keys(b, "C");
-	g_assert_cmpuint(cases->len, ==, 2);
-	g_autoptr(GPtrArray) spaced = list_keys(b, " ");
-	g_assert_cmpuint(spaced->len, ==, 2);
-	g_autoptr(GPtrArray) longs = list_keys(b, ns);
-	g_assert_cmpuint(longs->len, ==, 1);
-	g_autoptr(GPtrArray) pct = list_keys(b, "%");
-	g_assert_cmpuint(pct->len, ==, 1);
+	names_listed(b, names, G_N_ELEMENTS(names), ns);
 	for (size_t i = 0; i < G_N_ELEMENTS(names); i++)
 		release_ok(a, leases[i]);
 	g_assert_cmpint(raw_count(srv_dds, base, "(cn=*)"), ==, 0);
@@ -2033,8 +2083,7 @@ static void test_names(void)
 
 static void test_ldapi_external(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "ldapi");
 	GError *e = NULL;
 	lockfs_backend *a = backend_opts(srv_dds, AUTH_EXTERNAL, "hosta", base, NULL, &e);
@@ -2050,8 +2099,7 @@ static void test_ldapi_external(void)
 
 static void test_tls(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "tls");
 	g_autofree char *wrong = g_strdup_printf("ldap_ca_file=%s", E(srv_dds, "SLAPD_WRONG_CA"));
 	const char *wrong_ca[] = { wrong, NULL };
@@ -2086,8 +2134,7 @@ static void test_tls(void)
 
 static void test_dynamic_key(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_plain, "dyn");
 	const char *yes[] = { "ldap_dynamic=yes", NULL };
 	g_autofree char *m = backend_error(srv_plain, AUTH_SIMPLE, base, yes);
@@ -2106,8 +2153,7 @@ static void test_dynamic_key(void)
 
 static void test_base_creation(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = g_strdup_printf("ou=deep,ou=new,%s", E(srv_dds, "SLAPD_SUFFIX"));
 	lockfs_backend *a = backend(srv_dds, "hosta", base, NULL);
 	g_assert_true(raw_exists(srv_dds, base));
@@ -2145,8 +2191,7 @@ static void wait_renew(lockfs_backend *a, lockfs_lease *l)
 
 static void test_outage(void)
 {
-	if (!need_slapd())
-		return;
+	NEED(skip_why);
 	g_autofree char *base = base_of(srv_out, "out");
 	const char *opts[] = { "ttl=20s", "network_timeout=1s", NULL };
 	lockfs_backend *a = backend(srv_out, "hosta", base, opts);

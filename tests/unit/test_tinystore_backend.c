@@ -14,6 +14,7 @@
 #include "holder.h"
 #include "log.h"
 #include "proc_stop.h"
+#include "test_util.h"
 
 #include <errno.h>
 #include <lockfs/backends.h>
@@ -36,49 +37,7 @@ static char *store, *srv_dir, *bin;
 static char *endpoint, *token_file, *read_token_file;
 static char *tls_dir, *tls_endpoint, *tls_token_file, *ca_file;
 
-#define NEED(reason)                         \
-	do {                                 \
-		if (reason) {                \
-			g_test_skip(reason); \
-			return;              \
-		}                            \
-	} while (0)
-
 /* ---- the server ---- */
-
-/* Run the script with ARGV; its KEY=VALUE lines into VARS.  Exit status, or
- * -1 when it could not run; its stderr in *ERR. */
-static int run_script(const char *const *args, GHashTable *vars, char **err)
-{
-	GPtrArray *argv = g_ptr_array_new();
-	g_ptr_array_add(argv, (char *)"bash");
-	g_ptr_array_add(argv, script);
-	for (const char *const *a = args; *a; a++)
-		g_ptr_array_add(argv, (char *)*a);
-	g_ptr_array_add(argv, NULL);
-	g_autofree char *out = NULL;
-	int status = -1;
-	GError *e = NULL;
-	bool ran = g_spawn_sync(NULL, (char **)argv->pdata, NULL, G_SPAWN_SEARCH_PATH, NULL, NULL,
-	                        &out, err, &status, &e);
-	g_ptr_array_free(argv, TRUE);
-	if (!ran) {
-		*err = g_strdup(e->message);
-		g_error_free(e);
-		return -1;
-	}
-	g_strchomp(*err);
-	if (vars) {
-		g_auto(GStrv) lines = g_strsplit(out, "\n", -1);
-		for (char **l = lines; *l; l++) {
-			char *eq = strchr(*l, '=');
-			if (eq)
-				g_hash_table_insert(vars, g_strndup(*l, (gsize)(eq - *l)),
-				                    g_strdup(eq + 1));
-		}
-	}
-	return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
 
 static char *var(GHashTable *vars, const char *name)
 {
@@ -105,7 +64,7 @@ static void start_servers(void)
 	g_autofree char *err = NULL;
 	srv_dir = g_build_filename(tmpdir, "srv", NULL);
 	const char *start[] = { "start", srv_dir, "tcp", NULL };
-	int rc = run_script(start, vars, &err);
+	int rc = run_script(script, start, vars, &err);
 	if (rc != 0) {
 		skip_reason = g_strdup_printf("no tinystore server: %s",
 		                              err && *err ? err : "tinystore.sh start failed");
@@ -125,7 +84,7 @@ static void start_servers(void)
 	g_clear_pointer(&err, g_free);
 	tls_dir = g_build_filename(tmpdir, "tls", NULL);
 	const char *start_tls[] = { "start", tls_dir, "tls", NULL };
-	if (run_script(start_tls, vars, &err) != 0) {
+	if (run_script(script, start_tls, vars, &err) != 0) {
 		tls_skip = g_strdup_printf("no TLS server: %s", err);
 		g_clear_pointer(&tls_dir, g_free);
 	} else if (!g_tls_backend_supports_tls(g_tls_backend_get_default())) {
@@ -146,7 +105,7 @@ static void stop_servers(void)
 			continue;
 		g_autofree char *err = NULL;
 		const char *stop[] = { "stop", dirs[i], NULL };
-		run_script(stop, NULL, &err);
+		run_script(script, stop, NULL, &err);
 	}
 }
 
@@ -244,12 +203,6 @@ static lockfs_lease *take_when_free(lockfs_backend *be, const char *key, const c
 		g_assert_null(lease);
 		g_assert_cmpint(*at, <, end);
 	}
-}
-
-static void give(lockfs_backend *be, lockfs_lease *lease)
-{
-	g_assert_cmpint(be->release(be, lease), ==, 0);
-	be->lease_free(be, lease);
 }
 
 static void sleep_until(int64_t mono_us)
@@ -536,28 +489,11 @@ static GPtrArray *list_keys(lockfs_backend *be, const char *prefix, int *mine)
 	return l.keys;
 }
 
-static bool has_key(GPtrArray *keys, const char *key)
+/* B sees A's lock KA (lease LA) as A wrote it, A sees it as its own;
+ * nobody holds KN. */
+static void inspect_sees(lockfs_backend *a, lockfs_backend *b, const char *ka, const char *kn,
+                         const lockfs_lease *la)
 {
-	for (guint i = 0; i < keys->len; i++)
-		if (strcmp(keys->pdata[i], key) == 0)
-			return true;
-	return false;
-}
-
-static void test_inspect_list(void)
-{
-	NEED(skip_reason);
-	lockfs_backend *a = default_be(), *b = default_be();
-	g_autofree char *dir = new_key("");
-	g_autofree char *ka = g_strconcat(dir, "a.lock", NULL);
-	g_autofree char *kb = g_strconcat(dir, "sub/b.lock", NULL);
-	g_autofree char *kn = g_strconcat(dir, "none.lock", NULL);
-	g_autofree char *sub = g_strconcat(dir, "sub/", NULL);
-	lockfs_lease *la = take(a, ka, "host-a");
-	lockfs_lease *lb = take(a, kb, "host-a");
-	g_assert_cmpint(wait_record(b, ka, NULL), ==, 0);
-	g_assert_cmpint(wait_record(b, kb, NULL), ==, 0);
-
 	lockfs_lock_info info;
 	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
 	g_assert_cmpstr(info.key, ==, ka);
@@ -578,7 +514,12 @@ static void test_inspect_list(void)
 	g_assert_true(info.mine);
 	lockfs_lock_info_clear(&info);
 	g_assert_cmpint(b->inspect(b, kn, &info), ==, -ENOENT);
+}
 
+/* A's locks KA and KB (under SUB) listed under DIR, by prefix and in all. */
+static void list_sees(lockfs_backend *a, lockfs_backend *b, const char *dir, const char *sub,
+                      const char *ka, const char *kb)
+{
 	int mine = -1;
 	g_autoptr(GPtrArray) all = list_keys(b, dir, &mine);
 	g_assert_cmpuint(all->len, ==, 2);
@@ -593,7 +534,13 @@ static void test_inspect_list(void)
 	g_assert_cmpuint(exact->len, ==, 1);
 	g_autoptr(GPtrArray) every = list_keys(b, "", NULL);
 	g_assert_true(has_key(every, ka) && has_key(every, kb));
+}
 
+/* Heartbeats and a renewal of A's lease LA on KA, as B and the server see
+ * them. */
+static void heartbeat_kept(lockfs_backend *a, lockfs_backend *b, const char *ka, lockfs_lease *la)
+{
+	lockfs_lock_info info;
 	/* A heartbeat moves the record's time and keeps what the holder wrote. */
 	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
 	g_assert_null(info.content); /* nothing written yet */
@@ -634,7 +581,28 @@ static void test_inspect_list(void)
 	g_assert_cmpint(b->inspect(b, ka, &info), ==, 0);
 	g_assert_cmpint(info.holder.heartbeat_us, ==, beat + 1);
 	lockfs_lock_info_clear(&info);
+}
 
+static void test_inspect_list(void)
+{
+	NEED(skip_reason);
+	lockfs_backend *a = default_be(), *b = default_be();
+	g_autofree char *dir = new_key("");
+	g_autofree char *ka = g_strconcat(dir, "a.lock", NULL);
+	g_autofree char *kb = g_strconcat(dir, "sub/b.lock", NULL);
+	g_autofree char *kn = g_strconcat(dir, "none.lock", NULL);
+	g_autofree char *sub = g_strconcat(dir, "sub/", NULL);
+	lockfs_lease *la = take(a, ka, "host-a");
+	lockfs_lease *lb = take(a, kb, "host-a");
+	g_assert_cmpint(wait_record(b, ka, NULL), ==, 0);
+	g_assert_cmpint(wait_record(b, kb, NULL), ==, 0);
+
+	inspect_sees(a, b, ka, kn, la);
+	list_sees(a, b, dir, sub, ka, kb);
+	heartbeat_kept(a, b, ka, la);
+
+	lockfs_lock_info info;
+	ts_record r;
 	give(a, la);
 	give(a, lb);
 	/* Gone at once for the instance that let go; for others once the
@@ -873,7 +841,7 @@ static void test_restart(void)
 	lockfs_lease *la2 = take(a, key2, "host-a");
 	g_autofree char *err = NULL;
 	const char *restart[] = { "restart", srv_dir, NULL };
-	g_assert_cmpint(run_script(restart, NULL, &err), ==, 0);
+	g_assert_cmpint(run_script(script, restart, NULL, &err), ==, 0);
 	int64_t t_back = lockfs_mono_us();
 	/* A release that never had a record is one call on the connection
 	 * that granted it; that connection is gone with the old server, so
@@ -910,7 +878,7 @@ static int64_t restart_server(const char *dir)
 {
 	g_autofree char *err = NULL;
 	const char *restart[] = { "restart", dir, NULL };
-	if (run_script(restart, NULL, &err) != 0)
+	if (run_script(script, restart, NULL, &err) != 0)
 		g_error("restarting the server: %s", err);
 	return lockfs_mono_us();
 }
@@ -958,7 +926,7 @@ static void test_restart_grace(void)
 	GHashTable *vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	g_autofree char *err = NULL;
 	const char *start[] = { "start", dir, NULL };
-	g_assert_cmpint(run_script(start, vars, &err), ==, 0);
+	g_assert_cmpint(run_script(script, start, vars, &err), ==, 0);
 	g_autofree char *st = var(vars, "TINYSTORE_STORE");
 	g_hash_table_destroy(vars);
 
@@ -1005,7 +973,7 @@ static void test_restart_grace(void)
 	d->destroy(d);
 	const char *stop[] = { "stop", dir, NULL };
 	g_clear_pointer(&err, g_free);
-	run_script(stop, NULL, &err);
+	run_script(script, stop, NULL, &err);
 }
 
 /* ---- restart: a later instance takes back what an earlier one held ---- */
@@ -1269,7 +1237,7 @@ static void test_adopt_marker(void)
 	GHashTable *vars = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
 	g_autofree char *err = NULL;
 	const char *start[] = { "start", dir, NULL };
-	g_assert_cmpint(run_script(start, vars, &err), ==, 0);
+	g_assert_cmpint(run_script(script, start, vars, &err), ==, 0);
 	g_autofree char *st = var(vars, "TINYSTORE_STORE");
 	g_hash_table_destroy(vars);
 
@@ -1292,7 +1260,7 @@ static void test_adopt_marker(void)
 	c->destroy(c);
 	const char *stop[] = { "stop", dir, NULL };
 	g_clear_pointer(&err, g_free);
-	run_script(stop, NULL, &err);
+	run_script(script, stop, NULL, &err);
 }
 
 /* A server that does not answer: -EIO, and the lock can be taken back
@@ -1670,11 +1638,12 @@ static void send_welcome(int fd, const uint8_t *challenge, int scenario)
 	ts_enc_clear(&e);
 }
 
-static void fake_answer(int fd, int scenario, uint32_t stream)
+/* The fake server's answers that break the frame or the stream: garbage,
+ * a truncated or oversized frame, silence, a close, nesting too deep, a
+ * huge count, an error without its end, pings without end, a list that
+ * never ends.  False when SCENARIO is none of them. */
+static bool fake_answer_frame(int fd, int scenario, uint32_t stream)
 {
-	static const uint8_t lease[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
-	ts_enc e;
-	ts_enc_init(&e);
 	switch (scenario) {
 	case FAKE_GARBAGE: {
 		uint8_t junk[40];
@@ -1704,29 +1673,6 @@ static void fake_answer(int fd, int scenario, uint32_t stream)
 		break;
 	case FAKE_CLOSE:
 		break;
-	case FAKE_SHORT_LEASE:
-	case FAKE_BAD_FENCE:
-	case FAKE_WRONG_STREAM:
-		msgpack_pack_map(&e.pk, 3);
-		msgpack_pack_uint8(&e.pk, 1);
-		msgpack_pack_true(&e.pk);
-		msgpack_pack_uint8(&e.pk, 2);
-		msgpack_pack_bin(&e.pk, scenario == FAKE_SHORT_LEASE ? 15 : 16);
-		msgpack_pack_bin_body(&e.pk, lease, scenario == FAKE_SHORT_LEASE ? 15 : 16);
-		msgpack_pack_uint8(&e.pk, 3);
-		msgpack_pack_str(&e.pk, 2);
-		msgpack_pack_str_body(&e.pk, scenario == FAKE_BAD_FENCE ? "5x" : "55", 2);
-		send_frame(fd, TS_RESPONSE, TS_END,
-		           scenario == FAKE_WRONG_STREAM ? stream + 1 : stream, e.buf.data,
-		           e.buf.size);
-		break;
-	case FAKE_BUSY_WITH_LEASE:
-		msgpack_pack_map(&e.pk, 1);
-		msgpack_pack_uint8(&e.pk, 2);
-		msgpack_pack_bin(&e.pk, 16);
-		msgpack_pack_bin_body(&e.pk, lease, 16);
-		send_frame(fd, TS_RESPONSE, TS_END, stream, e.buf.data, e.buf.size);
-		break;
 	case FAKE_DEEP: {
 		GByteArray *b = g_byte_array_new();
 		g_byte_array_append(b, (const guint8 *)"\x81\x01", 2);
@@ -1755,6 +1701,47 @@ static void fake_answer(int fd, int scenario, uint32_t stream)
 			}
 		}
 		break;
+	case FAKE_LIST_LOOP:
+		/* An empty page that always says "go on after a". */
+		send_frame(fd, TS_RESPONSE, TS_END, stream, "\x82\x01\x90\x02\xa1\x61", 6);
+		break;
+	default:
+		return false;
+	}
+	return true;
+}
+
+/* The fake server's answers whose body is wrong: a grant with a short lease,
+ * a bad fence or on the wrong stream, busy with a lease, a bad record. */
+static void fake_answer_body(int fd, int scenario, uint32_t stream)
+{
+	static const uint8_t lease[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+	ts_enc e;
+	ts_enc_init(&e);
+	switch (scenario) {
+	case FAKE_SHORT_LEASE:
+	case FAKE_BAD_FENCE:
+	case FAKE_WRONG_STREAM:
+		msgpack_pack_map(&e.pk, 3);
+		msgpack_pack_uint8(&e.pk, 1);
+		msgpack_pack_true(&e.pk);
+		msgpack_pack_uint8(&e.pk, 2);
+		msgpack_pack_bin(&e.pk, scenario == FAKE_SHORT_LEASE ? 15 : 16);
+		msgpack_pack_bin_body(&e.pk, lease, scenario == FAKE_SHORT_LEASE ? 15 : 16);
+		msgpack_pack_uint8(&e.pk, 3);
+		msgpack_pack_str(&e.pk, 2);
+		msgpack_pack_str_body(&e.pk, scenario == FAKE_BAD_FENCE ? "5x" : "55", 2);
+		send_frame(fd, TS_RESPONSE, TS_END,
+		           scenario == FAKE_WRONG_STREAM ? stream + 1 : stream, e.buf.data,
+		           e.buf.size);
+		break;
+	case FAKE_BUSY_WITH_LEASE:
+		msgpack_pack_map(&e.pk, 1);
+		msgpack_pack_uint8(&e.pk, 2);
+		msgpack_pack_bin(&e.pk, 16);
+		msgpack_pack_bin_body(&e.pk, lease, 16);
+		send_frame(fd, TS_RESPONSE, TS_END, stream, e.buf.data, e.buf.size);
+		break;
 	case FAKE_BAD_RECORD:
 		msgpack_pack_map(&e.pk, 3);
 		msgpack_pack_uint8(&e.pk, 1);
@@ -1767,12 +1754,14 @@ static void fake_answer(int fd, int scenario, uint32_t stream)
 		msgpack_pack_bin_body(&e.pk, "1", 1);
 		send_frame(fd, TS_RESPONSE, TS_END, stream, e.buf.data, e.buf.size);
 		break;
-	case FAKE_LIST_LOOP:
-		/* An empty page that always says "go on after a". */
-		send_frame(fd, TS_RESPONSE, TS_END, stream, "\x82\x01\x90\x02\xa1\x61", 6);
-		break;
 	}
 	ts_enc_clear(&e);
+}
+
+static void fake_answer(int fd, int scenario, uint32_t stream)
+{
+	if (!fake_answer_frame(fd, scenario, stream))
+		fake_answer_body(fd, scenario, stream);
 }
 
 static void fake_conn(int fd)
@@ -1968,7 +1957,7 @@ static bool contract_restart(void)
 {
 	g_autofree char *err = NULL;
 	const char *restart[] = { "restart", srv_dir, NULL };
-	int rc = run_script(restart, NULL, &err);
+	int rc = run_script(script, restart, NULL, &err);
 	if (rc != 0)
 		g_printerr("tinystore.sh restart: %s\n", err);
 	return rc == 0;

@@ -409,6 +409,36 @@ static void test_break(void)
 
 /* ---- lockfsctl reads what the daemon writes ---- */
 
+/* What lockfsctl read of lock W (L) is what the daemon wrote (V). */
+static void reader_saw(const ctl_lock *l, const lockfs_view *v, int w)
+{
+	g_assert_cmpstr(l->key, ==, v->v[LOCKFS_VF_LOCK]);
+	g_assert_cmpstr(l->state, ==, v->v[LOCKFS_VF_STATE]);
+	g_assert_cmpstr(l->fence, ==, v->v[LOCKFS_VF_FENCE]);
+	g_assert_cmpstr(l->host, ==, v->v[LOCKFS_VF_HOST]);
+	g_assert_cmpstr(l->user, ==, v->v[LOCKFS_VF_USER]);
+	g_assert_cmpstr(l->command, ==, v->v[LOCKFS_VF_COMMAND]);
+	g_assert_cmpstr(l->acquired, ==, v->v[LOCKFS_VF_ACQUIRED]);
+	g_assert_cmpstr(l->heartbeat, ==, v->v[LOCKFS_VF_HEARTBEAT]);
+	g_assert_cmpstr(l->backend, ==, v->v[LOCKFS_VF_BACKEND]);
+	g_assert_cmpint(l->pid, ==, 4242);
+	g_assert_cmpint(l->uid, ==, 1000);
+	g_assert_cmpint(l->gid, ==, 100);
+	g_assert_cmpint(l->age_s, ==, 7);
+	g_assert_cmpint(l->heartbeat_age_s, ==, 6);
+	g_assert_cmpint(l->lease_left_ms, ==, w == 2 ? -1 : 1500);
+	g_assert_cmpint(l->acquired_s, ==, 1704164645);
+	g_assert_false(l->mine);
+	/* What lockfsctl prints of it is clean, and the escape it prints
+	 * is the daemon's. */
+	g_autofree char *shown = ctl_escape(l->command);
+	g_autofree char *daemon = lockfs_escape(v->v[LOCKFS_VF_COMMAND]);
+	g_assert_cmpstr(shown, ==, daemon);
+	g_autofree char *text = ctl_escape_text(l->command);
+	assert_clean(text, strlen(text), true);
+	g_assert_null(strchr(text, '\033'));
+}
+
 static void test_lockfsctl_reader(void)
 {
 	g_autofree char *mount = g_dir_make_tmp("lockfs-view-XXXXXX", NULL);
@@ -451,33 +481,7 @@ static void test_lockfsctl_reader(void)
 	g_assert_nonnull(got);
 	g_assert_cmpuint(got->len, ==, N_HOSTILE);
 	for (int w = 0; w < N_HOSTILE; w++) {
-		const ctl_lock *l = got->pdata[w];
-		const lockfs_view *v = &views[w];
-		g_assert_cmpstr(l->key, ==, v->v[LOCKFS_VF_LOCK]);
-		g_assert_cmpstr(l->state, ==, v->v[LOCKFS_VF_STATE]);
-		g_assert_cmpstr(l->fence, ==, v->v[LOCKFS_VF_FENCE]);
-		g_assert_cmpstr(l->host, ==, v->v[LOCKFS_VF_HOST]);
-		g_assert_cmpstr(l->user, ==, v->v[LOCKFS_VF_USER]);
-		g_assert_cmpstr(l->command, ==, v->v[LOCKFS_VF_COMMAND]);
-		g_assert_cmpstr(l->acquired, ==, v->v[LOCKFS_VF_ACQUIRED]);
-		g_assert_cmpstr(l->heartbeat, ==, v->v[LOCKFS_VF_HEARTBEAT]);
-		g_assert_cmpstr(l->backend, ==, v->v[LOCKFS_VF_BACKEND]);
-		g_assert_cmpint(l->pid, ==, 4242);
-		g_assert_cmpint(l->uid, ==, 1000);
-		g_assert_cmpint(l->gid, ==, 100);
-		g_assert_cmpint(l->age_s, ==, 7);
-		g_assert_cmpint(l->heartbeat_age_s, ==, 6);
-		g_assert_cmpint(l->lease_left_ms, ==, w == 2 ? -1 : 1500);
-		g_assert_cmpint(l->acquired_s, ==, 1704164645);
-		g_assert_false(l->mine);
-		/* What lockfsctl prints of it is clean, and the escape it prints
-		 * is the daemon's. */
-		g_autofree char *shown = ctl_escape(l->command);
-		g_autofree char *daemon = lockfs_escape(v->v[LOCKFS_VF_COMMAND]);
-		g_assert_cmpstr(shown, ==, daemon);
-		g_autofree char *text = ctl_escape_text(l->command);
-		assert_clean(text, strlen(text), true);
-		g_assert_null(strchr(text, '\033'));
+		reader_saw(got->pdata[w], &views[w], w);
 		lockfs_view_clear(&views[w]);
 	}
 	for (guint i = 0; i < keys->len; i++) {
