@@ -106,6 +106,10 @@ struct lfs_node {
 	bool ctl_status;  /* .lockfs/status */
 	bool ctl_break;   /* .lockfs/break: write "KEY [FENCE]" to break a lock */
 	bool ctl_metrics; /* .lockfs/metrics */
+
+	/* Every node of the model, for nodes_fini at exit (the kernel's
+	 * references are never given back at an unmount); fs->mu. */
+	lfs_node *all_prev, *all_next;
 };
 
 /* Every field: fs->mu. */
@@ -148,7 +152,8 @@ typedef struct {
 	char *mountpoint;
 	size_t suffix_len;
 	lfs_node *root;
-	lfs_node *control; /* .lockfs */
+	lfs_node *control;   /* .lockfs */
+	lfs_node *all_nodes; /* the list of every node (lfs_node.all_next); fs->mu */
 	/* fs->mu from here to renew_thread, unless said otherwise. */
 	GHashTable *disk_nodes; /* "dev:ino" → lfs_node */
 	uint64_t next_ino;

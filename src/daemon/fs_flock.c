@@ -269,7 +269,7 @@ static int unlock_owner(lfs *fs, fl_class cls, lfs_node *n, uint64_t owner, pid_
 	lfs_flock *f = g_hash_table_lookup(fs->flocks, k);
 	if (!f)
 		return 0;
-	g_hash_table_steal(fs->flocks, k);
+	g_hash_table_remove(fs->flocks, k); /* frees the table's key; F is freed below */
 	lfs_dentry *d = flock_dentry(fs, f);
 	int r = d && !d->lost ? 0 : -EIO;
 	if (d)
@@ -287,7 +287,7 @@ static void drop_converted(lfs *fs, const char *hk, const char *keep_key, pid_t 
 	if (!old || strcmp(old->key, keep_key) == 0)
 		return;
 	lfs_dentry *od = flock_dentry(fs, old);
-	g_hash_table_steal(fs->flocks, hk);
+	g_hash_table_remove(fs->flocks, hk); /* the same */
 	if (od)
 		let_go(fs, od, by);
 	flock_free(fs, old);
@@ -750,6 +750,40 @@ void flock_init(lfs *fs)
 	g_cond_init(&fs->flock_cond);
 	g_cond_init(&fs->flock_watch_cond);
 	g_queue_init(&fs->flock_waiters);
+}
+
+/* At exit, after flock_stop, with no other thread left: the records of
+ * flocks and POSIX locks, orphans and waiters (their nodes and leases are
+ * nodes_fini's; the session their requests came through is gone). */
+void flock_fini(lfs *fs)
+{
+	GHashTableIter it;
+	gpointer v;
+	g_hash_table_iter_init(&it, fs->flocks);
+	while (g_hash_table_iter_next(&it, NULL, &v)) {
+		lfs_flock *f = v;
+		g_free(f->key);
+		if (f->ranges)
+			g_array_unref(f->ranges);
+		g_free(f);
+	}
+	g_hash_table_destroy(fs->flocks);
+	fs->flocks = NULL;
+	while (fs->flock_orphans && fs->flock_orphans->len)
+		orphan_drop_at(fs, fs->flock_orphans->len - 1);
+	if (fs->flock_orphans)
+		g_ptr_array_free(fs->flock_orphans, TRUE);
+	fs->flock_orphans = NULL;
+	flock_waiter *w;
+	while ((w = g_queue_pop_head(&fs->flock_waiters))) {
+		if (w->ranges)
+			g_array_unref(w->ranges);
+		g_free(w->path);
+		g_free(w);
+	}
+	g_mutex_clear(&fs->flock_mu);
+	g_cond_clear(&fs->flock_cond);
+	g_cond_clear(&fs->flock_watch_cond);
 }
 
 void flock_start(lfs *fs)

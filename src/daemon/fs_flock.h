@@ -9,6 +9,7 @@ void flock_init(lfs *fs);
 void flock_start(lfs *fs);
 /* Stop the waiters' thread; waiters are answered EINTR. */
 void flock_stop(lfs *fs);
+void flock_fini(lfs *fs); /* at exit, after flock_stop: records, orphans, waiters */
 /* A FUSE flock request of OWNER (the open file description's handle): OP is
  * LOCK_SH, LOCK_EX or LOCK_UN, with LOCK_NB.
  * Answers REQ, now or (a blocking one) from the waiters' thread. */

@@ -1367,6 +1367,19 @@ void locks_stop(lfs *fs)
 	pthread_mutex_unlock(&fs->mu);
 }
 
+/* At exit, after locks_stop, with no other thread left: the lock layer's
+ * tables (the names and leases themselves are nodes_fini's). */
+void locks_fini(lfs *fs)
+{
+	g_hash_table_destroy(fs->held);
+	g_hash_table_destroy(fs->busy);
+	if (fs->saw_free)
+		g_hash_table_destroy(fs->saw_free);
+	if (fs->lost_recent)
+		g_hash_table_destroy(fs->lost_recent);
+	fs->held = fs->busy = fs->saw_free = fs->lost_recent = NULL;
+}
+
 unsigned locks_held_count(lfs *fs)
 {
 	pthread_mutex_lock(&fs->mu);

@@ -71,6 +71,7 @@ bool locks_expire_if_stale(lfs *fs, lfs_dentry *d);
 /* At unmount: let go of nothing (the locks are their holders'), say so
  * (takes fs->mu). */
 void locks_stop(lfs *fs);
+void locks_fini(lfs *fs); /* at exit, after locks_stop: the lock layer's tables */
 /* How many locks this mount holds (takes fs->mu). */
 unsigned locks_held_count(lfs *fs);
 int locks_check_writable(lfs *fs, lfs_node *n);

@@ -24,11 +24,21 @@ lfs_node *node_new(lfs *fs, lfs_node_kind kind, mode_t mode, uid_t uid, gid_t gi
 	n->atime = n->mtime = n->ctime = now;
 	if (S_ISDIR(mode))
 		n->nlink = kind == NODE_MEM ? 2 : 0;
+	n->all_next = fs->all_nodes;
+	if (fs->all_nodes)
+		fs->all_nodes->all_prev = n;
+	fs->all_nodes = n;
 	return n;
 }
 
 static void node_free(lfs *fs, lfs_node *n)
 {
+	if (n->all_prev)
+		n->all_prev->all_next = n->all_next;
+	else
+		fs->all_nodes = n->all_next;
+	if (n->all_next)
+		n->all_next->all_prev = n->all_prev;
 	if (n->kind == NODE_DISK) {
 		g_autofree char *k =
 		        g_strdup_printf("%lu:%lu", (unsigned long)n->dev, (unsigned long)n->dino);
@@ -186,6 +196,35 @@ lfs_dentry *dentry_remove(lfs *fs, lfs_dentry *d)
 		return d; /* the lock layer's to let go of (locks_remove_name) */
 	dentry_free(fs, d);
 	return NULL;
+}
+
+/* Free every node and name of the model, at exit, with no thread left but
+ * the caller's: a lease a name still carries is freed (lease_free), not let
+ * go, as the backend's destroy() lets go of nothing.  The kernel's
+ * references (nlookup) and open handles are ignored: the session is gone. */
+void nodes_fini(lfs *fs)
+{
+	for (lfs_node *n = fs->all_nodes; n; n = n->all_next) {
+		if (!n->children)
+			continue;
+		GHashTableIter it;
+		gpointer v;
+		g_hash_table_iter_init(&it, n->children);
+		while (g_hash_table_iter_next(&it, NULL, &v)) {
+			lfs_dentry *d = v;
+			if (d->lease)
+				fs->be->lease_free(fs->be, d->lease);
+			lockfs_holder_clear(&d->holder);
+			g_free(d->token);
+			g_free(d->name);
+			g_free(d);
+		}
+		g_hash_table_remove_all(n->children);
+	}
+	while (fs->all_nodes)
+		node_free(fs, fs->all_nodes);
+	g_hash_table_destroy(fs->disk_nodes);
+	fs->disk_nodes = NULL;
 }
 
 void dentry_free(lfs *fs, lfs_dentry *d)

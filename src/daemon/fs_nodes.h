@@ -11,6 +11,7 @@ lfs_dentry *dentry_add(lfs *fs, lfs_node *dir, const char *name, lfs_node *node)
  * (the caller lets the lease go, then dentry_free), else NULL (freed). */
 lfs_dentry *dentry_remove(lfs *fs, lfs_dentry *d) G_GNUC_WARN_UNUSED_RESULT;
 void dentry_free(lfs *fs, lfs_dentry *d);
+void nodes_fini(lfs *fs); /* at exit: every node, name and lease object */
 lfs_dentry *dentry_find(lfs_node *dir, const char *name);
 bool name_is_lock(const lfs *fs, const char *name);
 char *node_key(lfs *fs, const lfs_node *dir, const char *name); /* lock key: path from the root */

@@ -1845,6 +1845,25 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	return fs;
 }
 
+/* At exit, once every thread but the caller's has ended and the session is
+ * destroyed: the whole model, then the backend instance, whose destroy()
+ * lets go of nothing (the locks stay their holders', for the next lockfs).
+ * Freed rather than left to exit(2) so that a leak checker's report is of
+ * real leaks only. */
+void lfs_free(lfs *fs)
+{
+	flock_fini(fs);
+	locks_fini(fs);
+	nodes_fini(fs);
+	remote_fini(fs);
+	fs->be->destroy(fs->be); /* the timing wrapper's: the backend's too */
+	g_free(fs->session);
+	g_free(fs->mountpoint);
+	pthread_cond_destroy(&fs->cond);
+	pthread_mutex_destroy(&fs->mu);
+	g_free(fs);
+}
+
 void lfs_attach_session(lfs *fs, struct fuse_session *se)
 {
 	fs->se = se;

@@ -9,6 +9,9 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
              bool passthrough);
 /* SE is the session that serves FS (set once, before the loop starts). */
 void lfs_attach_session(lfs *fs, struct fuse_session *se);
+/* At exit, with every thread of the model stopped and the session destroyed:
+ * frees the model and destroys the backend instance (letting go of nothing). */
+void lfs_free(lfs *fs);
 const char *lfs_mountpoint(const lfs *fs);
 /* The backend's name, as the log and systemd's status say it. */
 const char *lfs_backend_name(const lfs *fs);

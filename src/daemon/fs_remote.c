@@ -71,6 +71,13 @@ void remote_init(lfs *fs)
 	fs->remote_cleared_mono = 0;
 }
 
+void remote_fini(lfs *fs)
+{
+	g_hash_table_destroy(fs->remote);
+	fs->remote = NULL;
+	g_mutex_clear(&fs->remote_mu);
+}
+
 /* Keep what the backend answered to a question asked at ASKED (mono µs):
  * R and INFO, believed for FOR_US.  CHANGED (not 0): this mount changed
  * the key now, which any answer asked before it may not know of. */

@@ -6,6 +6,7 @@
 
 /* These are called without fs->mu: they may wait on the network. */
 void remote_init(lfs *fs);
+void remote_fini(lfs *fs); /* at exit */
 void remote_forget(lfs *fs, const char *key);
 /* This mount just released KEY: free, as far as lookups within list_cache go. */
 void remote_note_free(lfs *fs, const char *key);

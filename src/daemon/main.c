@@ -262,6 +262,7 @@ static void mount_session(lockfs_main *m, const char *argv0)
 	m->fargv[4] = NULL;
 	struct fuse_args args = FUSE_ARGS_INIT(m->debug ? 4 : 3, m->fargv);
 	m->se = fuse_session_new(&args, &lfs_ops, sizeof(lfs_ops), m->fs);
+	fuse_opt_free_args(&args); /* the copy fuse_session_new's parse made */
 	if (!m->se)
 		die(EXIT_MOUNT, "cannot start a FUSE session with options %s", m->fuse_opts->str);
 	lfs_attach_session(m->fs, m->se);
@@ -325,7 +326,7 @@ static void stop(lockfs_main *m)
 	fuse_remove_signal_handlers(m->se);
 	fuse_session_destroy(m->se);
 	lockfs_notify_shutdown();
-	m->be->destroy(m->be);
+	lfs_free(fs); /* and the backend instance: nothing is let go */
 	lockfs_lockstate_close(m->state);
 	lockfs_log(G_LOG_LEVEL_INFO, NULL, "unmounted %s", m->abs);
 	g_string_free(m->fuse_opts, TRUE);
