@@ -691,22 +691,12 @@ static int etcd_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_
 	etcd_backend *b = (etcd_backend *)be;
 	etcd_priv *p = lease->priv;
 	int64_t deadline = deadline_of(b);
-	lockfs_holder *h = &p->rec.holder;
-	if (beat->heartbeat_us)
-		h->heartbeat_us = beat->heartbeat_us;
-	if (beat->mtime_us)
-		h->mtime_us = beat->mtime_us;
-	if (beat->atime_us)
-		h->atime_us = beat->atime_us;
-	if (beat->ctime_us)
-		h->ctime_us = beat->ctime_us;
-	if (beat->mode)
-		h->mode = beat->mode;
-	if (beat->content) {
-		size_t n = MIN(beat->content_len, LOCKFS_CONTENT_MAX);
+	void *content;
+	size_t content_len;
+	if (lockfs_holder_apply_beat(&p->rec.holder, 0, beat, &content, &content_len)) {
 		g_free(p->rec.content);
-		p->rec.content = n ? g_memdup2(beat->content, n) : NULL;
-		p->rec.content_len = n;
+		p->rec.content = content;
+		p->rec.content_len = content_len;
 	}
 	if (g_atomic_int_get(&p->broken) || p->released)
 		return -ESTALE;

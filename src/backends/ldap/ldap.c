@@ -579,29 +579,22 @@ static int ll_heartbeat(lockfs_backend *b, lockfs_lease *lease, const lockfs_bea
 	ll_op op;
 	if (lease_begin(be, p, &op) != 0)
 		return -EIO;
-	lockfs_holder *h = &p->holder;
+	void *content;
+	size_t content_len;
+	if (lockfs_holder_apply_beat(&p->holder, LL_CLOCK_OFFSET_US(be), beat, &content,
+	                             &content_len)) {
+		if (p->content)
+			g_bytes_unref(p->content);
+		/* Empty content is an empty GBytes, as g_bytes_new() made it. */
+		p->content = g_bytes_new_take(content, content_len);
+	}
 	if (beat->heartbeat_us) {
-		h->heartbeat_us = beat->heartbeat_us + LL_CLOCK_OFFSET_US(be);
 		/* The heartbeat on our monotonic clock: it may have waited for
 		 * the rate limit; a wall clock step meanwhile counts as none. */
 		int64_t age = lockfs_now_us() - beat->heartbeat_us;
 		if (age < 0 || age > be->cfg.ttl_us)
 			age = 0;
 		p->hb_mono_us = lockfs_mono_us() - age;
-	}
-	if (beat->mtime_us)
-		h->mtime_us = beat->mtime_us + LL_CLOCK_OFFSET_US(be);
-	if (beat->atime_us)
-		h->atime_us = beat->atime_us + LL_CLOCK_OFFSET_US(be);
-	if (beat->ctime_us)
-		h->ctime_us = beat->ctime_us + LL_CLOCK_OFFSET_US(be);
-	if (beat->mode)
-		h->mode = beat->mode;
-	if (beat->content) {
-		if (p->content)
-			g_bytes_unref(p->content);
-		p->content = g_bytes_new(beat->content,
-		                         MIN(beat->content_len, (size_t)LOCKFS_CONTENT_MAX));
 	}
 	int r = write_notes(&op, lease->key, p, ll_now_us(be));
 	if (r == -EIO)

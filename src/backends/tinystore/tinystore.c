@@ -1427,26 +1427,17 @@ static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_be
 		g_mutex_unlock(&tb->st_mu);
 		return -ESTALE;
 	}
-	lockfs_holder *h = &lp->rec.holder;
-	if (beat->heartbeat_us) {
-		/* server_ms dates the last heartbeat, which staleness goes by:
-		 * a change of shown attributes alone does not move it. */
-		h->heartbeat_us = beat->heartbeat_us;
-		lp->rec.server_ms = server_now_ms(tb);
-	}
-	if (beat->mtime_us)
-		h->mtime_us = beat->mtime_us;
-	if (beat->atime_us)
-		h->atime_us = beat->atime_us;
-	if (beat->ctime_us)
-		h->ctime_us = beat->ctime_us;
-	if (beat->mode)
-		h->mode = beat->mode;
-	if (beat->content) {
+	void *content;
+	size_t content_len;
+	if (lockfs_holder_apply_beat(&lp->rec.holder, 0, beat, &content, &content_len)) {
 		g_free(lp->rec.content);
-		lp->rec.content_len = MIN(beat->content_len, LOCKFS_CONTENT_MAX);
-		lp->rec.content = g_memdup2(beat->content, lp->rec.content_len);
+		lp->rec.content = content;
+		lp->rec.content_len = content_len;
 	}
+	/* server_ms dates the last heartbeat, which staleness goes by: a
+	 * change of shown attributes alone does not move it. */
+	if (beat->heartbeat_us)
+		lp->rec.server_ms = server_now_ms(tb);
 	if (lp->state != PUB_PUBLISHED || lp->writer != W_NONE || lp->releasing) {
 		/* Not written yet: its first write takes the latest.  Being
 		 * written: written again after that. */
