@@ -1330,6 +1330,88 @@ static ts_lease *lease_new(ts_backend *tb, const char *key, const lockfs_holder 
 	return lp;
 }
 
+/* A share of KEY, whose group is its first GLEN bytes: a place in the
+ * semaphore of its group (many at once), with a fence minted for it.  Main
+ * connection held. */
+static int hold_share(ts_backend *tb, int64_t deadline, const char *key, size_t glen, ts_lease *lp,
+                      ts_held *held)
+{
+	g_autofree char *group = g_strndup(key, glen);
+	req q = { .key = group,
+		  .id = lp->request,
+		  .ttl_ms = (uint64_t)tb->ttl_ms,
+		  .limit = SHARE_LIMIT };
+	int r = hold_call(tb, deadline, &q, held);
+	if (r == 0) {
+		r = mint_fence(tb, deadline, key, held);
+		if (r < 0)
+			lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, held->lease,
+			           true);
+	}
+	return r;
+}
+
+/* KEY is held by another: a holder silent past stale_after is broken, as
+ * the local backend and the legacy tools do, and KEY held again (*SENT
+ * when).  -EEXIST when it is not stale.  Main connection held. */
+static int break_stale(ts_backend *tb, int64_t deadline, const char *key, ts_lease *lp,
+                       ts_held *held, int64_t *sent, lockfs_acquire_result *res)
+{
+	ts_entry e;
+	ts_record old;
+	if (read_record(tb, deadline, key, &e, &old) != 0)
+		return -EEXIST;
+	int r = -EEXIST;
+	if (is_stale(tb, &old) && break_holder(tb, deadline, key, &old, &e) == 0) {
+		if (res) {
+			res->broke = true;
+			fill_info(tb, key, &old, &e, &res->previous);
+		}
+		*sent = lockfs_mono_us();
+		r = do_hold(tb, deadline, key, lp->request, held);
+	}
+	ts_record_clear(&old);
+	entry_clear(&e);
+	return r;
+}
+
+/* HELD, the grant of a hold sent at SENT, into the lease's record; its
+ * epoch checked.  A grant not used is released.  Main connection held. */
+static int take_grant(ts_backend *tb, int64_t deadline, const char *key, ts_lease *lp,
+                      const ts_held *held, int64_t sent)
+{
+	int64_t at = lockfs_mono_us();
+	int64_t at_server = ts_conn_server_ms(tb->main.conn, at);
+	lp->rec.server_ms = server_now_ms(tb);
+	memcpy(lp->rec.lease, held->lease, TS_ID_SIZE);
+	g_strlcpy(lp->rec.fence, held->fence, sizeof(lp->rec.fence));
+	lp->renewed_us = sent;
+	lp->gen = tb->main.gen; /* the connection that answered */
+	int r = check_epoch(tb, deadline, key, held->fence, at, at_server);
+	/* Not used: the key is free again at once, not at the ttl (a failed
+	 * release only leaves it to its ttl). */
+	if (r < 0)
+		lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, held->lease, true);
+	return r;
+}
+
+/* Install: the lease of LP, granted, known as ours; its record to be
+ * published. */
+static lockfs_lease *install(ts_backend *tb, const char *key, ts_lease *lp)
+{
+	lockfs_lease *lease = g_new0(lockfs_lease, 1);
+	lease->key = g_strdup(key);
+	g_strlcpy(lease->fence, lp->rec.fence, sizeof(lease->fence));
+	lease->priv = lp;
+	/* The record comes later, from the publisher: a grant no longer
+	 * waits for a kv commit. */
+	g_mutex_lock(&tb->st_mu);
+	g_hash_table_insert(tb->mine, hex_id(lp->rec.lease), lp);
+	queue_publish(tb, lp, lockfs_mono_us() + PUBLISH_DELAY_US);
+	g_mutex_unlock(&tb->st_mu);
+	return lease;
+}
+
 static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
                       const void *content, size_t content_len, lockfs_lease **out,
                       lockfs_acquire_result *res)
@@ -1340,6 +1422,8 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	if (!key_ok(tb, key))
 		return -EINVAL;
 	int64_t deadline = lockfs_mono_us() + tb->timeout_us;
+	/* Claim: the lease and its record to be, under a request id of its
+	 * own. */
 	ts_lease *lp = lease_new(tb, key, who, content, content_len);
 	if (getrandom(lp->request, sizeof(lp->request), 0) != sizeof(lp->request)) {
 		lease_unref(lp);
@@ -1351,70 +1435,19 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	}
 	int64_t sent = lockfs_mono_us();
 	ts_held held;
-	/* A share is a place in the semaphore of its group: many at once. */
 	size_t glen = share_group_len(key);
-	g_autofree char *group = glen ? g_strndup(key, glen) : NULL;
-	req q = { .key = group,
-		  .id = lp->request,
-		  .ttl_ms = (uint64_t)tb->ttl_ms,
-		  .limit = SHARE_LIMIT };
-	int r = glen ? hold_call(tb, deadline, &q, &held)
+	int r = glen ? hold_share(tb, deadline, key, glen, lp, &held)
 	             : do_hold(tb, deadline, key, lp->request, &held);
-	if (r == 0 && glen) {
-		r = mint_fence(tb, deadline, key, &held);
-		if (r < 0)
-			lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, held.lease,
-			           true);
-	}
-	if (r == -EEXIST && tb->stale_after_us && !glen) {
-		/* A holder silent past stale_after is broken, as the local
-		 * backend and the legacy tools do. */
-		ts_entry e;
-		ts_record old;
-		if (read_record(tb, deadline, key, &e, &old) == 0) {
-			if (is_stale(tb, &old) && break_holder(tb, deadline, key, &old, &e) == 0) {
-				if (res) {
-					res->broke = true;
-					fill_info(tb, key, &old, &e, &res->previous);
-				}
-				sent = lockfs_mono_us();
-				r = do_hold(tb, deadline, key, lp->request, &held);
-			}
-			ts_record_clear(&old);
-			entry_clear(&e);
-		}
-	}
-	if (r == 0) {
-		int64_t at = lockfs_mono_us();
-		int64_t at_server = ts_conn_server_ms(tb->main.conn, at);
-		lp->rec.server_ms = server_now_ms(tb);
-		memcpy(lp->rec.lease, held.lease, TS_ID_SIZE);
-		g_strlcpy(lp->rec.fence, held.fence, sizeof(lp->rec.fence));
-		lp->renewed_us = sent;
-		lp->gen = tb->main.gen; /* the connection that answered */
-		r = check_epoch(tb, deadline, key, held.fence, at, at_server);
-		/* Not used: the key is free again at once, not at the ttl (a
-		 * failed release only leaves it to its ttl). */
-		if (r < 0)
-			lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, held.lease,
-			           true);
-	}
+	if (r == -EEXIST && tb->stale_after_us && !glen)
+		r = break_stale(tb, deadline, key, lp, &held, &sent, res);
+	if (r == 0)
+		r = take_grant(tb, deadline, key, lp, &held, sent);
 	give_conn(tb);
 	if (r < 0) {
 		lease_unref(lp);
 		return r;
 	}
-	lockfs_lease *lease = g_new0(lockfs_lease, 1);
-	lease->key = g_strdup(key);
-	g_strlcpy(lease->fence, lp->rec.fence, sizeof(lease->fence));
-	lease->priv = lp;
-	/* The record comes later, from the publisher: a grant no longer
-	 * waits for a kv commit. */
-	g_mutex_lock(&tb->st_mu);
-	g_hash_table_insert(tb->mine, hex_id(lp->rec.lease), lp);
-	queue_publish(tb, lp, lockfs_mono_us() + PUBLISH_DELAY_US);
-	g_mutex_unlock(&tb->st_mu);
-	*out = lease;
+	*out = install(tb, key, lp);
 	return 0;
 }
 
