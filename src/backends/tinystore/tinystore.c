@@ -2310,42 +2310,54 @@ static bool read_token(const lockfs_config *cfg, const char *path, char **out, G
 	                 path);
 }
 
-static bool read_target(const lockfs_config *cfg, ts_target *t, GError **error)
+/* A store on this host, DIR: reached through its socket, nothing of a
+ * remote endpoint set. */
+static bool read_local_store(const lockfs_config *cfg, ts_target *t, GError **error)
 {
-	g_autofree char *token_file = NULL, *ca_file = NULL;
-	if (!lockfs_config_get_string(cfg, GROUP, "dir", NULL, &t->dir, error) ||
-	    !lockfs_config_get_string(cfg, GROUP, "endpoint", NULL, &t->endpoint, error) ||
-	    !lockfs_config_get_string(cfg, GROUP, "token_file", NULL, &token_file, error) ||
-	    !lockfs_config_get_string(cfg, GROUP, "ca_file", NULL, &ca_file, error) ||
-	    !lockfs_config_get_bool(cfg, GROUP, "verify", true, &t->verify, error))
-		return false;
-	if (!t->dir == !t->endpoint) {
-		g_set_error(error, LOCKFS_CONFIG_ERROR,
-		            t->dir ? LOCKFS_CONFIG_ERROR_CONFLICT : LOCKFS_CONFIG_ERROR_VALUE,
-		            "backend 'tinystore' needs one of [tinystore] dir (a store on this "
-		            "host: tinystore_dir=/srv/store) or endpoint "
-		            "(tinystore_endpoint=tls://HOST:PORT)%s",
-		            t->dir ? ", not both" : "");
-		return false;
+	const char *only[] = { "token_file", "ca_file", "verify" };
+	for (size_t i = 0; i < G_N_ELEMENTS(only); i++)
+		if (lockfs_config_origin(cfg, GROUP, only[i]))
+			return key_error(cfg, GROUP, only[i], error, LOCKFS_CONFIG_ERROR_CONFLICT,
+			                 "is for a remote endpoint; a local store (dir) is "
+			                 "reached through its socket");
+	char *abs = g_canonicalize_filename(t->dir, NULL);
+	g_free(t->dir);
+	t->dir = abs;
+	if (!g_file_test(t->dir, G_FILE_TEST_IS_DIR))
+		return key_error(cfg, GROUP, "dir", error, LOCKFS_CONFIG_ERROR_VALUE,
+		                 "%s is not a directory; create the store with "
+		                 "'tinystore serve %s'",
+		                 t->dir, t->dir);
+	return true;
+}
+
+/* TLS for a tls:// endpoint: GIO's support, and the CA of CA_FILE if set. */
+static bool read_tls(const lockfs_config *cfg, ts_target *t, const char *ca_file, GError **error)
+{
+	if (!g_tls_backend_supports_tls(g_tls_backend_get_default()))
+		return key_error(cfg, GROUP, "endpoint", error, LOCKFS_CONFIG_ERROR_VALUE,
+		                 "tls:// needs GIO's TLS support: install glib-networking");
+	if (ca_file) {
+		GError *e = NULL;
+		t->ca = g_tls_file_database_new(ca_file, &e);
+		if (!t->ca) {
+			key_error(cfg, GROUP, "ca_file", error, LOCKFS_CONFIG_ERROR_VALUE, "%s: %s",
+			          ca_file, e->message);
+			g_error_free(e);
+			return false;
+		}
 	}
-	if (t->dir) {
-		const char *only[] = { "token_file", "ca_file", "verify" };
-		for (size_t i = 0; i < G_N_ELEMENTS(only); i++)
-			if (lockfs_config_origin(cfg, GROUP, only[i]))
-				return key_error(cfg, GROUP, only[i], error,
-				                 LOCKFS_CONFIG_ERROR_CONFLICT,
-				                 "is for a remote endpoint; a local store (dir) is "
-				                 "reached through its socket");
-		char *abs = g_canonicalize_filename(t->dir, NULL);
-		g_free(t->dir);
-		t->dir = abs;
-		if (!g_file_test(t->dir, G_FILE_TEST_IS_DIR))
-			return key_error(cfg, GROUP, "dir", error, LOCKFS_CONFIG_ERROR_VALUE,
-			                 "%s is not a directory; create the store with "
-			                 "'tinystore serve %s'",
-			                 t->dir, t->dir);
-		return true;
-	}
+	if (!t->verify)
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "tinystore: verify=false: %s is not authenticated", t->endpoint);
+	return true;
+}
+
+/* A remote endpoint: its address, the token of TOKEN_FILE, and TLS (the CA
+ * of CA_FILE) for tls://. */
+static bool read_remote(const lockfs_config *cfg, ts_target *t, const char *token_file,
+                        const char *ca_file, GError **error)
+{
 	bool tls = g_str_has_prefix(t->endpoint, "tls://");
 	GError *e = NULL;
 	GSocketConnectable *addr = NULL;
@@ -2366,59 +2378,64 @@ static bool read_target(const lockfs_config *cfg, ts_target *t, GError **error)
 		                 "file holding a 'data' token");
 	if (!read_token(cfg, token_file, &t->token, error))
 		return false;
-	if (!tls) {
-		const char *only[] = { "ca_file", "verify" };
-		for (size_t i = 0; i < G_N_ELEMENTS(only); i++)
-			if (lockfs_config_origin(cfg, GROUP, only[i]))
-				return key_error(cfg, GROUP, only[i], error,
-				                 LOCKFS_CONFIG_ERROR_CONFLICT,
-				                 "is for tls:// endpoints; tcp:// has no TLS");
-		return true;
-	}
-	if (!g_tls_backend_supports_tls(g_tls_backend_get_default()))
-		return key_error(cfg, GROUP, "endpoint", error, LOCKFS_CONFIG_ERROR_VALUE,
-		                 "tls:// needs GIO's TLS support: install glib-networking");
-	if (ca_file) {
-		t->ca = g_tls_file_database_new(ca_file, &e);
-		if (!t->ca) {
-			key_error(cfg, GROUP, "ca_file", error, LOCKFS_CONFIG_ERROR_VALUE, "%s: %s",
-			          ca_file, e->message);
-			g_error_free(e);
-			return false;
-		}
-	}
-	if (!t->verify)
-		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
-		           "tinystore: verify=false: %s is not authenticated", t->endpoint);
+	if (tls)
+		return read_tls(cfg, t, ca_file, error);
+	const char *only[] = { "ca_file", "verify" };
+	for (size_t i = 0; i < G_N_ELEMENTS(only); i++)
+		if (lockfs_config_origin(cfg, GROUP, only[i]))
+			return key_error(cfg, GROUP, only[i], error, LOCKFS_CONFIG_ERROR_CONFLICT,
+			                 "is for tls:// endpoints; tcp:// has no TLS");
 	return true;
 }
 
-static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const char *mount_id,
-                                             GError **error)
+static bool read_target(const lockfs_config *cfg, ts_target *t, GError **error)
 {
-	const lockfs_settings *s = lockfs_config_settings(cfg);
+	g_autofree char *token_file = NULL, *ca_file = NULL;
+	if (!lockfs_config_get_string(cfg, GROUP, "dir", NULL, &t->dir, error) ||
+	    !lockfs_config_get_string(cfg, GROUP, "endpoint", NULL, &t->endpoint, error) ||
+	    !lockfs_config_get_string(cfg, GROUP, "token_file", NULL, &token_file, error) ||
+	    !lockfs_config_get_string(cfg, GROUP, "ca_file", NULL, &ca_file, error) ||
+	    !lockfs_config_get_bool(cfg, GROUP, "verify", true, &t->verify, error))
+		return false;
+	if (!t->dir == !t->endpoint) {
+		g_set_error(error, LOCKFS_CONFIG_ERROR,
+		            t->dir ? LOCKFS_CONFIG_ERROR_CONFLICT : LOCKFS_CONFIG_ERROR_VALUE,
+		            "backend 'tinystore' needs one of [tinystore] dir (a store on this "
+		            "host: tinystore_dir=/srv/store) or endpoint "
+		            "(tinystore_endpoint=tls://HOST:PORT)%s",
+		            t->dir ? ", not both" : "");
+		return false;
+	}
+	if (t->dir)
+		return read_local_store(cfg, t, error);
+	return read_remote(cfg, t, token_file, ca_file, error);
+}
+
+/* Parse options: the ttl tinystore can grant, and the lock name
+ * (*LOCK_NAME). */
+static bool read_lock_options(const lockfs_config *cfg, const lockfs_settings *s, char **lock_name,
+                              GError **error)
+{
 	if (s->ttl_ms < TTL_MIN_MS || s->ttl_ms > TTL_MAX_MS) {
 		key_error(cfg, "lockfs", "ttl", error, LOCKFS_CONFIG_ERROR_VALUE,
 		          "tinystore leases last 1s to 1h; write a ttl in that range");
-		return NULL;
+		return false;
 	}
-	g_autofree char *lock_name = NULL;
-	if (!lockfs_config_get_string(cfg, GROUP, "lock_name", "lockfs", &lock_name, error))
-		return NULL;
-	if (!valid_lock_name(lock_name)) {
+	if (!lockfs_config_get_string(cfg, GROUP, "lock_name", "lockfs", lock_name, error))
+		return false;
+	if (!valid_lock_name(*lock_name)) {
 		key_error(cfg, GROUP, "lock_name", error, LOCKFS_CONFIG_ERROR_VALUE,
 		          "'%s' is not a tinystore lock name; write 1 to 64 of [a-z0-9_-], "
 		          "starting with a letter or digit",
-		          lock_name);
-		return NULL;
+		          *lock_name);
+		return false;
 	}
-	ts_target t = { 0 };
-	if (!read_target(cfg, &t, error)) {
-		target_clear(&t);
-		return NULL;
-	}
-	t.client = g_strdup("lockfs/" LOCKFS_VERSION);
+	return true;
+}
 
+/* Fill the vtable: a backend with nothing set but its operations. */
+static ts_backend *backend_alloc(void)
+{
 	ts_backend *tb = g_new0(ts_backend, 1);
 	tb->base = (lockfs_backend){
 		LOCKFS_BACKEND_INIT("tinystore", LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES |
@@ -2438,15 +2455,12 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 		.lease_token = ts_lease_token,
 		.adopt = ts_adopt,
 	};
-	tb->target = t;
-	tb->lock_name = g_steal_pointer(&lock_name);
-	tb->marker_key = g_strconcat(MARKER_PREFIX, tb->lock_name, NULL);
-	tb->mount = g_strdup(mount_id ? mount_id : "");
-	tb->ttl_ms = s->ttl_ms;
-	tb->timeout_us = s->network_timeout_ms * 1000;
-	tb->stale_after_us = s->stale_after_ms * 1000;
-	/* Lock keys are 1 to 1024 bytes; a kv path holds 01 NAME 00 02 KEY. */
-	tb->key_max = MIN(KEY_MAX, KV_PATH_MAX - 3 - strlen(tb->lock_name));
+	return tb;
+}
+
+/* The locks, connections, queues and tables of TB, empty. */
+static void state_init(ts_backend *tb)
+{
 	g_mutex_init(&tb->mu);
 	g_cond_init(&tb->cv);
 	tb->main.role = "";
@@ -2466,8 +2480,36 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 	g_queue_init(&tb->work);
 	tb->mine = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	tb->released = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+}
 
-	/* Say now if the server cannot be reached (it may come later). */
+static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const char *mount_id,
+                                             GError **error)
+{
+	const lockfs_settings *s = lockfs_config_settings(cfg);
+	g_autofree char *lock_name = NULL;
+	if (!read_lock_options(cfg, s, &lock_name, error))
+		return NULL;
+	ts_target t = { 0 };
+	if (!read_target(cfg, &t, error)) {
+		target_clear(&t);
+		return NULL;
+	}
+	t.client = g_strdup("lockfs/" LOCKFS_VERSION);
+
+	ts_backend *tb = backend_alloc();
+	tb->target = t;
+	tb->lock_name = g_steal_pointer(&lock_name);
+	tb->marker_key = g_strconcat(MARKER_PREFIX, tb->lock_name, NULL);
+	tb->mount = g_strdup(mount_id ? mount_id : "");
+	tb->ttl_ms = s->ttl_ms;
+	tb->timeout_us = s->network_timeout_ms * 1000;
+	tb->stale_after_us = s->stale_after_ms * 1000;
+	/* Lock keys are 1 to 1024 bytes; a kv path holds 01 NAME 00 02 KEY. */
+	tb->key_max = MIN(KEY_MAX, KV_PATH_MAX - 3 - strlen(tb->lock_name));
+	state_init(tb);
+
+	/* Connect: say now if the server cannot be reached (it may come
+	 * later). */
 	int64_t deadline = lockfs_mono_us() + MIN(tb->timeout_us, PROBE_MS * 1000);
 	if (take_conn(tb, deadline)) {
 		ensure_conn(tb, &tb->main, deadline, 1);
