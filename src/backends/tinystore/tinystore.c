@@ -13,7 +13,7 @@
  * A lockfs that stops leaves its leases held, and the next one takes them
  * back by id ("restart" below).
  * See docs/tinystore-protocol.md for every wire fact used here. */
-#include "tinystore_conn.h"
+#include "tinystore_int.h"
 
 #include <errno.h>
 #include <lockfs/backend_support.h>
@@ -27,17 +27,11 @@
 #define LIST_LIMIT 1000
 #define LIST_MAX 100000 /* records one listing may return */
 #define ATTEMPTS 3      /* sends of one request across reconnects */
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 2000
 #define PROBE_MS 3000
 #define TTL_MIN_MS 1000 /* tinystore's lease bounds */
 #define TTL_MAX_MS 3600000
 #define KEY_MAX 1024
 #define KV_PATH_MAX 1024
-/* A lock gets its holder record once it has been held this long (µs).  Most
- * locks (a mailbox rewritten, a job's guard) are let go sooner than another
- * host could look; they cost no kv commit at all. */
-#define PUBLISH_DELAY_US 50000
 /* Restart grace (check_epoch): the marker's key, at the bucket's root (a
  * root key can never be a holder record: those live in branch lock_name),
  * and what the grace adds to ttl for the server's clock as we measure it
@@ -51,133 +45,12 @@
  * lockfs takes to send the release: on a loaded host that was seen to pass
  * 20 ms.  At most a quarter of network_timeout. */
 #define LOOK_WAIT_MS 100
-/* Connections for renewals (and their records' refresh), beside the lock
- * connection: a renewal is two round trips, one call at a time on a
- * connection, and with thousands of locks held one connection cannot
- * carry them within a renew interval (bench/holdmany). */
-#define RENEW_CONNS 8
 #define GRACE_MARGIN_MS 50
 
 /* Conflict on a kv write guarded by ifVersion. */
 #define E_CONFLICT (-EAGAIN)
 /* The connection was gone or broke, and the request was not to be sent again. */
 #define E_BROKEN (-EPIPE)
-
-/* A connection and what belongs to it. */
-typedef struct {
-	const char *role; /* for the log */
-	ts_conn *conn;
-	uint64_t handle; /* the bucket, on this connection */
-	uint64_t gen;    /* connections made so far: names the current one */
-	int64_t next_try_us, backoff_ms;
-	char *last_error; /* logged once per outage */
-} ts_link;
-
-/* Where a lock's holder record stands. */
-typedef enum {
-	PUB_PENDING,   /* not written (queued, or waiting for a renewal) */
-	PUB_PUBLISHED, /* written, at version */
-	PUB_DONE,      /* released, broken or lost: never written again */
-} pub_state;
-
-typedef enum {
-	W_NONE,
-	W_PUBLISHER,
-	W_CALLER
-} pub_writer;
-
-/* A lease held through this backend.  The filesystem's lockfs_lease holds one
- * reference, each publisher queue it is in one more.  key, request, rec.lease
- * and rec.fence never change after acquire; version belongs to the writer of
- * the moment; everything else is guarded by tb->st_mu. */
-typedef struct {
-	gint refs;
-	char *key;
-	uint8_t request[TS_ID_SIZE];      /* the hold's idempotency id */
-	char version[TS_VERSION_MAX + 1]; /* our record's */
-	ts_record rec;                    /* the latest: what the next write writes */
-	pub_state state;
-	pub_writer writer;     /* who is writing the record right now */
-	bool attempted;        /* a write of the record was sent: it may exist */
-	bool written;          /* a write of it succeeded (at version) */
-	bool dirty;            /* rec changed since it was last written */
-	bool releasing;        /* a release or a break is under way: publish nothing */
-	bool delete_wanted;    /* released: the publisher deletes the record */
-	bool lost;             /* the lease is gone (renewal, or a newer holder's record) */
-	int failures;          /* publications that failed in a row */
-	int64_t due_us;        /* when to publish it (monotonic) */
-	uint64_t seq;          /* ties between equal due times */
-	int64_t renewed_us;    /* when the last successful hold or renew was sent */
-	uint64_t gen;          /* the main connection that answered it; 0 another */
-	GSequenceIter *queued; /* its place in the publication queue */
-	bool in_work;          /* in the work queue */
-} ts_lease;
-
-typedef struct {
-	lockfs_backend base;
-	ts_target target;
-	char *lock_name;
-	char *mount;
-	int64_t ttl_ms, timeout_us, stale_after_us;
-	size_t key_max;
-	/* The server's clock (unix ms) less our boot clock (ms), from the last
-	 * WELCOME (atomic): the server's now goes by our boot clock, so a step
-	 * of our wall clock moves no judgement of another host's lock. */
-	int64_t clock_offset_ms;
-
-	/* Lock calls, inspect and list: one caller at a time on this
-	 * connection; waiting for it is bounded too. */
-	GMutex mu;
-	GCond cv;
-	bool busy;
-	int waiters; /* for the connection: signalled only when there are */
-	ts_link main;
-
-	/* Holder records: the publisher thread, started at the first grant
-	 * (a mount that takes no lock needs none), with a connection of its
-	 * own so lock calls never wait behind a commit. */
-	ts_link pub;
-	GThread *publisher;
-
-	/* wait_free()'s holds, which stand in line at the server: a
-	 * connection of their own, one wait at a time. */
-	GMutex wait_mu;
-	ts_link waitl;
-
-	/* held()'s looks, which stand in line up to LOOK_WAIT_MS: a
-	 * connection of their own, one look at a time, so that renewals never
-	 * wait behind them (clients polling a held flock would starve them). */
-	GMutex look_mu;
-	ts_link lookl;
-
-	/* Renewals: RENEW_CONNS connections, each one call at a time; a
-	 * renewal takes the first that is free (renew_next spreads them). */
-	GMutex renew_mu[RENEW_CONNS];
-	ts_link renl[RENEW_CONNS];
-	unsigned renew_next; /* atomic */
-	GMutex st_mu;        /* guards the rest, and the leases' publication state */
-	GCond st_cv;
-	bool stop;
-	int64_t stop_deadline; /* destroy waits for the publisher until then */
-	/* When the publisher wakes up by itself: INT64_MIN while it runs (it
-	 * looks at its queues before it sleeps again), INT64_MAX when it waits
-	 * for a signal.  A grant due later needs no signal: a thread wake-up
-	 * per lock cycle is a measurable part of one. */
-	int64_t pub_sleep_until;
-	int64_t last_queued_us; /* the last publication queued */
-	GSequence *pubq;        /* leases to publish, by due time */
-	GQueue work;            /* leases whose record to rewrite or delete now */
-	uint64_t pub_seq;
-	GHashTable *mine;     /* lease id (hex) → ts_lease held through us */
-	GHashTable *released; /* lease id (hex) → monotonic µs: records let go of */
-
-	/* Restart grace (check_epoch); touched only with the main connection
-	 * held.  The server epoch this instance last settled with the marker,
-	 * and until when (monotonic µs) its grants are not used, 0: they are. */
-	char *marker_key;
-	uint64_t epoch;
-	int64_t grace_end_us;
-} ts_backend;
 
 /* A request, built when it is sent: the bucket handle changes with the
  * connection. */
@@ -562,9 +435,9 @@ static int kv_touch(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t metho
  * there may be none, a stale one, or (after a retry) ours already; never
  * over a newer holder's (-ESTALE); expiring in TTL_MS.  0 with the version
  * in VERSION. */
-static int write_record(ts_backend *tb, ts_link *l, int64_t deadline, const char *key,
-                        const GByteArray *value, uint64_t ttl_ms, const uint8_t lease[TS_ID_SIZE],
-                        const char *fence, char version[TS_VERSION_MAX + 1])
+int ts_write_record(ts_backend *tb, ts_link *l, int64_t deadline, const char *key,
+                    const GByteArray *value, uint64_t ttl_ms, const uint8_t lease[TS_ID_SIZE],
+                    const char *fence, char version[TS_VERSION_MAX + 1])
 {
 	for (int i = 0; i < ATTEMPTS; i++) {
 		ts_written w;
@@ -641,14 +514,14 @@ static int repair_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease 
 		if (r < 0)
 			return r;
 	}
-	return write_record(tb, l, deadline, lp->key, value, (uint64_t)tb->ttl_ms, lp->rec.lease,
-	                    lp->rec.fence, lp->version);
+	return ts_write_record(tb, l, deadline, lp->key, value, (uint64_t)tb->ttl_ms, lp->rec.lease,
+	                       lp->rec.fence, lp->version);
 }
 
 /* Write VALUE over our record (kv.set at our version; TTL_MS 0 keeps its
  * expiry): 0, -ESTALE, -EIO.  The caller is LP's writer. */
-static int rewrite_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp,
-                          const GByteArray *value, uint64_t ttl_ms)
+int ts_rewrite_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp,
+                      const GByteArray *value, uint64_t ttl_ms)
 {
 	int r = E_CONFLICT;
 	for (int i = 0; i < 2 && r == E_CONFLICT; i++) {
@@ -681,7 +554,7 @@ static int expire_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease 
 /* Delete the record of a lease let go: at the version written when it is
  * KNOWN, else (a write whose answer never came) only if the record there is
  * ours.  0, or -EIO. */
-static int delete_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp, bool known)
+int ts_delete_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp, bool known)
 {
 	if (known)
 		return kv_touch(tb, l, deadline, TS_KV_DELETE, lp->key, 0, lp->version) == -EIO
@@ -703,7 +576,7 @@ static int delete_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease 
 
 /* ---- what this instance holds, and records it let go of ---- */
 
-static void lease_unref(ts_lease *lp)
+void ts_lease_unref(ts_lease *lp)
 {
 	if (!g_atomic_int_dec_and_test(&lp->refs))
 		return;
@@ -722,7 +595,7 @@ static bool is_mine(ts_backend *tb, const uint8_t lease[TS_ID_SIZE])
 }
 
 /* st_mu held. */
-static void forget(ts_backend *tb, ts_lease *lp)
+void ts_forget(ts_backend *tb, ts_lease *lp)
 {
 	g_autofree char *id = hex_id(lp->rec.lease);
 	if (g_hash_table_lookup(tb->mine, id) == lp)
@@ -744,7 +617,7 @@ static bool is_released(ts_backend *tb, const uint8_t lease[TS_ID_SIZE])
 }
 
 /* LP's record reads as no lock until UNTIL_MONO.  st_mu held. */
-static void set_released_until(ts_backend *tb, ts_lease *lp, int64_t until_mono)
+void ts_set_released_until(ts_backend *tb, ts_lease *lp, int64_t until_mono)
 {
 	int64_t now = lockfs_mono_us();
 	if (g_hash_table_size(tb->released) >= 64) {
@@ -783,7 +656,7 @@ static gint by_due(gconstpointer a, gconstpointer b, gpointer unused)
 }
 
 /* Publish LP's record at DUE (or earlier, if it is queued for sooner). st_mu held. */
-static void queue_publish(ts_backend *tb, ts_lease *lp, int64_t due)
+void ts_queue_publish(ts_backend *tb, ts_lease *lp, int64_t due)
 {
 	if (tb->stop)
 		return;
@@ -802,17 +675,17 @@ static void queue_publish(ts_backend *tb, ts_lease *lp, int64_t due)
 }
 
 /* st_mu held; the caller holds a reference too. */
-static void unqueue_publish(ts_lease *lp)
+void ts_unqueue_publish(ts_lease *lp)
 {
 	if (!lp->queued)
 		return;
 	g_sequence_remove(lp->queued);
 	lp->queued = NULL;
-	lease_unref(lp);
+	ts_lease_unref(lp);
 }
 
 /* Rewrite or delete LP's record now.  st_mu held. */
-static void queue_work(ts_backend *tb, ts_lease *lp)
+void ts_queue_work(ts_backend *tb, ts_lease *lp)
 {
 	if (lp->in_work)
 		return;
@@ -823,33 +696,33 @@ static void queue_work(ts_backend *tb, ts_lease *lp)
 }
 
 /* A write of LP's record ended well: what it still needs.  st_mu held. */
-static void after_write(ts_backend *tb, ts_lease *lp)
+void ts_after_write(ts_backend *tb, ts_lease *lp)
 {
 	if ((lp->state == PUB_DONE && lp->delete_wanted) ||
 	    (lp->state == PUB_PUBLISHED && lp->dirty && !lp->releasing))
-		queue_work(tb, lp);
+		ts_queue_work(tb, lp);
 }
 
 /* LP's lease was let go (released, or broken here): no record is written
  * any more, and one that may exist is the publisher's to delete (after a
  * write under way), read as no lock meanwhile.  st_mu held. */
-static void let_go(ts_backend *tb, ts_lease *lp)
+void ts_let_go(ts_backend *tb, ts_lease *lp)
 {
 	lp->state = PUB_DONE;
-	unqueue_publish(lp);
-	forget(tb, lp);
+	ts_unqueue_publish(lp);
+	ts_forget(tb, lp);
 	if (lp->attempted) {
 		lp->delete_wanted = true;
-		set_released_until(tb, lp, lockfs_mono_us() + tb->ttl_ms * 1000);
+		ts_set_released_until(tb, lp, lockfs_mono_us() + tb->ttl_ms * 1000);
 		if (lp->writer == W_NONE)
-			queue_work(tb, lp);
+			ts_queue_work(tb, lp);
 	}
 }
 
 /* The lease may have run out already by our clock (ttl less a fifth since
  * the last renewal was sent, the filesystem's own margin): nothing is
  * written for it, and no release may take its word. */
-static bool may_have_expired(ts_backend *tb, const ts_lease *lp, int64_t at)
+bool ts_may_have_expired(ts_backend *tb, const ts_lease *lp, int64_t at)
 {
 	int64_t ttl = tb->ttl_ms * 1000;
 	return at >= lp->renewed_us + ttl - ttl / 5;
@@ -861,7 +734,7 @@ static void publish(ts_backend *tb, ts_lease *lp)
 	if (lp->state != PUB_PENDING || lp->releasing || lp->writer != W_NONE)
 		return;
 	/* Its renewal queues it again. */
-	if (may_have_expired(tb, lp, lockfs_mono_us()))
+	if (ts_may_have_expired(tb, lp, lockfs_mono_us()))
 		return;
 	lp->writer = W_PUBLISHER;
 	lp->attempted = true;
@@ -871,8 +744,8 @@ static void publish(ts_backend *tb, ts_lease *lp)
 	char version[TS_VERSION_MAX + 1];
 	/* A ttl from now: the record outlives the lease by the time since
 	 * the grant, never the other way round. */
-	int r = write_record(tb, &tb->pub, lockfs_mono_us() + tb->timeout_us, lp->key, value,
-	                     (uint64_t)tb->ttl_ms, lp->rec.lease, lp->rec.fence, version);
+	int r = ts_write_record(tb, &tb->pub, lockfs_mono_us() + tb->timeout_us, lp->key, value,
+	                        (uint64_t)tb->ttl_ms, lp->rec.lease, lp->rec.fence, version);
 	g_byte_array_unref(value);
 	g_mutex_lock(&tb->st_mu);
 	lp->writer = W_NONE;
@@ -885,7 +758,7 @@ static void publish(ts_backend *tb, ts_lease *lp)
 		lp->failures = 0;
 		if (lp->state == PUB_PENDING)
 			lp->state = PUB_PUBLISHED;
-		after_write(tb, lp);
+		ts_after_write(tb, lp);
 		return;
 	}
 	if (r == -ESTALE) {
@@ -900,7 +773,7 @@ static void publish(ts_backend *tb, ts_lease *lp)
 	}
 	if (lp->state == PUB_DONE) {
 		if (lp->delete_wanted)
-			queue_work(tb, lp); /* the write may have landed */
+			ts_queue_work(tb, lp); /* the write may have landed */
 		return;
 	}
 	if (lp->releasing)
@@ -911,7 +784,7 @@ static void publish(ts_backend *tb, ts_lease *lp)
 		           "but other hosts do not see it until the record is written (retrying)",
 		           lp->key);
 	int64_t backoff = MIN((int64_t)BACKOFF_MIN_MS << MIN(lp->failures - 1, 5), BACKOFF_MAX_MS);
-	queue_publish(tb, lp, lockfs_mono_us() + backoff * 1000);
+	ts_queue_publish(tb, lp, lockfs_mono_us() + backoff * 1000);
 }
 
 /* Rewrite or delete LP's record, within DEADLINE.  st_mu held; let go
@@ -925,14 +798,14 @@ static void work(ts_backend *tb, ts_lease *lp, int64_t deadline)
 		lp->writer = W_PUBLISHER;
 		bool known = lp->written;
 		g_mutex_unlock(&tb->st_mu);
-		int r = delete_record(tb, &tb->pub, deadline, lp, known);
+		int r = ts_delete_record(tb, &tb->pub, deadline, lp, known);
 		g_mutex_lock(&tb->st_mu);
 		lp->writer = W_NONE;
 		lp->written = false;
 		/* Still read as released for a while: a list may have fetched the
 		 * record just before it went, and looks at it only now. */
 		if (r == 0)
-			set_released_until(tb, lp, lockfs_mono_us() + tb->timeout_us);
+			ts_set_released_until(tb, lp, lockfs_mono_us() + tb->timeout_us);
 		if (r < 0)
 			lockfs_log(
 			        G_LOG_LEVEL_WARNING, lp->key,
@@ -946,12 +819,12 @@ static void work(ts_backend *tb, ts_lease *lp, int64_t deadline)
 	lp->dirty = false;
 	GByteArray *value = ts_record_encode(&lp->rec);
 	g_mutex_unlock(&tb->st_mu);
-	int r = rewrite_record(tb, &tb->pub, deadline, lp, value, (uint64_t)tb->ttl_ms);
+	int r = ts_rewrite_record(tb, &tb->pub, deadline, lp, value, (uint64_t)tb->ttl_ms);
 	g_byte_array_unref(value);
 	g_mutex_lock(&tb->st_mu);
 	lp->writer = W_NONE;
 	if (r == 0) {
-		after_write(tb, lp);
+		ts_after_write(tb, lp);
 	} else if (r == -ESTALE) {
 		lp->lost = true;
 		lp->delete_wanted = false;
@@ -959,7 +832,7 @@ static void work(ts_backend *tb, ts_lease *lp, int64_t deadline)
 	} else {
 		lp->dirty = true; /* the next renewal writes it */
 		if (lp->state == PUB_DONE && lp->delete_wanted)
-			queue_work(tb, lp);
+			ts_queue_work(tb, lp);
 	}
 }
 
@@ -972,7 +845,7 @@ static gpointer publisher_main(gpointer data)
 		if (lp) {
 			lp->in_work = false;
 			work(tb, lp, lockfs_mono_us() + tb->timeout_us);
-			lease_unref(lp);
+			ts_lease_unref(lp);
 			continue;
 		}
 		GSequenceIter *first = g_sequence_get_begin_iter(tb->pubq);
@@ -1000,7 +873,7 @@ static gpointer publisher_main(gpointer data)
 		g_sequence_remove(first);
 		lp->queued = NULL;
 		publish(tb, lp);
-		lease_unref(lp);
+		ts_lease_unref(lp);
 	}
 	/* Unmounting: the records of locks let go are deleted until one
 	 * network timeout after destroy began, a write under way included
@@ -1012,7 +885,7 @@ static gpointer publisher_main(gpointer data)
 		lp->in_work = false;
 		if (lp->state == PUB_DONE && lp->delete_wanted && lockfs_mono_us() < end)
 			work(tb, lp, end);
-		lease_unref(lp);
+		ts_lease_unref(lp);
 	}
 	g_mutex_unlock(&tb->st_mu);
 	return NULL;
@@ -1407,7 +1280,7 @@ static lockfs_lease *install(ts_backend *tb, const char *key, ts_lease *lp)
 	 * waits for a kv commit. */
 	g_mutex_lock(&tb->st_mu);
 	g_hash_table_insert(tb->mine, hex_id(lp->rec.lease), lp);
-	queue_publish(tb, lp, lockfs_mono_us() + PUBLISH_DELAY_US);
+	ts_queue_publish(tb, lp, lockfs_mono_us() + PUBLISH_DELAY_US);
 	g_mutex_unlock(&tb->st_mu);
 	return lease;
 }
@@ -1426,11 +1299,11 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	 * own. */
 	ts_lease *lp = lease_new(tb, key, who, content, content_len);
 	if (getrandom(lp->request, sizeof(lp->request), 0) != sizeof(lp->request)) {
-		lease_unref(lp);
+		ts_lease_unref(lp);
 		return -EIO;
 	}
 	if (!take_conn(tb, deadline)) {
-		lease_unref(lp);
+		ts_lease_unref(lp);
 		return -EIO;
 	}
 	int64_t sent = lockfs_mono_us();
@@ -1444,7 +1317,7 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 		r = take_grant(tb, deadline, key, lp, &held, sent);
 	give_conn(tb);
 	if (r < 0) {
-		lease_unref(lp);
+		ts_lease_unref(lp);
 		return r;
 	}
 	*out = install(tb, key, lp);
@@ -1476,7 +1349,7 @@ static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_be
 		 * written: written again after that. */
 		if (lp->attempted)
 			lp->dirty = true;
-		after_write(tb, lp);
+		ts_after_write(tb, lp);
 		g_mutex_unlock(&tb->st_mu);
 		return 0;
 	}
@@ -1488,7 +1361,7 @@ static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_be
 	int r = -EIO;
 	if (deadline) {
 		/* No ttl: the record keeps the expiry renewals give it. */
-		r = rewrite_record(tb, &tb->main, deadline, lp, value, 0);
+		r = ts_rewrite_record(tb, &tb->main, deadline, lp, value, 0);
 		give_conn(tb);
 	}
 	g_byte_array_unref(value);
@@ -1500,7 +1373,7 @@ static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_be
 	} else if (r < 0) {
 		lp->dirty = true;
 	}
-	after_write(tb, lp);
+	ts_after_write(tb, lp);
 	g_mutex_unlock(&tb->st_mu);
 	return r;
 }
@@ -1550,12 +1423,12 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 		} else if (lp->state == PUB_PENDING && (!lp->queued || lp->failures)) {
 			/* Not written because the lease might have run out, or the
 			 * server could not be reached: now. */
-			queue_publish(tb, lp, lockfs_mono_us());
+			ts_queue_publish(tb, lp, lockfs_mono_us());
 		}
 		g_mutex_unlock(&tb->st_mu);
 		if (value) {
-			int k = dirty ? rewrite_record(tb, link, deadline, lp, value,
-			                               (uint64_t)tb->ttl_ms)
+			int k = dirty ? ts_rewrite_record(tb, link, deadline, lp, value,
+			                                  (uint64_t)tb->ttl_ms)
 			              : expire_record(tb, link, deadline, lp, value);
 			g_byte_array_unref(value);
 			/* The lease is what counts; the record is only its description. */
@@ -1567,7 +1440,7 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 			lp->writer = W_NONE;
 			if (k < 0 && dirty)
 				lp->dirty = true;
-			after_write(tb, lp);
+			ts_after_write(tb, lp);
 			g_mutex_unlock(&tb->st_mu);
 		}
 	} else if (r == -ESTALE) {
@@ -1575,7 +1448,7 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 		lp->lost = true;
 		if (lp->state == PUB_PENDING) {
 			lp->state = PUB_DONE;
-			unqueue_publish(lp);
+			ts_unqueue_publish(lp);
 		}
 		g_mutex_unlock(&tb->st_mu);
 	}
@@ -1612,7 +1485,7 @@ static int ts_release(lockfs_backend *be, lockfs_lease *lease)
 	lp->releasing = true;
 	bool unwritten = lp->state == PUB_PENDING && !lp->attempted;
 	bool fast = unwritten && !lp->lost && tb->main.conn && lp->gen == tb->main.gen &&
-	            !may_have_expired(tb, lp, deadline);
+	            !ts_may_have_expired(tb, lp, deadline);
 	g_mutex_unlock(&tb->st_mu);
 	int r = E_BROKEN;
 	if (fast)
@@ -1627,17 +1500,17 @@ static int ts_release(lockfs_backend *be, lockfs_lease *lease)
 	}
 	g_mutex_lock(&tb->st_mu);
 	if (r == 0) {
-		let_go(tb, lp);
+		ts_let_go(tb, lp);
 	} else if (r == -ESTALE) {
 		lp->lost = true;
 		lp->state = PUB_DONE;
-		unqueue_publish(lp);
+		ts_unqueue_publish(lp);
 	} else {
 		/* Kept: published as if nothing happened. */
 		lp->releasing = false;
 		if (lp->state == PUB_PENDING)
-			queue_publish(tb, lp, lockfs_mono_us());
-		after_write(tb, lp);
+			ts_queue_publish(tb, lp, lockfs_mono_us());
+		ts_after_write(tb, lp);
 	}
 	g_mutex_unlock(&tb->st_mu);
 	give_conn(tb);
@@ -1687,15 +1560,15 @@ static int ts_break(lockfs_backend *be, const char *key, const char *fence,
 		if (rc == 0) {
 			if (broken)
 				fill_own_info(tb, own, broken);
-			let_go(tb, own);
+			ts_let_go(tb, own);
 		} else {
 			own->releasing = false;
 			if (own->state == PUB_PENDING)
-				queue_publish(tb, own, lockfs_mono_us());
-			after_write(tb, own);
+				ts_queue_publish(tb, own, lockfs_mono_us());
+			ts_after_write(tb, own);
 		}
 		g_mutex_unlock(&tb->st_mu);
-		lease_unref(own);
+		ts_lease_unref(own);
 		give_conn(tb);
 		return rc == 0 ? 0 : -EIO;
 	}
@@ -1934,12 +1807,12 @@ static void ts_lease_free(lockfs_backend *be, lockfs_lease *lease)
 	ts_backend *tb = (ts_backend *)be;
 	ts_lease *lp = lease->priv;
 	g_mutex_lock(&tb->st_mu);
-	forget(tb, lp);
+	ts_forget(tb, lp);
 	if (lp->state == PUB_PENDING)
 		lp->state = PUB_DONE;
-	unqueue_publish(lp);
+	ts_unqueue_publish(lp);
 	g_mutex_unlock(&tb->st_mu);
-	lease_unref(lp);
+	ts_lease_unref(lp);
 	g_free(lease->key);
 	g_free(lease);
 }
@@ -1978,11 +1851,11 @@ static void ts_destroy(lockfs_backend *be)
 		lp = g_sequence_get(first);
 		g_sequence_remove(first);
 		lp->queued = NULL;
-		lease_unref(lp);
+		ts_lease_unref(lp);
 	}
 	while ((lp = g_queue_pop_head(&tb->work))) {
 		lp->in_work = false;
-		lease_unref(lp);
+		ts_lease_unref(lp);
 	}
 	g_mutex_unlock(&tb->st_mu);
 	g_sequence_free(tb->pubq);
@@ -2197,9 +2070,9 @@ static bool adopt_register(ts_backend *tb, ts_lease *lp, const char *version)
 			strcpy(lp->version, version);
 			lp->attempted = lp->written = lp->dirty = true;
 			lp->state = PUB_PUBLISHED;
-			queue_work(tb, lp);
+			ts_queue_work(tb, lp);
 		} else {
-			queue_publish(tb, lp, lockfs_mono_us());
+			ts_queue_publish(tb, lp, lockfs_mono_us());
 		}
 	}
 	g_mutex_unlock(&tb->st_mu);
@@ -2241,7 +2114,7 @@ static int ts_adopt(lockfs_backend *be, const char *key, const char *fence, cons
 	/* Its id may be published: a release goes the general way. */
 	lp->gen = 0;
 	if (!adopt_register(tb, lp, version)) {
-		lease_unref(lp);
+		ts_lease_unref(lp);
 		return -EINVAL;
 	}
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
