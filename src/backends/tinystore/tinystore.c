@@ -6,10 +6,10 @@
  * key) that expires with its lease; inspect, list and break_lock read those.
  *
  * A record costs a kv commit, so it is kept off the path of the lock calls:
- * a publisher thread, on a connection of its own, writes it once the lock has
- * been held for PUBLISH_DELAY_US and deletes it after the release.  A lock let
- * go before then never gets one, and its release is one locks.release (see
- * ts_release for why that is safe).
+ * a publisher thread (tinystore_publisher.c), on a connection of its own,
+ * writes it once the lock has been held for PUBLISH_DELAY_US and deletes it
+ * after the release.  A lock let go before then never gets one, and its
+ * release is one locks.release (see ts_release for why that is safe).
  * A lockfs that stops leaves its leases held, and the next one takes them
  * back by id ("restart" below).
  * See docs/tinystore-protocol.md for every wire fact used here. */
