@@ -32,6 +32,17 @@ gboolean lockfs_cond_wait_until(GCond *cond, GMutex *mu, int64_t deadline);
 /* This host's name, as the holder records this mount writes carry it. */
 const char *lockfs_holder_host(void);
 
+/* Apply a heartbeat() to a holder record (src/common/holder.c): every time
+ * and the mode BEAT changes (the nonzero ones) are copied into H, the times
+ * moved by OFFSET_US (0, but where a backend's unit tests play a host whose
+ * clock is off).  TRUE when BEAT carries new content: then *CONTENT is a
+ * copy of it cut to LOCKFS_CONTENT_MAX bytes (NULL when empty; the caller's
+ * to free) and *CONTENT_LEN its length, for the caller to put in place of
+ * what it kept.  What a backend does besides (its own clock's date of the
+ * heartbeat) stays in the backend. */
+gboolean lockfs_holder_apply_beat(lockfs_holder *h, int64_t offset_us, const lockfs_beat *beat,
+                                  void **content, size_t *content_len);
+
 /* Logging and notification (src/common/log.c). */
 
 /* One log line of LEVEL; KEY (the lock concerned, or NULL) is also the

@@ -144,6 +144,27 @@ const char *lockfs_holder_host(void)
 	return host_name;
 }
 
+gboolean lockfs_holder_apply_beat(lockfs_holder *h, int64_t offset_us, const lockfs_beat *beat,
+                                  void **content, size_t *content_len)
+{
+	/* 0 in a beat is "unchanged", never a time or a mode to record. */
+	if (beat->heartbeat_us)
+		h->heartbeat_us = beat->heartbeat_us + offset_us;
+	if (beat->mtime_us)
+		h->mtime_us = beat->mtime_us + offset_us;
+	if (beat->atime_us)
+		h->atime_us = beat->atime_us + offset_us;
+	if (beat->ctime_us)
+		h->ctime_us = beat->ctime_us + offset_us;
+	if (beat->mode)
+		h->mode = beat->mode;
+	if (!beat->content)
+		return FALSE;
+	*content_len = MIN(beat->content_len, (size_t)LOCKFS_CONTENT_MAX);
+	*content = g_memdup2(beat->content, *content_len); /* NULL when empty */
+	return TRUE;
+}
+
 static char *read_cmdline(pid_t pid)
 {
 	char path[64];

@@ -546,6 +546,172 @@ static void random_nonce(char out[33])
 		snprintf(out + 8 * i, 9, "%08" PRIx32, g_random_int());
 }
 
+/* One acquisition: what its attempts share. */
+typedef struct {
+	etcd_backend *b;
+	const char *key;  /* as the filesystem names it */
+	const char *full; /* with the prefix */
+	const char *k;    /* full, base64 */
+	etcd_priv *p;     /* the lease's part, its record the value to put */
+	char nonce[33];   /* the record's, to know our own put again */
+	int64_t deadline;
+	lockfs_acquire_result *res;
+} etcd_take;
+
+/* Claim: the holder record WHO puts on the mount lease LEASE_ID. */
+static etcd_priv *claim(etcd_backend *b, const lockfs_holder *who, const void *content,
+                        size_t content_len, int64_t lease_id, char nonce[33])
+{
+	etcd_priv *p = g_new0(etcd_priv, 1);
+	lockfs_holder_copy(&p->rec.holder, who);
+	p->rec.mount = g_strdup(b->mount);
+	random_nonce(nonce);
+	p->rec.nonce = g_strdup(nonce);
+	p->rec.lease = lease_id;
+	p->rec.ttl_ms = b->ttl_ms;
+	if (content && content_len) {
+		size_t n = MIN(content_len, LOCKFS_CONTENT_MAX);
+		p->rec.content = g_memdup2(content, n);
+		p->rec.content_len = n;
+	}
+	p->lease_id = lease_id;
+	return p;
+}
+
+/* The lease ran out between the keep-alive and the put (nothing of ours
+ * was on it): take a new one. */
+static int regrant(etcd_take *t)
+{
+	etcd_backend *b = t->b;
+	int64_t lease_id = t->p->lease_id;
+	g_mutex_lock(&b->mu);
+	if (b->lease_id == lease_id)
+		b->lease_lost = true;
+	g_mutex_unlock(&b->mu);
+	int r = lease_fresh(b, lockfs_mono_us(), t->deadline, 0, &lease_id);
+	if (r)
+		return r;
+	t->p->lease_id = t->p->rec.lease = lease_id;
+	return 0;
+}
+
+/* etcd may have applied the put of V (base64) and its answer been lost: the
+ * key would stay, on the mount lease every keep-alive extends, held for
+ * nobody.  Delete it if it holds this very value, before the next
+ * keep-alive. */
+static void abandon_put(etcd_take *t, const char *v)
+{
+	abandoned_key *a = g_new0(abandoned_key, 1);
+	a->key = g_strdup(t->full);
+	a->value = g_strdup(v);
+	a->rounds = UNANSWERED_ROUNDS;
+	g_mutex_lock(&t->b->mu);
+	g_ptr_array_add(t->b->abandoned, a);
+	g_mutex_unlock(&t->b->mu);
+}
+
+/* Break KV, the stale holder judged (only that one): 0 (try again, whether
+ * it was deleted or had changed) or -EIO. */
+static int break_stale(etcd_take *t, ekv *kv)
+{
+	lockfs_lock_info prev;
+	fill_info(t->b, kv, &prev);
+	int d = delete_if(t->b, kv->key, kv->create_rev, kv->mod_rev, "breaking a stale lock",
+	                  t->deadline);
+	ekv_clear(kv);
+	if (d == 0 && t->res && !t->res->broke) {
+		t->res->broke = true;
+		t->res->previous = prev;
+	} else {
+		lockfs_lock_info_clear(&prev);
+	}
+	return d == -EIO ? -EIO : 0;
+}
+
+/* KV, the key a put found held (its compare refused): our own put (0), a
+ * holder to break (*AGAIN), or another's (-EEXIST).  The first ATTEMPT
+ * alone breaks.  Clears KV. */
+static int held_by(etcd_take *t, ekv *kv, int attempt, bool *again)
+{
+	etcd_record rec;
+	bool parsed = etcd_record_decode(kv->value, kv->value_len, &rec);
+	if (parsed && rec.nonce && strcmp(rec.nonce, t->nonce) == 0) {
+		/* Our own put, whose answer was lost and the call retried. */
+		t->p->create_rev = kv->create_rev;
+		etcd_record_clear(&rec);
+		ekv_clear(kv);
+		return 0;
+	}
+	bool is_stale = parsed && stale(t->b, &rec);
+	etcd_record_clear(&rec);
+	if (!is_stale || attempt > 0) {
+		ekv_clear(kv);
+		return -EEXIST;
+	}
+	*again = true;
+	return break_stale(t, kv);
+}
+
+/* The backend call: put the record where the key is absent (breaking a
+ * stale holder once, taking a new mount lease once): 0 with the key's
+ * create revision in the record, or an error. */
+static int put_record(etcd_take *t)
+{
+	etcd_priv *p = t->p;
+	bool regranted = false;
+	for (int attempt = 0;; attempt++) {
+		stamp(t->b, &p->rec);
+		g_autofree char *value = etcd_record_encode(&p->rec);
+		g_autofree char *v = etcd_b64(value, strlen(value));
+		g_autofree char *body = etcd_txn_create_body(t->k, v, p->lease_id);
+		JsonNode *reply = NULL;
+		int r = call(t->b, t->key, "taking a lock", "/v3/kv/txn", body, t->deadline,
+		             &reply);
+		if (r == -ESTALE && !regranted) {
+			regranted = true; /* once */
+			r = regrant(t);
+			if (r)
+				return r;
+			attempt--;
+			continue;
+		}
+		if (r == -ESTALE)
+			return -EIO;
+		if (r) {
+			abandon_put(t, v);
+			return r;
+		}
+		JsonObject *o = json_node_get_object(reply);
+		if (etcd_json_bool(o, "succeeded")) {
+			p->create_rev = etcd_json_int(etcd_json_obj(o, "header"), "revision", 0);
+			json_node_unref(reply);
+			return p->create_rev > 0 ? 0 : -EIO;
+		}
+		ekv kv;
+		bool have = first_kv(txn_range(o, 0), &kv);
+		json_node_unref(reply);
+		if (!have) /* deleted between the compare and the range: cannot be */
+			return -EIO;
+		bool again = false;
+		r = held_by(t, &kv, attempt, &again);
+		if (r || !again)
+			return r;
+	}
+}
+
+/* Install: the lease of the key put, known as ours. */
+static lockfs_lease *install(etcd_take *t)
+{
+	lockfs_lease *lease = g_new0(lockfs_lease, 1);
+	lease->key = g_strdup(t->key);
+	snprintf(lease->fence, sizeof(lease->fence), "%" PRId64, t->p->create_rev);
+	lease->priv = t->p;
+	g_mutex_lock(&t->b->mu);
+	g_hash_table_replace(t->b->mine, g_strdup(t->full), t->p);
+	g_mutex_unlock(&t->b->mu);
+	return lease;
+}
+
 static int etcd_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
                         const void *content, size_t content_len, lockfs_lease **out,
                         lockfs_acquire_result *res)
@@ -564,125 +730,19 @@ static int etcd_acquire(lockfs_backend *be, const char *key, const lockfs_holder
 	if (r)
 		return r == -ESTALE ? -EIO : r;
 
-	etcd_priv *p = g_new0(etcd_priv, 1);
-	lockfs_holder_copy(&p->rec.holder, who);
-	p->rec.mount = g_strdup(b->mount);
-	char nonce[33];
-	random_nonce(nonce);
-	p->rec.nonce = g_strdup(nonce);
-	p->rec.lease = lease_id;
-	p->rec.ttl_ms = b->ttl_ms;
-	if (content && content_len) {
-		size_t n = MIN(content_len, LOCKFS_CONTENT_MAX);
-		p->rec.content = g_memdup2(content, n);
-		p->rec.content_len = n;
-	}
-	p->lease_id = lease_id;
+	etcd_take t = { .b = b, .key = key, .deadline = deadline, .res = res };
+	t.p = claim(b, who, content, content_len, lease_id, t.nonce);
 	g_autofree char *full = full_key(b, key);
 	g_autofree char *k = etcd_b64(full, strlen(full));
-
-	bool regranted = false;
-	for (int attempt = 0;; attempt++) {
-		stamp(b, &p->rec);
-		g_autofree char *value = etcd_record_encode(&p->rec);
-		g_autofree char *v = etcd_b64(value, strlen(value));
-		g_autofree char *body = etcd_txn_create_body(k, v, lease_id);
-		JsonNode *reply = NULL;
-		r = call(b, key, "taking a lock", "/v3/kv/txn", body, deadline, &reply);
-		if (r == -ESTALE && !regranted) {
-			/* The lease ran out between the keep-alive and the put
-			 * (nothing of ours was on it): take a new one, once. */
-			regranted = true;
-			g_mutex_lock(&b->mu);
-			if (b->lease_id == lease_id)
-				b->lease_lost = true;
-			g_mutex_unlock(&b->mu);
-			r = lease_fresh(b, lockfs_mono_us(), deadline, 0, &lease_id);
-			if (r)
-				break;
-			p->lease_id = p->rec.lease = lease_id;
-			attempt--;
-			continue;
-		}
-		if (r) {
-			if (r == -ESTALE) {
-				r = -EIO;
-				break;
-			}
-			/* etcd may have applied the put and its answer been
-			 * lost: the key would stay, on the mount lease every
-			 * keep-alive extends, held for nobody.  Delete it if
-			 * it holds this very value, before the next keep-alive. */
-			abandoned_key *a = g_new0(abandoned_key, 1);
-			a->key = g_strdup(full);
-			a->value = g_strdup(v);
-			a->rounds = UNANSWERED_ROUNDS;
-			g_mutex_lock(&b->mu);
-			g_ptr_array_add(b->abandoned, a);
-			g_mutex_unlock(&b->mu);
-			break;
-		}
-		JsonObject *o = json_node_get_object(reply);
-		if (etcd_json_bool(o, "succeeded")) {
-			p->create_rev = etcd_json_int(etcd_json_obj(o, "header"), "revision", 0);
-			json_node_unref(reply);
-			r = p->create_rev > 0 ? 0 : -EIO;
-			break;
-		}
-		ekv kv;
-		bool have = first_kv(txn_range(o, 0), &kv);
-		json_node_unref(reply);
-		if (!have) { /* deleted between the compare and the range: cannot be */
-			r = -EIO;
-			break;
-		}
-		etcd_record rec;
-		bool parsed = etcd_record_decode(kv.value, kv.value_len, &rec);
-		if (parsed && rec.nonce && strcmp(rec.nonce, nonce) == 0) {
-			/* Our own put, whose answer was lost and the call retried. */
-			p->create_rev = kv.create_rev;
-			etcd_record_clear(&rec);
-			ekv_clear(&kv);
-			r = 0;
-			break;
-		}
-		bool is_stale = parsed && stale(b, &rec);
-		etcd_record_clear(&rec);
-		if (!is_stale || attempt > 0) {
-			ekv_clear(&kv);
-			r = -EEXIST;
-			break;
-		}
-		/* Break the stale holder (only the one judged) and try again. */
-		lockfs_lock_info prev;
-		fill_info(b, &kv, &prev);
-		int d = delete_if(b, kv.key, kv.create_rev, kv.mod_rev, "breaking a stale lock",
-		                  deadline);
-		ekv_clear(&kv);
-		if (d == 0 && res && !res->broke) {
-			res->broke = true;
-			res->previous = prev;
-		} else {
-			lockfs_lock_info_clear(&prev);
-		}
-		if (d == -EIO) {
-			r = -EIO;
-			break;
-		}
-	}
+	t.full = full;
+	t.k = k;
+	r = put_record(&t);
 	if (r) {
-		etcd_record_clear(&p->rec);
-		g_free(p);
+		etcd_record_clear(&t.p->rec);
+		g_free(t.p);
 		return r;
 	}
-	lockfs_lease *lease = g_new0(lockfs_lease, 1);
-	lease->key = g_strdup(key);
-	snprintf(lease->fence, sizeof(lease->fence), "%" PRId64, p->create_rev);
-	lease->priv = p;
-	g_mutex_lock(&b->mu);
-	g_hash_table_replace(b->mine, g_strdup(full), p);
-	g_mutex_unlock(&b->mu);
-	*out = lease;
+	*out = install(&t);
 	return 0;
 }
 
@@ -691,22 +751,12 @@ static int etcd_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_
 	etcd_backend *b = (etcd_backend *)be;
 	etcd_priv *p = lease->priv;
 	int64_t deadline = deadline_of(b);
-	lockfs_holder *h = &p->rec.holder;
-	if (beat->heartbeat_us)
-		h->heartbeat_us = beat->heartbeat_us;
-	if (beat->mtime_us)
-		h->mtime_us = beat->mtime_us;
-	if (beat->atime_us)
-		h->atime_us = beat->atime_us;
-	if (beat->ctime_us)
-		h->ctime_us = beat->ctime_us;
-	if (beat->mode)
-		h->mode = beat->mode;
-	if (beat->content) {
-		size_t n = MIN(beat->content_len, LOCKFS_CONTENT_MAX);
+	void *content;
+	size_t content_len;
+	if (lockfs_holder_apply_beat(&p->rec.holder, 0, beat, &content, &content_len)) {
 		g_free(p->rec.content);
-		p->rec.content = n ? g_memdup2(beat->content, n) : NULL;
-		p->rec.content_len = n;
+		p->rec.content = content;
+		p->rec.content_len = content_len;
 	}
 	if (g_atomic_int_get(&p->broken) || p->released)
 		return -ESTALE;

@@ -286,6 +286,118 @@ static char *plain_error(const GString *body)
 
 static bool authenticate(etcd_client *c, int64_t deadline, char **why);
 
+/* The member to ask at NOW: the current one unless it failed lately and
+ * another did not; its URL for PATH and the token to send.  False when
+ * there are no endpoints. */
+static bool pick_member(etcd_client *c, const char *path, int64_t now, bool may_auth, guint *idx,
+                        char **url, char **token)
+{
+	g_mutex_lock(&c->mu);
+	if (!c->n) {
+		g_mutex_unlock(&c->mu);
+		return false;
+	}
+	guint i = c->current % c->n;
+	for (guint k = 0; k < c->n && c->down_until[i] > now; k++)
+		i = (i + 1) % c->n;
+	if (c->down_until[i] > now)
+		i = c->current % c->n;
+	*idx = i;
+	*url = g_strconcat(c->o.endpoints[i], path, NULL);
+	*token = may_auth ? g_strdup(c->token) : NULL;
+	g_mutex_unlock(&c->mu);
+	return true;
+}
+
+/* How long one attempt may take: leave time for the members not tried yet
+ * in this round. */
+static int64_t attempt_budget(etcd_client *c, int64_t now, int64_t deadline, guint tried)
+{
+	guint left_members = c->n > tried ? c->n - tried : 1;
+	int64_t budget = MAX((deadline - now) / left_members, ATTEMPT_MIN_US);
+	return MIN(budget, deadline - now);
+}
+
+/* Keep the Date header of R, sent at SENT and read at GOT, if it is the
+ * latest read. */
+static void note_date(etcd_client *c, const reply *r, int64_t sent, int64_t got)
+{
+	if (r->date_s <= 0)
+		return;
+	g_mutex_lock(&c->mu);
+	if (got >= c->date_read) {
+		c->date_s = r->date_s;
+		c->date_sent = sent;
+		c->date_read = got;
+	}
+	g_mutex_unlock(&c->mu);
+}
+
+/* What one member's answer means for the call. */
+typedef enum {
+	ANSWER_OK,     /* the reply is in *out */
+	ANSWER_AUTH,   /* the token was refused: authenticate and ask again */
+	ANSWER_FAILED, /* an error any member would give: *why */
+	ANSWER_NEXT,   /* this member cannot answer now: *err says why */
+} answer_kind;
+
+/* Judge member IDX's answer, STATUS and BODY, to URL; REAUTH: the call may
+ * still authenticate again. */
+static answer_kind judge_answer(etcd_client *c, guint idx, const char *url, long status,
+                                const GString *body, bool reauth, JsonNode **out, char **why,
+                                char **err)
+{
+	char *perr = NULL;
+	JsonNode *node = parse_reply(body, &perr);
+	g_autofree char *etext = node ? error_text(json_node_get_object(node)) : NULL;
+	if (!node && status != 200 && body->len)
+		etext = plain_error(body);
+	if (status == 200 && node && !etext) {
+		g_mutex_lock(&c->mu);
+		c->current = idx;
+		c->down_until[idx] = 0;
+		g_mutex_unlock(&c->mu);
+		*out = node;
+		return ANSWER_OK;
+	}
+	answer_kind k = ANSWER_NEXT;
+	if (auth_error(status, etext) && reauth) {
+		k = ANSWER_AUTH;
+	} else if (!unavailable(status, etext)) {
+		*why = g_strdup_printf("%s: HTTP %ld: %s%s", url, status,
+		                       etext  ? etext
+		                       : perr ? perr
+		                              : "no error text",
+		                       status == 404 && !etext ? " (etcd 3.4 or later serves /v3/)"
+		                                               : "");
+		k = ANSWER_FAILED;
+	} else {
+		*err = g_strdup_printf("%s: HTTP %ld: %s", url, status,
+		                       etext ? etext : (perr ? perr : "unavailable"));
+	}
+	if (node)
+		json_node_unref(node);
+	g_free(perr);
+	return k;
+}
+
+/* Member IDX failed at GOT: leave it for the next one; after a round in
+ * which every member failed once, pause before the next (an election takes
+ * a second or two). */
+static void next_member(etcd_client *c, guint idx, int64_t got, guint *tried, int64_t deadline)
+{
+	g_mutex_lock(&c->mu);
+	c->down_until[idx] = got + DOWN_US;
+	c->current = (idx + 1) % c->n;
+	g_mutex_unlock(&c->mu);
+	if (++*tried >= c->n) {
+		*tried = 0;
+		int64_t pause = MIN(100 * 1000, deadline - lockfs_mono_us());
+		if (pause > 0)
+			g_usleep((gulong)pause);
+	}
+}
+
 static int call(etcd_client *c, const char *path, const char *body, int64_t deadline, bool may_auth,
                 JsonNode **out, char **why)
 {
@@ -300,27 +412,14 @@ static int call(etcd_client *c, const char *path, const char *body, int64_t dead
 			                       last ? "; last: " : "", last ? last : "");
 			return -EIO;
 		}
-		g_mutex_lock(&c->mu);
-		if (!c->n) {
-			g_mutex_unlock(&c->mu);
+		guint idx;
+		g_autofree char *url = NULL;
+		g_autofree char *token = NULL;
+		if (!pick_member(c, path, now, may_auth, &idx, &url, &token)) {
 			*why = g_strdup("no endpoints");
 			return -EIO;
 		}
-		/* Start with the current member unless it failed lately and
-		 * another did not. */
-		guint idx = c->current % c->n;
-		for (guint k = 0; k < c->n && c->down_until[idx] > now; k++)
-			idx = (idx + 1) % c->n;
-		if (c->down_until[idx] > now)
-			idx = c->current % c->n;
-		g_autofree char *url = g_strconcat(c->o.endpoints[idx], path, NULL);
-		g_autofree char *token = may_auth ? g_strdup(c->token) : NULL;
-		g_mutex_unlock(&c->mu);
-
-		/* Leave time for the members not tried yet in this round. */
-		guint left_members = c->n > tried ? c->n - tried : 1;
-		int64_t budget = MAX((deadline - now) / left_members, ATTEMPT_MIN_US);
-		budget = MIN(budget, deadline - now);
+		int64_t budget = attempt_budget(c, now, deadline, tried);
 
 		reply r = { .body = g_string_new(NULL), .date_s = -1 };
 		long status = 0;
@@ -328,78 +427,24 @@ static int call(etcd_client *c, const char *path, const char *body, int64_t dead
 		int64_t sent = lockfs_mono_us();
 		attempt_result ar = attempt(c, url, body, budget, token, &status, &r, &err);
 		int64_t got = lockfs_mono_us();
-		if (r.date_s > 0) {
-			g_mutex_lock(&c->mu);
-			if (got >= c->date_read) {
-				c->date_s = r.date_s;
-				c->date_sent = sent;
-				c->date_read = got;
-			}
-			g_mutex_unlock(&c->mu);
-		}
-		JsonNode *node = NULL;
-		if (ar == ATTEMPT_OK) {
-			char *perr = NULL;
-			node = parse_reply(r.body, &perr);
-			g_autofree char *etext =
-			        node ? error_text(json_node_get_object(node)) : NULL;
-			if (!node && status != 200 && r.body->len)
-				etext = plain_error(r.body);
-			if (status == 200 && node && !etext) {
-				g_string_free(r.body, TRUE);
-				g_mutex_lock(&c->mu);
-				c->current = idx;
-				c->down_until[idx] = 0;
-				g_mutex_unlock(&c->mu);
-				*out = node;
-				return 0;
-			}
-			if (auth_error(status, etext) && reauth) {
-				if (node)
-					json_node_unref(node);
-				g_string_free(r.body, TRUE);
-				g_free(perr);
-				reauth = false;
-				if (!authenticate(c, deadline, why))
-					return -EIO;
-				continue;
-			}
-			if (!unavailable(status, etext)) {
-				*why = g_strdup_printf("%s: HTTP %ld: %s%s", url, status,
-				                       etext  ? etext
-				                       : perr ? perr
-				                              : "no error text",
-				                       status == 404 && !etext
-				                               ? " (etcd 3.4 or later serves /v3/)"
-				                               : "");
-				if (node)
-					json_node_unref(node);
-				g_string_free(r.body, TRUE);
-				g_free(perr);
-				return -EIO;
-			}
-			err = g_strdup_printf("%s: HTTP %ld: %s", url, status,
-			                      etext ? etext : (perr ? perr : "unavailable"));
-			if (node)
-				json_node_unref(node);
-			g_free(perr);
-		}
+		note_date(c, &r, sent, got);
+		answer_kind k = ANSWER_NEXT;
+		if (ar == ATTEMPT_OK)
+			k = judge_answer(c, idx, url, status, r.body, reauth, out, why, &err);
 		g_string_free(r.body, TRUE);
-		/* This member failed: leave it for the next one. */
+		if (k == ANSWER_OK)
+			return 0;
+		if (k == ANSWER_FAILED)
+			return -EIO;
+		if (k == ANSWER_AUTH) {
+			reauth = false;
+			if (!authenticate(c, deadline, why))
+				return -EIO;
+			continue;
+		}
 		g_free(last);
 		last = err;
-		g_mutex_lock(&c->mu);
-		c->down_until[idx] = got + DOWN_US;
-		c->current = (idx + 1) % c->n;
-		g_mutex_unlock(&c->mu);
-		if (++tried >= c->n) {
-			/* Every member failed once: start a new round after a
-			 * pause (an election takes a second or two). */
-			tried = 0;
-			int64_t pause = MIN(100 * 1000, deadline - lockfs_mono_us());
-			if (pause > 0)
-				g_usleep((gulong)pause);
-		}
+		next_member(c, idx, got, &tried, deadline);
 	}
 }
 

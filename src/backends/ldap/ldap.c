@@ -426,6 +426,126 @@ static int finish_acquire(ll_op *op, const char *key, const char *dn, uint64_t f
 	return 0;
 }
 
+/* One acquisition: what its claim, its adds and its install share. */
+typedef struct {
+	ll_backend *be;
+	ll_op op;
+	const char *key, *dn, *cn;
+	const char *session; /* the session the lock lives on, or NULL */
+	uint64_t gen;        /* the session's generation */
+	lockfs_holder h;     /* the claim's holder, on this backend's clock */
+	GBytes *initial;     /* the lock file's content, added with the entry */
+	uint64_t fence, end; /* the fence taken, of the block ending at END */
+	char *fence_value;   /* "fence=N" */
+	lockfs_acquire_result *res;
+} ll_take;
+
+/* Claim: the holder WHO with CONTENT, and a fence.  0, or the error. */
+static int claim(ll_take *t, const lockfs_holder *who, const void *content, size_t content_len)
+{
+	/* Notes carry this backend's clock, the one its judgements use. */
+	lockfs_holder_copy(&t->h, who);
+	t->h.acquired_us = t->h.heartbeat_us = ll_now_us(t->be);
+	/* What the lock file holds already goes in with the add. */
+	t->initial =
+	        content ? g_bytes_new(content, MIN(content_len, (size_t)LOCKFS_CONTENT_MAX)) : NULL;
+	if (take_fence(&t->op, &t->fence, &t->end) != LDAP_SUCCESS)
+		return failed(&t->op, "take a fence for", t->key);
+	t->fence_value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, t->fence);
+	return 0;
+}
+
+/* The add found the entry there: look at it, and break it if it is a stale
+ * lock of this key (once per acquisition).  *AGAIN: add once more.  R is
+ * what the acquisition answers so far; returns it or what replaces it. */
+static int clear_the_way(ll_take *t, int r, bool *again)
+{
+	ll_op *op = &t->op;
+	ll_lock cur;
+	int rc = ll_read_lock(op, t->dn, &cur);
+	if (rc == LDAP_NO_SUCH_OBJECT) {
+		*again = true; /* released meanwhile */
+		return r;
+	}
+	if (rc == LDAP_SUCCESS && cur.session && ll_session_resolve(op, &cur) != LDAP_SUCCESS &&
+	    op->broken)
+		rc = op->rc;
+	if (rc != LDAP_SUCCESS) {
+		r = failed(op, "look up", t->key);
+		ll_lock_clear(&cur);
+		return r;
+	}
+	bool eio = false;
+	ll_verdict v = cur.key && strcmp(cur.key, t->key) == 0 && !t->res->broke
+	                       ? judge(t->be, op, &cur, &eio)
+	                       : LL_HELD; /* not a lock of ours: never break it */
+	if (eio)
+		r = failed(op, "read the server's clock for", t->key);
+	if (v != LL_STALE && v != LL_EXPIRED) {
+		ll_lock_clear(&cur);
+		return r;
+	}
+	int e = break_entry(op, &cur, true);
+	if (e == 0) {
+		t->res->broke = true;
+		fill_info(t->be, &cur, &t->res->previous);
+		t->res->previous.state = LOCKFS_STATE_STALE;
+	}
+	ll_lock_clear(&cur);
+	if (e != 0)
+		return e == -ENOENT ? -EEXIST : e;
+	*again = true;
+	return r;
+}
+
+/* The backend call: add the entry; if a stale lock is in the way, break it
+ * and add once more.  Installs the lease on success. */
+static int add_entry(ll_take *t, lockfs_lease **out)
+{
+	const char *plain[] = { "top", "organizationalRole", NULL };
+	const char *dynamic[] = { "top", "organizationalRole", "dynamicObject", NULL };
+	int r = -EEXIST;
+	for (int round = 0; round < 3; round++) {
+		g_autoptr(GPtrArray) desc = ll_notes_build(
+		        t->key, &t->h, t->fence_value, t->session, t->h.acquired_us, 0, t->initial);
+		int64_t sent = lockfs_mono_us();
+		/* A session's locks live as long as it does: plain entries. */
+		bool dyn = (t->be->caps & LL_CAP_DDS) && !t->session;
+		int rc = ll_add(&t->op, t->dn, dyn ? dynamic : plain, "cn", t->cn, desc);
+		if (rc == LDAP_SUCCESS)
+			return finish_acquire(&t->op, t->key, t->dn, t->fence, t->end, sent, &t->h,
+			                      t->initial, t->session, t->gen, out);
+		if (rc != LDAP_ALREADY_EXISTS) {
+			/* The server may have made the entry (or may yet: the add can
+			 * reach it late) though we never heard: it would be held for
+			 * nobody while the session lives.  Its fence note is this
+			 * add's alone. */
+			if (t->session && t->op.broken)
+				ll_session_abandon(t->be, t->dn, t->fence_value, t->gen,
+				                   UNANSWERED_ROUNDS);
+			return failed(&t->op, "take", t->key);
+		}
+		bool again = false;
+		r = clear_the_way(t, r, &again);
+		if (!again)
+			break;
+	}
+	return r;
+}
+
+/* The filesystem reports breaks of successful acquisitions only: one that
+ * failed says here what it broke, and forgets it. */
+static void unbroken(const char *key, lockfs_acquire_result *res)
+{
+	lockfs_log(G_LOG_LEVEL_WARNING, key,
+	           "ldap: broke stale lock %s of %s pid %" G_GINT64_FORMAT
+	           " (fence %s), but another contender took it first",
+	           key, res->previous.holder.host ? res->previous.holder.host : "?",
+	           res->previous.holder.pid, res->previous.fence);
+	lockfs_lock_info_clear(&res->previous);
+	res->broke = false;
+}
+
 static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *who,
                       const void *content, size_t content_len, lockfs_lease **out,
                       lockfs_acquire_result *res)
@@ -449,96 +569,21 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
 	if (be->cfg.sessions &&
 	    (r = ll_session_fresh(be, lockfs_mono_us(), 0, &gen, &session)) != 0)
 		return r == -ESTALE ? -EIO : r;
-	ll_op op;
-	if (ll_op_begin(be, &op) != 0)
+	ll_take t = {
+		.be = be, .key = key, .dn = dn, .cn = cn, .session = session, .gen = gen, .res = res
+	};
+	if (ll_op_begin(be, &t.op) != 0)
 		return -EIO;
-	/* Notes carry this backend's clock, the one its judgements use. */
-	lockfs_holder h;
-	lockfs_holder_copy(&h, who);
-	h.acquired_us = h.heartbeat_us = ll_now_us(be);
-	/* What the lock file holds already goes in with the add. */
-	g_autoptr(GBytes) initial =
-	        content ? g_bytes_new(content, MIN(content_len, (size_t)LOCKFS_CONTENT_MAX)) : NULL;
-	uint64_t fence = 0, end = 0;
-	if (take_fence(&op, &fence, &end) != LDAP_SUCCESS) {
-		r = failed(&op, "take a fence for", key);
-		ll_op_end(&op);
-		lockfs_holder_clear(&h);
-		return r;
-	}
-	g_autofree char *fence_value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, fence);
-	const char *plain[] = { "top", "organizationalRole", NULL };
-	const char *dynamic[] = { "top", "organizationalRole", "dynamicObject", NULL };
-	r = -EEXIST;
-	/* Add; if a stale lock is in the way, break it and add once more. */
-	for (int round = 0; round < 3; round++) {
-		g_autoptr(GPtrArray) desc =
-		        ll_notes_build(key, &h, fence_value, session, h.acquired_us, 0, initial);
-		int64_t sent = lockfs_mono_us();
-		/* A session's locks live as long as it does: plain entries. */
-		bool dyn = (be->caps & LL_CAP_DDS) && !session;
-		int rc = ll_add(&op, dn, dyn ? dynamic : plain, "cn", cn, desc);
-		if (rc == LDAP_SUCCESS) {
-			r = finish_acquire(&op, key, dn, fence, end, sent, &h, initial, session,
-			                   gen, out);
-			break;
-		}
-		if (rc != LDAP_ALREADY_EXISTS) {
-			/* The server may have made the entry (or may yet: the add can
-			 * reach it late) though we never heard: it would be held for
-			 * nobody while the session lives.  Its fence note is this
-			 * add's alone. */
-			if (session && op.broken)
-				ll_session_abandon(be, dn, fence_value, gen, UNANSWERED_ROUNDS);
-			r = failed(&op, "take", key);
-			break;
-		}
-		ll_lock cur;
-		rc = ll_read_lock(&op, dn, &cur);
-		if (rc == LDAP_NO_SUCH_OBJECT)
-			continue; /* released meanwhile */
-		if (rc == LDAP_SUCCESS && cur.session &&
-		    ll_session_resolve(&op, &cur) != LDAP_SUCCESS && op.broken)
-			rc = op.rc;
-		if (rc != LDAP_SUCCESS) {
-			r = failed(&op, "look up", key);
-			ll_lock_clear(&cur);
-			break;
-		}
-		bool eio = false;
-		ll_verdict v = cur.key && strcmp(cur.key, key) == 0 && !res->broke
-		                       ? judge(be, &op, &cur, &eio)
-		                       : LL_HELD; /* not a lock of ours: never break it */
-		if (eio)
-			r = failed(&op, "read the server's clock for", key);
-		if (v != LL_STALE && v != LL_EXPIRED) {
-			ll_lock_clear(&cur);
-			break;
-		}
-		int e = break_entry(&op, &cur, true);
-		if (e == 0) {
-			res->broke = true;
-			fill_info(be, &cur, &res->previous);
-			res->previous.state = LOCKFS_STATE_STALE;
-		}
-		ll_lock_clear(&cur);
-		if (e != 0) {
-			r = e == -ENOENT ? -EEXIST : e;
-			break;
-		}
-	}
-	ll_op_end(&op);
-	lockfs_holder_clear(&h);
-	if (r != 0 && res->broke) {
-		/* The filesystem reports breaks of successful acquisitions only. */
-		lockfs_log(G_LOG_LEVEL_WARNING, key,
-		           "ldap: broke stale lock %s of %s pid %" G_GINT64_FORMAT
-		           " (fence %s), but another contender took it first",
-		           key, res->previous.holder.host ? res->previous.holder.host : "?",
-		           res->previous.holder.pid, res->previous.fence);
-		lockfs_lock_info_clear(&res->previous);
-		res->broke = false;
-	}
+	r = claim(&t, who, content, content_len);
+	if (r == 0)
+		r = add_entry(&t, out);
+	ll_op_end(&t.op);
+	lockfs_holder_clear(&t.h);
+	g_free(t.fence_value);
+	if (t.initial)
+		g_bytes_unref(t.initial);
+	if (r != 0 && res->broke)
+		unbroken(key, res);
 	/* A caller that passed no result has nobody to free what was broken. */
 	if (res == &none && none.broke)
 		lockfs_lock_info_clear(&none.previous);
@@ -579,29 +624,22 @@ static int ll_heartbeat(lockfs_backend *b, lockfs_lease *lease, const lockfs_bea
 	ll_op op;
 	if (lease_begin(be, p, &op) != 0)
 		return -EIO;
-	lockfs_holder *h = &p->holder;
+	void *content;
+	size_t content_len;
+	if (lockfs_holder_apply_beat(&p->holder, LL_CLOCK_OFFSET_US(be), beat, &content,
+	                             &content_len)) {
+		if (p->content)
+			g_bytes_unref(p->content);
+		/* Empty content is an empty GBytes, as g_bytes_new() made it. */
+		p->content = g_bytes_new_take(content, content_len);
+	}
 	if (beat->heartbeat_us) {
-		h->heartbeat_us = beat->heartbeat_us + LL_CLOCK_OFFSET_US(be);
 		/* The heartbeat on our monotonic clock: it may have waited for
 		 * the rate limit; a wall clock step meanwhile counts as none. */
 		int64_t age = lockfs_now_us() - beat->heartbeat_us;
 		if (age < 0 || age > be->cfg.ttl_us)
 			age = 0;
 		p->hb_mono_us = lockfs_mono_us() - age;
-	}
-	if (beat->mtime_us)
-		h->mtime_us = beat->mtime_us + LL_CLOCK_OFFSET_US(be);
-	if (beat->atime_us)
-		h->atime_us = beat->atime_us + LL_CLOCK_OFFSET_US(be);
-	if (beat->ctime_us)
-		h->ctime_us = beat->ctime_us + LL_CLOCK_OFFSET_US(be);
-	if (beat->mode)
-		h->mode = beat->mode;
-	if (beat->content) {
-		if (p->content)
-			g_bytes_unref(p->content);
-		p->content = g_bytes_new(beat->content,
-		                         MIN(beat->content_len, (size_t)LOCKFS_CONTENT_MAX));
 	}
 	int r = write_notes(&op, lease->key, p, ll_now_us(be));
 	if (r == -EIO)

@@ -1248,40 +1248,27 @@ static int entry_exists(ll_op *op, const char *dn)
 	return rc == LDAP_SUCCESS ? found : -1;
 }
 
-/* Create BASE and the entries above it that are missing, down from the
- * closest one that exists (or from the server's naming context). */
-static bool ensure_base(ll_op *op, GPtrArray *contexts, GError **error)
+/* Up from the base (SUB: its DN and those above it, the base first) to the
+ * first entry that exists, or to a naming context of CONTEXTS (its entry
+ * may be missing in a new database): *FROM is the highest entry to create
+ * (-1: none).  False with ERROR when there is no such anchor. */
+static bool find_anchor(ll_op *op, GPtrArray *sub, GPtrArray *contexts, int *from, GError **error)
 {
 	const char *base = op->be->cfg.base;
-	LDAPDN dn = NULL;
-	ldap_str2dn(base, &dn, LDAP_DN_FORMAT_LDAPV3);
-	int n = 0;
-	while (dn && dn[n])
-		n++;
-	g_autoptr(GPtrArray) sub = g_ptr_array_new_with_free_func(ldap_memfree);
-	for (int i = 0; i < n; i++) {
-		char *s = NULL;
-		ldap_dn2str(&dn[i], &s, LDAP_DN_FORMAT_LDAPV3 | LDAP_DN_PRETTY);
-		g_ptr_array_add(sub, s);
-	}
-	bool ok = false;
-	/* Up from BASE to the first entry that exists, or to a naming context (its
-	 * entry may be missing in a new database); create from there down. */
-	int from = -1;
 	bool anchored = false;
-	for (int i = 0; i < n && !anchored; i++) {
+	for (guint i = 0; i < sub->len && !anchored; i++) {
 		int e = entry_exists(op, sub->pdata[i]);
 		if (e < 0) {
 			g_autofree char *why = ll_error_text(op);
 			g_set_error(error, LL_ERROR, 0, "ldap: cannot look up base %s: %s", base,
 			            why);
-			goto out;
+			return false;
 		}
 		if (e) {
 			anchored = true;
 			break;
 		}
-		from = i;
+		*from = (int)i;
 		for (guint c = 0; c < contexts->len && !anchored; c++)
 			anchored = dn_equal(sub->pdata[i], contexts->pdata[c]);
 	}
@@ -1292,30 +1279,43 @@ static bool ensure_base(ll_op *op, GPtrArray *contexts, GError **error)
 		g_set_error(error, LL_ERROR, 0,
 		            "ldap: base %s is not under a naming context of %s (%s); fix base",
 		            base, op->be->cfg.uri, *list ? list : "none");
-		goto out;
+		return false;
 	}
+	return true;
+}
+
+/* The object class lockfs gives a missing base entry named ATTR=..., or
+ * NULL: one it does not create. */
+static const char *base_class(const char *attr)
+{
+	if (strcmp(attr, "ou") == 0)
+		return "organizationalUnit";
+	if (strcmp(attr, "o") == 0)
+		return "organization";
+	if (strcmp(attr, "dc") == 0)
+		return "domain";
+	if (strcmp(attr, "cn") == 0)
+		return "organizationalRole";
+	if (strcmp(attr, "l") == 0)
+		return "locality";
+	return NULL;
+}
+
+/* Create the entries of DN (SUB: their DNs) from FROM down to the base. */
+static bool create_down(ll_op *op, LDAPDN dn, GPtrArray *sub, int from, GError **error)
+{
 	for (int i = from; i >= 0; i--) {
 		LDAPAVA *ava = dn[i][0];
 		g_autofree char *attr = g_ascii_strdown(ava->la_attr.bv_val, ava->la_attr.bv_len);
 		g_autofree char *value = g_strndup(ava->la_value.bv_val, ava->la_value.bv_len);
-		const char *oc = NULL;
-		if (strcmp(attr, "ou") == 0)
-			oc = "organizationalUnit";
-		else if (strcmp(attr, "o") == 0)
-			oc = "organization";
-		else if (strcmp(attr, "dc") == 0)
-			oc = "domain";
-		else if (strcmp(attr, "cn") == 0)
-			oc = "organizationalRole";
-		else if (strcmp(attr, "l") == 0)
-			oc = "locality";
+		const char *oc = base_class(attr);
 		if (!oc || dn[i][1]) {
 			g_set_error(
 			        error, LL_ERROR, 0,
 			        "ldap: base entry %s is missing and lockfs creates only ou=, o=, "
 			        "dc=, cn= and l= entries; create it yourself",
 			        (char *)sub->pdata[i]);
-			goto out;
+			return false;
 		}
 		const char *classes[] = { "top", oc, NULL };
 		int rc = ll_add(op, sub->pdata[i], classes, attr, value, NULL);
@@ -1323,14 +1323,33 @@ static bool ensure_base(ll_op *op, GPtrArray *contexts, GError **error)
 			g_autofree char *why = ll_error_text(op);
 			g_set_error(error, LL_ERROR, 0, "ldap: cannot create base entry %s: %s",
 			            (char *)sub->pdata[i], why);
-			goto out;
+			return false;
 		}
 		if (rc == LDAP_SUCCESS)
 			lockfs_log(G_LOG_LEVEL_INFO, NULL, "ldap: created %s",
 			           (char *)sub->pdata[i]);
 	}
-	ok = true;
-out:
+	return true;
+}
+
+/* Create BASE and the entries above it that are missing, down from the
+ * closest one that exists (or from the server's naming context). */
+static bool ensure_base(ll_op *op, GPtrArray *contexts, GError **error)
+{
+	LDAPDN dn = NULL;
+	ldap_str2dn(op->be->cfg.base, &dn, LDAP_DN_FORMAT_LDAPV3);
+	int n = 0;
+	while (dn && dn[n])
+		n++;
+	g_autoptr(GPtrArray) sub = g_ptr_array_new_with_free_func(ldap_memfree);
+	for (int i = 0; i < n; i++) {
+		char *s = NULL;
+		ldap_dn2str(&dn[i], &s, LDAP_DN_FORMAT_LDAPV3 | LDAP_DN_PRETTY);
+		g_ptr_array_add(sub, s);
+	}
+	int from = -1;
+	bool ok = find_anchor(op, sub, contexts, &from, error) &&
+	          create_down(op, dn, sub, from, error);
 	ldap_dnfree(dn);
 	return ok;
 }

@@ -397,6 +397,114 @@ static bool fence_digits(const char *s)
 	return true;
 }
 
+/* Is the note V, whose name is NL bytes long, the note NAME? */
+#define IS(name) (nl == strlen(name) && strncmp(v, name, nl) == 0)
+
+/* The note V (name NL bytes long, value VAL) into L's holder: who holds it,
+ * since when, and the lock file's attributes.  False when it is no such
+ * note. */
+static bool holder_note(ll_lock *l, const char *v, size_t nl, const char *val)
+{
+	int64_t t;
+	if (IS("host")) {
+		g_free(l->holder.host);
+		l->holder.host = g_strdup(val);
+	} else if (IS("pid")) {
+		l->holder.pid = g_ascii_strtoll(val, NULL, 10);
+	} else if (IS("user")) {
+		g_free(l->holder.user);
+		l->holder.user = g_strdup(val);
+	} else if (IS("uid")) {
+		l->holder.uid = (uint32_t)g_ascii_strtoull(val, NULL, 10);
+	} else if (IS("gid")) {
+		l->holder.gid = (uint32_t)g_ascii_strtoull(val, NULL, 10);
+	} else if (IS("command")) {
+		g_free(l->holder.command);
+		l->holder.command = g_strdup(val);
+	} else if (IS("started")) {
+		if (ll_time_parse(val, &t))
+			l->holder.acquired_us = t;
+	} else if (IS("heartbeat")) {
+		if (ll_time_parse(val, &t)) {
+			l->holder.heartbeat_us = t;
+			g_free(l->heartbeat_value);
+			l->heartbeat_value = g_strdup(v);
+		}
+	} else if (IS("mtime")) {
+		if (ll_time_parse(val, &t))
+			l->holder.mtime_us = t;
+	} else if (IS("atime")) {
+		if (ll_time_parse(val, &t))
+			l->holder.atime_us = t;
+	} else if (IS("ctime")) {
+		if (ll_time_parse(val, &t))
+			l->holder.ctime_us = t;
+	} else if (IS("mode")) {
+		l->holder.mode = (uint32_t)g_ascii_strtoull(val, NULL, 8);
+	} else {
+		return false;
+	}
+	return true;
+}
+
+/* The note V (name NL bytes long, value VAL) into L: the lock's own notes
+ * (its fence, key, session, renewals); a content chunk goes to CHUNKS. */
+static void lock_note(ll_lock *l, const char *v, size_t nl, const char *val, GPtrArray *chunks)
+{
+	int64_t t;
+	if (IS("renewed")) {
+		if (ll_time_parse(val, &t)) {
+			l->renewed_us = t;
+			g_free(l->renewed_value);
+			l->renewed_value = g_strdup(v);
+		}
+	} else if (IS("idle_ms")) {
+		char *end = NULL;
+		int64_t ms = g_ascii_strtoll(val, &end, 10);
+		if (end != val && !*end && ms >= 0 && ms < G_MAXINT64 / 1000)
+			l->idle_us = ms * 1000;
+	} else if (IS("fence")) {
+		g_free(l->fence_value);
+		l->fence_value = g_strdup(v);
+		if (fence_digits(val))
+			g_strlcpy(l->fence, val, sizeof(l->fence));
+		else
+			l->fence[0] = '\0';
+	} else if (IS("key64")) {
+		gsize len = 0;
+		g_autofree guchar *raw = g_base64_decode(val, &len);
+		g_free(l->note_key);
+		l->note_key = raw && !memchr(raw, '\0', len) ? g_strndup((char *)raw, len) : NULL;
+	} else if (IS("session")) {
+		g_free(l->session);
+		l->session = g_strdup(val);
+	} else if (IS("lease_ms")) {
+		char *end = NULL;
+		int64_t ms = g_ascii_strtoll(val, &end, 10);
+		if (end != val && !*end && ms > 0 && ms < G_MAXINT64 / 1000)
+			l->lease_us = ms * 1000;
+	} else if (IS("content") || (nl > 8 && strncmp(v, "content.", 8) == 0)) {
+		g_ptr_array_add(chunks, (gpointer)v);
+	}
+}
+
+#undef IS
+
+/* L's content: the chunks, in their order, decoded and joined. */
+static void join_content(ll_lock *l, GPtrArray *chunks)
+{
+	g_ptr_array_sort(chunks, chunk_cmp);
+	GByteArray *bytes = g_byte_array_new();
+	for (guint i = 0; i < chunks->len; i++) {
+		gsize len = 0;
+		g_autofree guchar *raw = g_base64_decode(strchr(chunks->pdata[i], '=') + 1, &len);
+		g_byte_array_append(bytes, raw, len);
+	}
+	if (l->content)
+		g_bytes_unref(l->content);
+	l->content = g_byte_array_free_to_bytes(bytes);
+}
+
 void ll_notes_parse(ll_lock *l, char **values, size_t n)
 {
 	g_autoptr(GPtrArray) chunks = g_ptr_array_new();
@@ -407,97 +515,13 @@ void ll_notes_parse(ll_lock *l, char **values, size_t n)
 		const char *eq = strchr(v, '=');
 		if (!eq)
 			continue;
-		size_t nl = eq - v;
-		const char *val = eq + 1;
-#define IS(name) (nl == strlen(name) && strncmp(v, name, nl) == 0)
-		int64_t t;
-		if (IS("host")) {
-			g_free(l->holder.host);
-			l->holder.host = g_strdup(val);
-		} else if (IS("pid")) {
-			l->holder.pid = g_ascii_strtoll(val, NULL, 10);
-		} else if (IS("user")) {
-			g_free(l->holder.user);
-			l->holder.user = g_strdup(val);
-		} else if (IS("uid")) {
-			l->holder.uid = (uint32_t)g_ascii_strtoull(val, NULL, 10);
-		} else if (IS("gid")) {
-			l->holder.gid = (uint32_t)g_ascii_strtoull(val, NULL, 10);
-		} else if (IS("command")) {
-			g_free(l->holder.command);
-			l->holder.command = g_strdup(val);
-		} else if (IS("started")) {
-			if (ll_time_parse(val, &t))
-				l->holder.acquired_us = t;
-		} else if (IS("heartbeat")) {
-			if (ll_time_parse(val, &t)) {
-				l->holder.heartbeat_us = t;
-				g_free(l->heartbeat_value);
-				l->heartbeat_value = g_strdup(v);
-			}
-		} else if (IS("renewed")) {
-			if (ll_time_parse(val, &t)) {
-				l->renewed_us = t;
-				g_free(l->renewed_value);
-				l->renewed_value = g_strdup(v);
-			}
-		} else if (IS("idle_ms")) {
-			char *end = NULL;
-			int64_t ms = g_ascii_strtoll(val, &end, 10);
-			if (end != val && !*end && ms >= 0 && ms < G_MAXINT64 / 1000)
-				l->idle_us = ms * 1000;
-		} else if (IS("fence")) {
-			g_free(l->fence_value);
-			l->fence_value = g_strdup(v);
-			if (fence_digits(val))
-				g_strlcpy(l->fence, val, sizeof(l->fence));
-			else
-				l->fence[0] = '\0';
-		} else if (IS("key64")) {
-			gsize len = 0;
-			g_autofree guchar *raw = g_base64_decode(val, &len);
-			g_free(l->note_key);
-			l->note_key =
-			        raw && !memchr(raw, '\0', len) ? g_strndup((char *)raw, len) : NULL;
-		} else if (IS("mtime")) {
-			if (ll_time_parse(val, &t))
-				l->holder.mtime_us = t;
-		} else if (IS("atime")) {
-			if (ll_time_parse(val, &t))
-				l->holder.atime_us = t;
-		} else if (IS("ctime")) {
-			if (ll_time_parse(val, &t))
-				l->holder.ctime_us = t;
-		} else if (IS("session")) {
-			g_free(l->session);
-			l->session = g_strdup(val);
-		} else if (IS("lease_ms")) {
-			char *end = NULL;
-			int64_t ms = g_ascii_strtoll(val, &end, 10);
-			if (end != val && !*end && ms > 0 && ms < G_MAXINT64 / 1000)
-				l->lease_us = ms * 1000;
-		} else if (IS("mode")) {
-			l->holder.mode = (uint32_t)g_ascii_strtoull(val, NULL, 8);
-		} else if (IS("content") || (nl > 8 && strncmp(v, "content.", 8) == 0)) {
-			g_ptr_array_add(chunks, (gpointer)v);
-		}
-#undef IS
+		if (!holder_note(l, v, eq - v, eq + 1))
+			lock_note(l, v, eq - v, eq + 1, chunks);
 	}
 	if (!l->holder.heartbeat_us)
 		l->holder.heartbeat_us = l->holder.acquired_us;
-	if (chunks->len) {
-		g_ptr_array_sort(chunks, chunk_cmp);
-		GByteArray *bytes = g_byte_array_new();
-		for (guint i = 0; i < chunks->len; i++) {
-			gsize len = 0;
-			g_autofree guchar *raw =
-			        g_base64_decode(strchr(chunks->pdata[i], '=') + 1, &len);
-			g_byte_array_append(bytes, raw, len);
-		}
-		if (l->content)
-			g_bytes_unref(l->content);
-		l->content = g_byte_array_free_to_bytes(bytes);
-	}
+	if (chunks->len)
+		join_content(l, chunks);
 }
 
 void ll_lock_clear(ll_lock *l)

@@ -259,6 +259,101 @@ static void check_mine(ll_op *op, const char *cn, uint64_t gen)
 	}
 }
 
+/* One round of ll_session_fresh(): a write to the session entry (a
+ * refresh, or a new session), then what is due once a round. */
+typedef struct {
+	char *cur;        /* the session to refresh, or NULL: make one */
+	char *started;    /* its started= note */
+	uint64_t cur_gen; /* its generation */
+	GPtrArray *gone;  /* entries held for nobody, to delete this round */
+	ll_op op;
+	bool have_op;
+	char *new_cn, *new_started; /* the session made, when there was none */
+	int64_t sent;               /* when the write was sent */
+} sess_round;
+
+/* Begin a round: what it works on, taken under sess_mu. */
+static void round_begin(ll_backend *be, sess_round *rd)
+{
+	rd->cur = be->sess_lost ? NULL : g_strdup(be->sess_cn);
+	rd->started = g_strdup(be->sess_started);
+	rd->cur_gen = be->sess_gen;
+	rd->gone = be->sess_abandoned;
+	be->sess_abandoned = g_ptr_array_new_with_free_func(abandoned_free);
+}
+
+/* The round's write, without sess_mu, bounded by DEADLINE. */
+static int round_write(ll_backend *be, sess_round *rd, int64_t deadline)
+{
+	rd->have_op = ll_op_begin(be, &rd->op) == 0;
+	if (!rd->have_op)
+		return -EIO;
+	if (rd->op.deadline_mono_us > deadline)
+		rd->op.deadline_mono_us = deadline;
+	rd->sent = lockfs_mono_us();
+	return rd->cur ? refresh(&rd->op, rd->cur, rd->started)
+	               : create(&rd->op, &rd->new_cn, &rd->new_started);
+}
+
+/* End the round whose write answered R: called and returning with sess_mu
+ * held, which it lets go of while it reads and deletes. */
+static void round_end(ll_backend *be, sess_round *rd, int r)
+{
+	be->sess_busy = false;
+	g_cond_broadcast(&be->sess_cv);
+	if (r == 0) {
+		if (!rd->cur) {
+			g_free(be->sess_cn);
+			g_free(be->sess_started);
+			be->sess_cn = rd->new_cn;
+			be->sess_started = rd->new_started;
+			be->sess_gen++;
+			be->sess_lost = false;
+		}
+		be->sess_ok_sent = rd->sent;
+		/* Once a round, after the renewals waiting were let go: which
+		 * of our locks were broken, and the entries held for nobody. */
+		g_mutex_unlock(&be->sess_mu);
+		if (rd->cur)
+			check_mine(&rd->op, rd->cur, rd->cur_gen);
+		delete_abandoned(&rd->op, rd->gone);
+		g_mutex_lock(&be->sess_mu);
+	}
+	/* What is left for the next round: the same session's only (a lost
+	 * session's entries are judged run out with it). */
+	bool keep = rd->cur && (r == 0 || r == -EIO);
+	for (guint i = 0; i < rd->gone->len; i++)
+		if (rd->gone->pdata[i] && keep)
+			g_ptr_array_add(be->sess_abandoned, g_steal_pointer(&rd->gone->pdata[i]));
+	g_ptr_array_free(rd->gone, TRUE);
+	if (rd->have_op) {
+		g_mutex_unlock(&be->sess_mu);
+		ll_op_end(&rd->op);
+		g_mutex_lock(&be->sess_mu);
+	}
+}
+
+/* The round's session is gone at the server: every lock on it is lost.
+ * Under sess_mu. */
+static void session_lost(ll_backend *be, const sess_round *rd)
+{
+	/* A session with no lock on it lapses quietly: an idle mount is not
+	 * kept alive. */
+	guint on_it = 0;
+	GHashTableIter it;
+	gpointer k;
+	g_hash_table_iter_init(&it, be->sess_held);
+	while (g_hash_table_iter_next(&it, &k, NULL))
+		on_it += ((ll_lease *)k)->gen == rd->cur_gen;
+	if (!be->sess_lost)
+		lockfs_log(on_it ? G_LOG_LEVEL_WARNING : G_LOG_LEVEL_DEBUG, NULL,
+		           "ldap: the session entry %s is gone (it expired at the "
+		           "server, or was deleted): every lock of this mount on it "
+		           "is lost (%u)",
+		           rd->cur, on_it);
+	be->sess_lost = true;
+}
+
 int ll_session_fresh(ll_backend *be, int64_t start, uint64_t want, uint64_t *gen, char **cn)
 {
 	int64_t deadline = start + be->cfg.timeout_us;
@@ -284,81 +379,18 @@ int ll_session_fresh(ll_backend *be, int64_t start, uint64_t want, uint64_t *gen
 			continue;
 		}
 		be->sess_busy = true;
-		g_autofree char *cur = be->sess_lost ? NULL : g_strdup(be->sess_cn);
-		g_autofree char *started = g_strdup(be->sess_started);
-		uint64_t cur_gen = be->sess_gen;
-		GPtrArray *gone = be->sess_abandoned;
-		be->sess_abandoned = g_ptr_array_new_with_free_func(abandoned_free);
+		sess_round rd = { 0 };
+		round_begin(be, &rd);
 		g_mutex_unlock(&be->sess_mu);
-
-		ll_op op;
-		int r = -EIO;
-		bool have_op = ll_op_begin(be, &op) == 0;
-		char *new_cn = NULL, *new_started = NULL;
-		int64_t sent = 0;
-		if (have_op) {
-			if (op.deadline_mono_us > deadline)
-				op.deadline_mono_us = deadline;
-			sent = lockfs_mono_us();
-			r = cur ? refresh(&op, cur, started) : create(&op, &new_cn, &new_started);
-		}
-
+		int r = round_write(be, &rd, deadline);
 		g_mutex_lock(&be->sess_mu);
-		be->sess_busy = false;
-		g_cond_broadcast(&be->sess_cv);
-		if (r == 0) {
-			if (!cur) {
-				g_free(be->sess_cn);
-				g_free(be->sess_started);
-				be->sess_cn = new_cn;
-				be->sess_started = new_started;
-				be->sess_gen++;
-				be->sess_lost = false;
-			}
-			be->sess_ok_sent = sent;
-			/* Once a round, after the renewals waiting were let
-			 * go: which of our locks were broken, and the entries
-			 * held for nobody. */
-			g_mutex_unlock(&be->sess_mu);
-			if (cur)
-				check_mine(&op, cur, cur_gen);
-			delete_abandoned(&op, gone);
-			g_mutex_lock(&be->sess_mu);
-		}
-		/* What is left for the next round: the same session's only
-		 * (a lost session's entries are judged run out with it). */
-		bool keep = cur && (r == 0 || r == -EIO);
-		for (guint i = 0; i < gone->len; i++)
-			if (gone->pdata[i] && keep)
-				g_ptr_array_add(be->sess_abandoned,
-				                g_steal_pointer(&gone->pdata[i]));
-		g_ptr_array_free(gone, TRUE);
-		if (have_op) {
-			g_mutex_unlock(&be->sess_mu);
-			ll_op_end(&op);
-			g_mutex_lock(&be->sess_mu);
-		}
-		if (r == 0)
+		round_end(be, &rd, r);
+		if (r == -ESTALE)
+			session_lost(be, &rd);
+		g_free(rd.cur);
+		g_free(rd.started);
+		if (r == 0 || r == -ESTALE)
 			continue;
-		if (r == -ESTALE) {
-			/* A session with no lock on it lapses quietly: an idle
-			 * mount is not kept alive. */
-			guint on_it = 0;
-			GHashTableIter it;
-			gpointer k;
-			g_hash_table_iter_init(&it, be->sess_held);
-			while (g_hash_table_iter_next(&it, &k, NULL))
-				on_it += ((ll_lease *)k)->gen == cur_gen;
-			if (!be->sess_lost)
-				lockfs_log(
-				        on_it ? G_LOG_LEVEL_WARNING : G_LOG_LEVEL_DEBUG, NULL,
-				        "ldap: the session entry %s is gone (it expired at the "
-				        "server, or was deleted): every lock of this mount on it "
-				        "is lost (%u)",
-				        cur, on_it);
-			be->sess_lost = true;
-			continue;
-		}
 		g_mutex_unlock(&be->sess_mu);
 		return r;
 	}

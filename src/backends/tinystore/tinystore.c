@@ -6,14 +6,14 @@
  * key) that expires with its lease; inspect, list and break_lock read those.
  *
  * A record costs a kv commit, so it is kept off the path of the lock calls:
- * a publisher thread, on a connection of its own, writes it once the lock has
- * been held for PUBLISH_DELAY_US and deletes it after the release.  A lock let
- * go before then never gets one, and its release is one locks.release (see
- * ts_release for why that is safe).
+ * a publisher thread (tinystore_publisher.c), on a connection of its own,
+ * writes it once the lock has been held for PUBLISH_DELAY_US and deletes it
+ * after the release.  A lock let go before then never gets one, and its
+ * release is one locks.release (see ts_release for why that is safe).
  * A lockfs that stops leaves its leases held, and the next one takes them
  * back by id ("restart" below).
  * See docs/tinystore-protocol.md for every wire fact used here. */
-#include "tinystore_conn.h"
+#include "tinystore_int.h"
 
 #include <errno.h>
 #include <lockfs/backend_support.h>
@@ -27,17 +27,11 @@
 #define LIST_LIMIT 1000
 #define LIST_MAX 100000 /* records one listing may return */
 #define ATTEMPTS 3      /* sends of one request across reconnects */
-#define BACKOFF_MIN_MS 100
-#define BACKOFF_MAX_MS 2000
 #define PROBE_MS 3000
 #define TTL_MIN_MS 1000 /* tinystore's lease bounds */
 #define TTL_MAX_MS 3600000
 #define KEY_MAX 1024
 #define KV_PATH_MAX 1024
-/* A lock gets its holder record once it has been held this long (µs).  Most
- * locks (a mailbox rewritten, a job's guard) are let go sooner than another
- * host could look; they cost no kv commit at all. */
-#define PUBLISH_DELAY_US 50000
 /* Restart grace (check_epoch): the marker's key, at the bucket's root (a
  * root key can never be a holder record: those live in branch lock_name),
  * and what the grace adds to ttl for the server's clock as we measure it
@@ -51,133 +45,12 @@
  * lockfs takes to send the release: on a loaded host that was seen to pass
  * 20 ms.  At most a quarter of network_timeout. */
 #define LOOK_WAIT_MS 100
-/* Connections for renewals (and their records' refresh), beside the lock
- * connection: a renewal is two round trips, one call at a time on a
- * connection, and with thousands of locks held one connection cannot
- * carry them within a renew interval (bench/holdmany). */
-#define RENEW_CONNS 8
 #define GRACE_MARGIN_MS 50
 
 /* Conflict on a kv write guarded by ifVersion. */
 #define E_CONFLICT (-EAGAIN)
 /* The connection was gone or broke, and the request was not to be sent again. */
 #define E_BROKEN (-EPIPE)
-
-/* A connection and what belongs to it. */
-typedef struct {
-	const char *role; /* for the log */
-	ts_conn *conn;
-	uint64_t handle; /* the bucket, on this connection */
-	uint64_t gen;    /* connections made so far: names the current one */
-	int64_t next_try_us, backoff_ms;
-	char *last_error; /* logged once per outage */
-} ts_link;
-
-/* Where a lock's holder record stands. */
-typedef enum {
-	PUB_PENDING,   /* not written (queued, or waiting for a renewal) */
-	PUB_PUBLISHED, /* written, at version */
-	PUB_DONE,      /* released, broken or lost: never written again */
-} pub_state;
-
-typedef enum {
-	W_NONE,
-	W_PUBLISHER,
-	W_CALLER
-} pub_writer;
-
-/* A lease held through this backend.  The filesystem's lockfs_lease holds one
- * reference, each publisher queue it is in one more.  key, request, rec.lease
- * and rec.fence never change after acquire; version belongs to the writer of
- * the moment; everything else is guarded by tb->st_mu. */
-typedef struct {
-	gint refs;
-	char *key;
-	uint8_t request[TS_ID_SIZE];      /* the hold's idempotency id */
-	char version[TS_VERSION_MAX + 1]; /* our record's */
-	ts_record rec;                    /* the latest: what the next write writes */
-	pub_state state;
-	pub_writer writer;     /* who is writing the record right now */
-	bool attempted;        /* a write of the record was sent: it may exist */
-	bool written;          /* a write of it succeeded (at version) */
-	bool dirty;            /* rec changed since it was last written */
-	bool releasing;        /* a release or a break is under way: publish nothing */
-	bool delete_wanted;    /* released: the publisher deletes the record */
-	bool lost;             /* the lease is gone (renewal, or a newer holder's record) */
-	int failures;          /* publications that failed in a row */
-	int64_t due_us;        /* when to publish it (monotonic) */
-	uint64_t seq;          /* ties between equal due times */
-	int64_t renewed_us;    /* when the last successful hold or renew was sent */
-	uint64_t gen;          /* the main connection that answered it; 0 another */
-	GSequenceIter *queued; /* its place in the publication queue */
-	bool in_work;          /* in the work queue */
-} ts_lease;
-
-typedef struct {
-	lockfs_backend base;
-	ts_target target;
-	char *lock_name;
-	char *mount;
-	int64_t ttl_ms, timeout_us, stale_after_us;
-	size_t key_max;
-	/* The server's clock (unix ms) less our boot clock (ms), from the last
-	 * WELCOME (atomic): the server's now goes by our boot clock, so a step
-	 * of our wall clock moves no judgement of another host's lock. */
-	int64_t clock_offset_ms;
-
-	/* Lock calls, inspect and list: one caller at a time on this
-	 * connection; waiting for it is bounded too. */
-	GMutex mu;
-	GCond cv;
-	bool busy;
-	int waiters; /* for the connection: signalled only when there are */
-	ts_link main;
-
-	/* Holder records: the publisher thread, started at the first grant
-	 * (a mount that takes no lock needs none), with a connection of its
-	 * own so lock calls never wait behind a commit. */
-	ts_link pub;
-	GThread *publisher;
-
-	/* wait_free()'s holds, which stand in line at the server: a
-	 * connection of their own, one wait at a time. */
-	GMutex wait_mu;
-	ts_link waitl;
-
-	/* held()'s looks, which stand in line up to LOOK_WAIT_MS: a
-	 * connection of their own, one look at a time, so that renewals never
-	 * wait behind them (clients polling a held flock would starve them). */
-	GMutex look_mu;
-	ts_link lookl;
-
-	/* Renewals: RENEW_CONNS connections, each one call at a time; a
-	 * renewal takes the first that is free (renew_next spreads them). */
-	GMutex renew_mu[RENEW_CONNS];
-	ts_link renl[RENEW_CONNS];
-	unsigned renew_next; /* atomic */
-	GMutex st_mu;        /* guards the rest, and the leases' publication state */
-	GCond st_cv;
-	bool stop;
-	int64_t stop_deadline; /* destroy waits for the publisher until then */
-	/* When the publisher wakes up by itself: INT64_MIN while it runs (it
-	 * looks at its queues before it sleeps again), INT64_MAX when it waits
-	 * for a signal.  A grant due later needs no signal: a thread wake-up
-	 * per lock cycle is a measurable part of one. */
-	int64_t pub_sleep_until;
-	int64_t last_queued_us; /* the last publication queued */
-	GSequence *pubq;        /* leases to publish, by due time */
-	GQueue work;            /* leases whose record to rewrite or delete now */
-	uint64_t pub_seq;
-	GHashTable *mine;     /* lease id (hex) → ts_lease held through us */
-	GHashTable *released; /* lease id (hex) → monotonic µs: records let go of */
-
-	/* Restart grace (check_epoch); touched only with the main connection
-	 * held.  The server epoch this instance last settled with the marker,
-	 * and until when (monotonic µs) its grants are not used, 0: they are. */
-	char *marker_key;
-	uint64_t epoch;
-	int64_t grace_end_us;
-} ts_backend;
 
 /* A request, built when it is sent: the bucket handle changes with the
  * connection. */
@@ -562,9 +435,9 @@ static int kv_touch(ts_backend *tb, ts_link *l, int64_t deadline, uint16_t metho
  * there may be none, a stale one, or (after a retry) ours already; never
  * over a newer holder's (-ESTALE); expiring in TTL_MS.  0 with the version
  * in VERSION. */
-static int write_record(ts_backend *tb, ts_link *l, int64_t deadline, const char *key,
-                        const GByteArray *value, uint64_t ttl_ms, const uint8_t lease[TS_ID_SIZE],
-                        const char *fence, char version[TS_VERSION_MAX + 1])
+int ts_write_record(ts_backend *tb, ts_link *l, int64_t deadline, const char *key,
+                    const GByteArray *value, uint64_t ttl_ms, const uint8_t lease[TS_ID_SIZE],
+                    const char *fence, char version[TS_VERSION_MAX + 1])
 {
 	for (int i = 0; i < ATTEMPTS; i++) {
 		ts_written w;
@@ -641,14 +514,14 @@ static int repair_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease 
 		if (r < 0)
 			return r;
 	}
-	return write_record(tb, l, deadline, lp->key, value, (uint64_t)tb->ttl_ms, lp->rec.lease,
-	                    lp->rec.fence, lp->version);
+	return ts_write_record(tb, l, deadline, lp->key, value, (uint64_t)tb->ttl_ms, lp->rec.lease,
+	                       lp->rec.fence, lp->version);
 }
 
 /* Write VALUE over our record (kv.set at our version; TTL_MS 0 keeps its
  * expiry): 0, -ESTALE, -EIO.  The caller is LP's writer. */
-static int rewrite_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp,
-                          const GByteArray *value, uint64_t ttl_ms)
+int ts_rewrite_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp,
+                      const GByteArray *value, uint64_t ttl_ms)
 {
 	int r = E_CONFLICT;
 	for (int i = 0; i < 2 && r == E_CONFLICT; i++) {
@@ -681,7 +554,7 @@ static int expire_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease 
 /* Delete the record of a lease let go: at the version written when it is
  * KNOWN, else (a write whose answer never came) only if the record there is
  * ours.  0, or -EIO. */
-static int delete_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp, bool known)
+int ts_delete_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease *lp, bool known)
 {
 	if (known)
 		return kv_touch(tb, l, deadline, TS_KV_DELETE, lp->key, 0, lp->version) == -EIO
@@ -703,7 +576,7 @@ static int delete_record(ts_backend *tb, ts_link *l, int64_t deadline, ts_lease 
 
 /* ---- what this instance holds, and records it let go of ---- */
 
-static void lease_unref(ts_lease *lp)
+void ts_lease_unref(ts_lease *lp)
 {
 	if (!g_atomic_int_dec_and_test(&lp->refs))
 		return;
@@ -722,7 +595,7 @@ static bool is_mine(ts_backend *tb, const uint8_t lease[TS_ID_SIZE])
 }
 
 /* st_mu held. */
-static void forget(ts_backend *tb, ts_lease *lp)
+void ts_forget(ts_backend *tb, ts_lease *lp)
 {
 	g_autofree char *id = hex_id(lp->rec.lease);
 	if (g_hash_table_lookup(tb->mine, id) == lp)
@@ -744,7 +617,7 @@ static bool is_released(ts_backend *tb, const uint8_t lease[TS_ID_SIZE])
 }
 
 /* LP's record reads as no lock until UNTIL_MONO.  st_mu held. */
-static void set_released_until(ts_backend *tb, ts_lease *lp, int64_t until_mono)
+void ts_set_released_until(ts_backend *tb, ts_lease *lp, int64_t until_mono)
 {
 	int64_t now = lockfs_mono_us();
 	if (g_hash_table_size(tb->released) >= 64) {
@@ -758,264 +631,6 @@ static void set_released_until(ts_backend *tb, ts_lease *lp, int64_t until_mono)
 	int64_t *until = g_new(int64_t, 1);
 	*until = until_mono;
 	g_hash_table_replace(tb->released, hex_id(lp->rec.lease), until);
-}
-
-/* ---- the publisher ---- */
-
-static gpointer publisher_main(gpointer data);
-
-/* Work for the publisher at DUE (INT64_MIN: now).  st_mu held. */
-static void wake_publisher(ts_backend *tb, int64_t due)
-{
-	if (!tb->publisher && !tb->stop)
-		tb->publisher = g_thread_new("lockfs-records", publisher_main, tb);
-	else if (due < tb->pub_sleep_until)
-		g_cond_signal(&tb->st_cv);
-}
-
-static gint by_due(gconstpointer a, gconstpointer b, gpointer unused)
-{
-	(void)unused;
-	const ts_lease *x = a, *y = b;
-	if (x->due_us != y->due_us)
-		return x->due_us < y->due_us ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
-
-/* Publish LP's record at DUE (or earlier, if it is queued for sooner). st_mu held. */
-static void queue_publish(ts_backend *tb, ts_lease *lp, int64_t due)
-{
-	if (tb->stop)
-		return;
-	if (lp->queued) {
-		if (due >= lp->due_us)
-			return;
-		g_sequence_remove(lp->queued);
-	} else {
-		g_atomic_int_inc(&lp->refs);
-	}
-	lp->due_us = due;
-	lp->seq = tb->pub_seq++;
-	lp->queued = g_sequence_insert_sorted(tb->pubq, lp, by_due, NULL);
-	tb->last_queued_us = lockfs_mono_us();
-	wake_publisher(tb, due);
-}
-
-/* st_mu held; the caller holds a reference too. */
-static void unqueue_publish(ts_lease *lp)
-{
-	if (!lp->queued)
-		return;
-	g_sequence_remove(lp->queued);
-	lp->queued = NULL;
-	lease_unref(lp);
-}
-
-/* Rewrite or delete LP's record now.  st_mu held. */
-static void queue_work(ts_backend *tb, ts_lease *lp)
-{
-	if (lp->in_work)
-		return;
-	lp->in_work = true;
-	g_atomic_int_inc(&lp->refs);
-	g_queue_push_tail(&tb->work, lp);
-	wake_publisher(tb, INT64_MIN);
-}
-
-/* A write of LP's record ended well: what it still needs.  st_mu held. */
-static void after_write(ts_backend *tb, ts_lease *lp)
-{
-	if ((lp->state == PUB_DONE && lp->delete_wanted) ||
-	    (lp->state == PUB_PUBLISHED && lp->dirty && !lp->releasing))
-		queue_work(tb, lp);
-}
-
-/* LP's lease was let go (released, or broken here): no record is written
- * any more, and one that may exist is the publisher's to delete (after a
- * write under way), read as no lock meanwhile.  st_mu held. */
-static void let_go(ts_backend *tb, ts_lease *lp)
-{
-	lp->state = PUB_DONE;
-	unqueue_publish(lp);
-	forget(tb, lp);
-	if (lp->attempted) {
-		lp->delete_wanted = true;
-		set_released_until(tb, lp, lockfs_mono_us() + tb->ttl_ms * 1000);
-		if (lp->writer == W_NONE)
-			queue_work(tb, lp);
-	}
-}
-
-/* The lease may have run out already by our clock (ttl less a fifth since
- * the last renewal was sent, the filesystem's own margin): nothing is
- * written for it, and no release may take its word. */
-static bool may_have_expired(ts_backend *tb, const ts_lease *lp, int64_t at)
-{
-	int64_t ttl = tb->ttl_ms * 1000;
-	return at >= lp->renewed_us + ttl - ttl / 5;
-}
-
-/* The first write of LP's record.  st_mu held; let go meanwhile. */
-static void publish(ts_backend *tb, ts_lease *lp)
-{
-	if (lp->state != PUB_PENDING || lp->releasing || lp->writer != W_NONE)
-		return;
-	/* Its renewal queues it again. */
-	if (may_have_expired(tb, lp, lockfs_mono_us()))
-		return;
-	lp->writer = W_PUBLISHER;
-	lp->attempted = true;
-	lp->dirty = false;
-	GByteArray *value = ts_record_encode(&lp->rec);
-	g_mutex_unlock(&tb->st_mu);
-	char version[TS_VERSION_MAX + 1];
-	/* A ttl from now: the record outlives the lease by the time since
-	 * the grant, never the other way round. */
-	int r = write_record(tb, &tb->pub, lockfs_mono_us() + tb->timeout_us, lp->key, value,
-	                     (uint64_t)tb->ttl_ms, lp->rec.lease, lp->rec.fence, version);
-	g_byte_array_unref(value);
-	g_mutex_lock(&tb->st_mu);
-	lp->writer = W_NONE;
-	if (r == 0) {
-		strcpy(lp->version, version);
-		lp->written = true;
-		if (lp->failures)
-			lockfs_log(G_LOG_LEVEL_INFO, lp->key,
-			           "tinystore: the holder record of %s is written", lp->key);
-		lp->failures = 0;
-		if (lp->state == PUB_PENDING)
-			lp->state = PUB_PUBLISHED;
-		after_write(tb, lp);
-		return;
-	}
-	if (r == -ESTALE) {
-		/* Our lease ran out and the key went on: its renewal will say so. */
-		lockfs_log(G_LOG_LEVEL_WARNING, lp->key,
-		           "tinystore: a newer holder's record of %s is there; not written",
-		           lp->key);
-		lp->lost = true;
-		lp->delete_wanted = false;
-		lp->state = PUB_DONE;
-		return;
-	}
-	if (lp->state == PUB_DONE) {
-		if (lp->delete_wanted)
-			queue_work(tb, lp); /* the write may have landed */
-		return;
-	}
-	if (lp->releasing)
-		return; /* the release decides */
-	if (lp->failures++ == 0)
-		lockfs_log(G_LOG_LEVEL_WARNING, lp->key,
-		           "tinystore: cannot write the holder record of %s; the lock is held, "
-		           "but other hosts do not see it until the record is written (retrying)",
-		           lp->key);
-	int64_t backoff = MIN((int64_t)BACKOFF_MIN_MS << MIN(lp->failures - 1, 5), BACKOFF_MAX_MS);
-	queue_publish(tb, lp, lockfs_mono_us() + backoff * 1000);
-}
-
-/* Rewrite or delete LP's record, within DEADLINE.  st_mu held; let go
- * meanwhile. */
-static void work(ts_backend *tb, ts_lease *lp, int64_t deadline)
-{
-	if (lp->writer != W_NONE)
-		return; /* a heartbeat or renewal writes the latest itself */
-	if (lp->state == PUB_DONE && lp->delete_wanted) {
-		lp->delete_wanted = false;
-		lp->writer = W_PUBLISHER;
-		bool known = lp->written;
-		g_mutex_unlock(&tb->st_mu);
-		int r = delete_record(tb, &tb->pub, deadline, lp, known);
-		g_mutex_lock(&tb->st_mu);
-		lp->writer = W_NONE;
-		lp->written = false;
-		/* Still read as released for a while: a list may have fetched the
-		 * record just before it went, and looks at it only now. */
-		if (r == 0)
-			set_released_until(tb, lp, lockfs_mono_us() + tb->timeout_us);
-		if (r < 0)
-			lockfs_log(
-			        G_LOG_LEVEL_WARNING, lp->key,
-			        "tinystore: released %s; its holder record stays until it expires",
-			        lp->key);
-		return;
-	}
-	if (lp->state != PUB_PUBLISHED || !lp->dirty || lp->releasing)
-		return;
-	lp->writer = W_PUBLISHER;
-	lp->dirty = false;
-	GByteArray *value = ts_record_encode(&lp->rec);
-	g_mutex_unlock(&tb->st_mu);
-	int r = rewrite_record(tb, &tb->pub, deadline, lp, value, (uint64_t)tb->ttl_ms);
-	g_byte_array_unref(value);
-	g_mutex_lock(&tb->st_mu);
-	lp->writer = W_NONE;
-	if (r == 0) {
-		after_write(tb, lp);
-	} else if (r == -ESTALE) {
-		lp->lost = true;
-		lp->delete_wanted = false;
-		lp->state = PUB_DONE;
-	} else {
-		lp->dirty = true; /* the next renewal writes it */
-		if (lp->state == PUB_DONE && lp->delete_wanted)
-			queue_work(tb, lp);
-	}
-}
-
-static gpointer publisher_main(gpointer data)
-{
-	ts_backend *tb = data;
-	g_mutex_lock(&tb->st_mu);
-	while (!tb->stop) {
-		ts_lease *lp = g_queue_pop_head(&tb->work);
-		if (lp) {
-			lp->in_work = false;
-			work(tb, lp, lockfs_mono_us() + tb->timeout_us);
-			lease_unref(lp);
-			continue;
-		}
-		GSequenceIter *first = g_sequence_get_begin_iter(tb->pubq);
-		int64_t now = lockfs_mono_us();
-		if (g_sequence_iter_is_end(first)) {
-			/* While grants keep coming, look again a publication
-			 * delay on by ourselves, before any of them is due. */
-			tb->pub_sleep_until = now - tb->last_queued_us < G_USEC_PER_SEC
-			                              ? now + PUBLISH_DELAY_US
-			                              : INT64_MAX;
-			if (tb->pub_sleep_until == INT64_MAX)
-				g_cond_wait(&tb->st_cv, &tb->st_mu);
-			else
-				lockfs_cond_wait_until(&tb->st_cv, &tb->st_mu, tb->pub_sleep_until);
-			tb->pub_sleep_until = INT64_MIN;
-			continue;
-		}
-		lp = g_sequence_get(first);
-		if (lp->due_us > now) {
-			tb->pub_sleep_until = lp->due_us;
-			lockfs_cond_wait_until(&tb->st_cv, &tb->st_mu, lp->due_us);
-			tb->pub_sleep_until = INT64_MIN;
-			continue;
-		}
-		g_sequence_remove(first);
-		lp->queued = NULL;
-		publish(tb, lp);
-		lease_unref(lp);
-	}
-	/* Unmounting: the records of locks let go are deleted until one
-	 * network timeout after destroy began, a write under way included
-	 * (they would expire with their ttl anyway); what was not published
-	 * yet never will be. */
-	int64_t end = tb->stop_deadline;
-	ts_lease *lp;
-	while ((lp = g_queue_pop_head(&tb->work))) {
-		lp->in_work = false;
-		if (lp->state == PUB_DONE && lp->delete_wanted && lockfs_mono_us() < end)
-			work(tb, lp, end);
-		lease_unref(lp);
-	}
-	g_mutex_unlock(&tb->st_mu);
-	return NULL;
 }
 
 /* ---- what we tell the filesystem ---- */
@@ -1330,6 +945,88 @@ static ts_lease *lease_new(ts_backend *tb, const char *key, const lockfs_holder 
 	return lp;
 }
 
+/* A share of KEY, whose group is its first GLEN bytes: a place in the
+ * semaphore of its group (many at once), with a fence minted for it.  Main
+ * connection held. */
+static int hold_share(ts_backend *tb, int64_t deadline, const char *key, size_t glen, ts_lease *lp,
+                      ts_held *held)
+{
+	g_autofree char *group = g_strndup(key, glen);
+	req q = { .key = group,
+		  .id = lp->request,
+		  .ttl_ms = (uint64_t)tb->ttl_ms,
+		  .limit = SHARE_LIMIT };
+	int r = hold_call(tb, deadline, &q, held);
+	if (r == 0) {
+		r = mint_fence(tb, deadline, key, held);
+		if (r < 0)
+			lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, held->lease,
+			           true);
+	}
+	return r;
+}
+
+/* KEY is held by another: a holder silent past stale_after is broken, as
+ * the local backend and the legacy tools do, and KEY held again (*SENT
+ * when).  -EEXIST when it is not stale.  Main connection held. */
+static int break_stale(ts_backend *tb, int64_t deadline, const char *key, ts_lease *lp,
+                       ts_held *held, int64_t *sent, lockfs_acquire_result *res)
+{
+	ts_entry e;
+	ts_record old;
+	if (read_record(tb, deadline, key, &e, &old) != 0)
+		return -EEXIST;
+	int r = -EEXIST;
+	if (is_stale(tb, &old) && break_holder(tb, deadline, key, &old, &e) == 0) {
+		if (res) {
+			res->broke = true;
+			fill_info(tb, key, &old, &e, &res->previous);
+		}
+		*sent = lockfs_mono_us();
+		r = do_hold(tb, deadline, key, lp->request, held);
+	}
+	ts_record_clear(&old);
+	entry_clear(&e);
+	return r;
+}
+
+/* HELD, the grant of a hold sent at SENT, into the lease's record; its
+ * epoch checked.  A grant not used is released.  Main connection held. */
+static int take_grant(ts_backend *tb, int64_t deadline, const char *key, ts_lease *lp,
+                      const ts_held *held, int64_t sent)
+{
+	int64_t at = lockfs_mono_us();
+	int64_t at_server = ts_conn_server_ms(tb->main.conn, at);
+	lp->rec.server_ms = server_now_ms(tb);
+	memcpy(lp->rec.lease, held->lease, TS_ID_SIZE);
+	g_strlcpy(lp->rec.fence, held->fence, sizeof(lp->rec.fence));
+	lp->renewed_us = sent;
+	lp->gen = tb->main.gen; /* the connection that answered */
+	int r = check_epoch(tb, deadline, key, held->fence, at, at_server);
+	/* Not used: the key is free again at once, not at the ttl (a failed
+	 * release only leaves it to its ttl). */
+	if (r < 0)
+		lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, held->lease, true);
+	return r;
+}
+
+/* Install: the lease of LP, granted, known as ours; its record to be
+ * published. */
+static lockfs_lease *install(ts_backend *tb, const char *key, ts_lease *lp)
+{
+	lockfs_lease *lease = g_new0(lockfs_lease, 1);
+	lease->key = g_strdup(key);
+	g_strlcpy(lease->fence, lp->rec.fence, sizeof(lease->fence));
+	lease->priv = lp;
+	/* The record comes later, from the publisher: a grant no longer
+	 * waits for a kv commit. */
+	g_mutex_lock(&tb->st_mu);
+	g_hash_table_insert(tb->mine, hex_id(lp->rec.lease), lp);
+	ts_queue_publish(tb, lp, lockfs_mono_us() + PUBLISH_DELAY_US);
+	g_mutex_unlock(&tb->st_mu);
+	return lease;
+}
+
 static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *who,
                       const void *content, size_t content_len, lockfs_lease **out,
                       lockfs_acquire_result *res)
@@ -1340,81 +1037,32 @@ static int ts_acquire(lockfs_backend *be, const char *key, const lockfs_holder *
 	if (!key_ok(tb, key))
 		return -EINVAL;
 	int64_t deadline = lockfs_mono_us() + tb->timeout_us;
+	/* Claim: the lease and its record to be, under a request id of its
+	 * own. */
 	ts_lease *lp = lease_new(tb, key, who, content, content_len);
 	if (getrandom(lp->request, sizeof(lp->request), 0) != sizeof(lp->request)) {
-		lease_unref(lp);
+		ts_lease_unref(lp);
 		return -EIO;
 	}
 	if (!take_conn(tb, deadline)) {
-		lease_unref(lp);
+		ts_lease_unref(lp);
 		return -EIO;
 	}
 	int64_t sent = lockfs_mono_us();
 	ts_held held;
-	/* A share is a place in the semaphore of its group: many at once. */
 	size_t glen = share_group_len(key);
-	g_autofree char *group = glen ? g_strndup(key, glen) : NULL;
-	req q = { .key = group,
-		  .id = lp->request,
-		  .ttl_ms = (uint64_t)tb->ttl_ms,
-		  .limit = SHARE_LIMIT };
-	int r = glen ? hold_call(tb, deadline, &q, &held)
+	int r = glen ? hold_share(tb, deadline, key, glen, lp, &held)
 	             : do_hold(tb, deadline, key, lp->request, &held);
-	if (r == 0 && glen) {
-		r = mint_fence(tb, deadline, key, &held);
-		if (r < 0)
-			lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, held.lease,
-			           true);
-	}
-	if (r == -EEXIST && tb->stale_after_us && !glen) {
-		/* A holder silent past stale_after is broken, as the local
-		 * backend and the legacy tools do. */
-		ts_entry e;
-		ts_record old;
-		if (read_record(tb, deadline, key, &e, &old) == 0) {
-			if (is_stale(tb, &old) && break_holder(tb, deadline, key, &old, &e) == 0) {
-				if (res) {
-					res->broke = true;
-					fill_info(tb, key, &old, &e, &res->previous);
-				}
-				sent = lockfs_mono_us();
-				r = do_hold(tb, deadline, key, lp->request, &held);
-			}
-			ts_record_clear(&old);
-			entry_clear(&e);
-		}
-	}
-	if (r == 0) {
-		int64_t at = lockfs_mono_us();
-		int64_t at_server = ts_conn_server_ms(tb->main.conn, at);
-		lp->rec.server_ms = server_now_ms(tb);
-		memcpy(lp->rec.lease, held.lease, TS_ID_SIZE);
-		g_strlcpy(lp->rec.fence, held.fence, sizeof(lp->rec.fence));
-		lp->renewed_us = sent;
-		lp->gen = tb->main.gen; /* the connection that answered */
-		r = check_epoch(tb, deadline, key, held.fence, at, at_server);
-		/* Not used: the key is free again at once, not at the ttl (a
-		 * failed release only leaves it to its ttl). */
-		if (r < 0)
-			lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, held.lease,
-			           true);
-	}
+	if (r == -EEXIST && tb->stale_after_us && !glen)
+		r = break_stale(tb, deadline, key, lp, &held, &sent, res);
+	if (r == 0)
+		r = take_grant(tb, deadline, key, lp, &held, sent);
 	give_conn(tb);
 	if (r < 0) {
-		lease_unref(lp);
+		ts_lease_unref(lp);
 		return r;
 	}
-	lockfs_lease *lease = g_new0(lockfs_lease, 1);
-	lease->key = g_strdup(key);
-	g_strlcpy(lease->fence, lp->rec.fence, sizeof(lease->fence));
-	lease->priv = lp;
-	/* The record comes later, from the publisher: a grant no longer
-	 * waits for a kv commit. */
-	g_mutex_lock(&tb->st_mu);
-	g_hash_table_insert(tb->mine, hex_id(lp->rec.lease), lp);
-	queue_publish(tb, lp, lockfs_mono_us() + PUBLISH_DELAY_US);
-	g_mutex_unlock(&tb->st_mu);
-	*out = lease;
+	*out = install(tb, key, lp);
 	return 0;
 }
 
@@ -1427,32 +1075,23 @@ static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_be
 		g_mutex_unlock(&tb->st_mu);
 		return -ESTALE;
 	}
-	lockfs_holder *h = &lp->rec.holder;
-	if (beat->heartbeat_us) {
-		/* server_ms dates the last heartbeat, which staleness goes by:
-		 * a change of shown attributes alone does not move it. */
-		h->heartbeat_us = beat->heartbeat_us;
-		lp->rec.server_ms = server_now_ms(tb);
-	}
-	if (beat->mtime_us)
-		h->mtime_us = beat->mtime_us;
-	if (beat->atime_us)
-		h->atime_us = beat->atime_us;
-	if (beat->ctime_us)
-		h->ctime_us = beat->ctime_us;
-	if (beat->mode)
-		h->mode = beat->mode;
-	if (beat->content) {
+	void *content;
+	size_t content_len;
+	if (lockfs_holder_apply_beat(&lp->rec.holder, 0, beat, &content, &content_len)) {
 		g_free(lp->rec.content);
-		lp->rec.content_len = MIN(beat->content_len, LOCKFS_CONTENT_MAX);
-		lp->rec.content = g_memdup2(beat->content, lp->rec.content_len);
+		lp->rec.content = content;
+		lp->rec.content_len = content_len;
 	}
+	/* server_ms dates the last heartbeat, which staleness goes by: a
+	 * change of shown attributes alone does not move it. */
+	if (beat->heartbeat_us)
+		lp->rec.server_ms = server_now_ms(tb);
 	if (lp->state != PUB_PUBLISHED || lp->writer != W_NONE || lp->releasing) {
 		/* Not written yet: its first write takes the latest.  Being
 		 * written: written again after that. */
 		if (lp->attempted)
 			lp->dirty = true;
-		after_write(tb, lp);
+		ts_after_write(tb, lp);
 		g_mutex_unlock(&tb->st_mu);
 		return 0;
 	}
@@ -1464,7 +1103,7 @@ static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_be
 	int r = -EIO;
 	if (deadline) {
 		/* No ttl: the record keeps the expiry renewals give it. */
-		r = rewrite_record(tb, &tb->main, deadline, lp, value, 0);
+		r = ts_rewrite_record(tb, &tb->main, deadline, lp, value, 0);
 		give_conn(tb);
 	}
 	g_byte_array_unref(value);
@@ -1476,7 +1115,7 @@ static int ts_heartbeat(lockfs_backend *be, lockfs_lease *lease, const lockfs_be
 	} else if (r < 0) {
 		lp->dirty = true;
 	}
-	after_write(tb, lp);
+	ts_after_write(tb, lp);
 	g_mutex_unlock(&tb->st_mu);
 	return r;
 }
@@ -1526,12 +1165,12 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 		} else if (lp->state == PUB_PENDING && (!lp->queued || lp->failures)) {
 			/* Not written because the lease might have run out, or the
 			 * server could not be reached: now. */
-			queue_publish(tb, lp, lockfs_mono_us());
+			ts_queue_publish(tb, lp, lockfs_mono_us());
 		}
 		g_mutex_unlock(&tb->st_mu);
 		if (value) {
-			int k = dirty ? rewrite_record(tb, link, deadline, lp, value,
-			                               (uint64_t)tb->ttl_ms)
+			int k = dirty ? ts_rewrite_record(tb, link, deadline, lp, value,
+			                                  (uint64_t)tb->ttl_ms)
 			              : expire_record(tb, link, deadline, lp, value);
 			g_byte_array_unref(value);
 			/* The lease is what counts; the record is only its description. */
@@ -1543,7 +1182,7 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 			lp->writer = W_NONE;
 			if (k < 0 && dirty)
 				lp->dirty = true;
-			after_write(tb, lp);
+			ts_after_write(tb, lp);
 			g_mutex_unlock(&tb->st_mu);
 		}
 	} else if (r == -ESTALE) {
@@ -1551,7 +1190,7 @@ static int ts_renew(lockfs_backend *be, lockfs_lease *lease)
 		lp->lost = true;
 		if (lp->state == PUB_PENDING) {
 			lp->state = PUB_DONE;
-			unqueue_publish(lp);
+			ts_unqueue_publish(lp);
 		}
 		g_mutex_unlock(&tb->st_mu);
 	}
@@ -1588,7 +1227,7 @@ static int ts_release(lockfs_backend *be, lockfs_lease *lease)
 	lp->releasing = true;
 	bool unwritten = lp->state == PUB_PENDING && !lp->attempted;
 	bool fast = unwritten && !lp->lost && tb->main.conn && lp->gen == tb->main.gen &&
-	            !may_have_expired(tb, lp, deadline);
+	            !ts_may_have_expired(tb, lp, deadline);
 	g_mutex_unlock(&tb->st_mu);
 	int r = E_BROKEN;
 	if (fast)
@@ -1603,17 +1242,17 @@ static int ts_release(lockfs_backend *be, lockfs_lease *lease)
 	}
 	g_mutex_lock(&tb->st_mu);
 	if (r == 0) {
-		let_go(tb, lp);
+		ts_let_go(tb, lp);
 	} else if (r == -ESTALE) {
 		lp->lost = true;
 		lp->state = PUB_DONE;
-		unqueue_publish(lp);
+		ts_unqueue_publish(lp);
 	} else {
 		/* Kept: published as if nothing happened. */
 		lp->releasing = false;
 		if (lp->state == PUB_PENDING)
-			queue_publish(tb, lp, lockfs_mono_us());
-		after_write(tb, lp);
+			ts_queue_publish(tb, lp, lockfs_mono_us());
+		ts_after_write(tb, lp);
 	}
 	g_mutex_unlock(&tb->st_mu);
 	give_conn(tb);
@@ -1663,15 +1302,15 @@ static int ts_break(lockfs_backend *be, const char *key, const char *fence,
 		if (rc == 0) {
 			if (broken)
 				fill_own_info(tb, own, broken);
-			let_go(tb, own);
+			ts_let_go(tb, own);
 		} else {
 			own->releasing = false;
 			if (own->state == PUB_PENDING)
-				queue_publish(tb, own, lockfs_mono_us());
-			after_write(tb, own);
+				ts_queue_publish(tb, own, lockfs_mono_us());
+			ts_after_write(tb, own);
 		}
 		g_mutex_unlock(&tb->st_mu);
-		lease_unref(own);
+		ts_lease_unref(own);
 		give_conn(tb);
 		return rc == 0 ? 0 : -EIO;
 	}
@@ -1910,12 +1549,12 @@ static void ts_lease_free(lockfs_backend *be, lockfs_lease *lease)
 	ts_backend *tb = (ts_backend *)be;
 	ts_lease *lp = lease->priv;
 	g_mutex_lock(&tb->st_mu);
-	forget(tb, lp);
+	ts_forget(tb, lp);
 	if (lp->state == PUB_PENDING)
 		lp->state = PUB_DONE;
-	unqueue_publish(lp);
+	ts_unqueue_publish(lp);
 	g_mutex_unlock(&tb->st_mu);
-	lease_unref(lp);
+	ts_lease_unref(lp);
 	g_free(lease->key);
 	g_free(lease);
 }
@@ -1954,11 +1593,11 @@ static void ts_destroy(lockfs_backend *be)
 		lp = g_sequence_get(first);
 		g_sequence_remove(first);
 		lp->queued = NULL;
-		lease_unref(lp);
+		ts_lease_unref(lp);
 	}
 	while ((lp = g_queue_pop_head(&tb->work))) {
 		lp->in_work = false;
-		lease_unref(lp);
+		ts_lease_unref(lp);
 	}
 	g_mutex_unlock(&tb->st_mu);
 	g_sequence_free(tb->pubq);
@@ -2173,9 +1812,9 @@ static bool adopt_register(ts_backend *tb, ts_lease *lp, const char *version)
 			strcpy(lp->version, version);
 			lp->attempted = lp->written = lp->dirty = true;
 			lp->state = PUB_PUBLISHED;
-			queue_work(tb, lp);
+			ts_queue_work(tb, lp);
 		} else {
-			queue_publish(tb, lp, lockfs_mono_us());
+			ts_queue_publish(tb, lp, lockfs_mono_us());
 		}
 	}
 	g_mutex_unlock(&tb->st_mu);
@@ -2217,7 +1856,7 @@ static int ts_adopt(lockfs_backend *be, const char *key, const char *fence, cons
 	/* Its id may be published: a release goes the general way. */
 	lp->gen = 0;
 	if (!adopt_register(tb, lp, version)) {
-		lease_unref(lp);
+		ts_lease_unref(lp);
 		return -EINVAL;
 	}
 	lockfs_lease *lease = g_new0(lockfs_lease, 1);
@@ -2286,42 +1925,54 @@ static bool read_token(const lockfs_config *cfg, const char *path, char **out, G
 	                 path);
 }
 
-static bool read_target(const lockfs_config *cfg, ts_target *t, GError **error)
+/* A store on this host, DIR: reached through its socket, nothing of a
+ * remote endpoint set. */
+static bool read_local_store(const lockfs_config *cfg, ts_target *t, GError **error)
 {
-	g_autofree char *token_file = NULL, *ca_file = NULL;
-	if (!lockfs_config_get_string(cfg, GROUP, "dir", NULL, &t->dir, error) ||
-	    !lockfs_config_get_string(cfg, GROUP, "endpoint", NULL, &t->endpoint, error) ||
-	    !lockfs_config_get_string(cfg, GROUP, "token_file", NULL, &token_file, error) ||
-	    !lockfs_config_get_string(cfg, GROUP, "ca_file", NULL, &ca_file, error) ||
-	    !lockfs_config_get_bool(cfg, GROUP, "verify", true, &t->verify, error))
-		return false;
-	if (!t->dir == !t->endpoint) {
-		g_set_error(error, LOCKFS_CONFIG_ERROR,
-		            t->dir ? LOCKFS_CONFIG_ERROR_CONFLICT : LOCKFS_CONFIG_ERROR_VALUE,
-		            "backend 'tinystore' needs one of [tinystore] dir (a store on this "
-		            "host: tinystore_dir=/srv/store) or endpoint "
-		            "(tinystore_endpoint=tls://HOST:PORT)%s",
-		            t->dir ? ", not both" : "");
-		return false;
+	const char *only[] = { "token_file", "ca_file", "verify" };
+	for (size_t i = 0; i < G_N_ELEMENTS(only); i++)
+		if (lockfs_config_origin(cfg, GROUP, only[i]))
+			return key_error(cfg, GROUP, only[i], error, LOCKFS_CONFIG_ERROR_CONFLICT,
+			                 "is for a remote endpoint; a local store (dir) is "
+			                 "reached through its socket");
+	char *abs = g_canonicalize_filename(t->dir, NULL);
+	g_free(t->dir);
+	t->dir = abs;
+	if (!g_file_test(t->dir, G_FILE_TEST_IS_DIR))
+		return key_error(cfg, GROUP, "dir", error, LOCKFS_CONFIG_ERROR_VALUE,
+		                 "%s is not a directory; create the store with "
+		                 "'tinystore serve %s'",
+		                 t->dir, t->dir);
+	return true;
+}
+
+/* TLS for a tls:// endpoint: GIO's support, and the CA of CA_FILE if set. */
+static bool read_tls(const lockfs_config *cfg, ts_target *t, const char *ca_file, GError **error)
+{
+	if (!g_tls_backend_supports_tls(g_tls_backend_get_default()))
+		return key_error(cfg, GROUP, "endpoint", error, LOCKFS_CONFIG_ERROR_VALUE,
+		                 "tls:// needs GIO's TLS support: install glib-networking");
+	if (ca_file) {
+		GError *e = NULL;
+		t->ca = g_tls_file_database_new(ca_file, &e);
+		if (!t->ca) {
+			key_error(cfg, GROUP, "ca_file", error, LOCKFS_CONFIG_ERROR_VALUE, "%s: %s",
+			          ca_file, e->message);
+			g_error_free(e);
+			return false;
+		}
 	}
-	if (t->dir) {
-		const char *only[] = { "token_file", "ca_file", "verify" };
-		for (size_t i = 0; i < G_N_ELEMENTS(only); i++)
-			if (lockfs_config_origin(cfg, GROUP, only[i]))
-				return key_error(cfg, GROUP, only[i], error,
-				                 LOCKFS_CONFIG_ERROR_CONFLICT,
-				                 "is for a remote endpoint; a local store (dir) is "
-				                 "reached through its socket");
-		char *abs = g_canonicalize_filename(t->dir, NULL);
-		g_free(t->dir);
-		t->dir = abs;
-		if (!g_file_test(t->dir, G_FILE_TEST_IS_DIR))
-			return key_error(cfg, GROUP, "dir", error, LOCKFS_CONFIG_ERROR_VALUE,
-			                 "%s is not a directory; create the store with "
-			                 "'tinystore serve %s'",
-			                 t->dir, t->dir);
-		return true;
-	}
+	if (!t->verify)
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "tinystore: verify=false: %s is not authenticated", t->endpoint);
+	return true;
+}
+
+/* A remote endpoint: its address, the token of TOKEN_FILE, and TLS (the CA
+ * of CA_FILE) for tls://. */
+static bool read_remote(const lockfs_config *cfg, ts_target *t, const char *token_file,
+                        const char *ca_file, GError **error)
+{
 	bool tls = g_str_has_prefix(t->endpoint, "tls://");
 	GError *e = NULL;
 	GSocketConnectable *addr = NULL;
@@ -2342,59 +1993,64 @@ static bool read_target(const lockfs_config *cfg, ts_target *t, GError **error)
 		                 "file holding a 'data' token");
 	if (!read_token(cfg, token_file, &t->token, error))
 		return false;
-	if (!tls) {
-		const char *only[] = { "ca_file", "verify" };
-		for (size_t i = 0; i < G_N_ELEMENTS(only); i++)
-			if (lockfs_config_origin(cfg, GROUP, only[i]))
-				return key_error(cfg, GROUP, only[i], error,
-				                 LOCKFS_CONFIG_ERROR_CONFLICT,
-				                 "is for tls:// endpoints; tcp:// has no TLS");
-		return true;
-	}
-	if (!g_tls_backend_supports_tls(g_tls_backend_get_default()))
-		return key_error(cfg, GROUP, "endpoint", error, LOCKFS_CONFIG_ERROR_VALUE,
-		                 "tls:// needs GIO's TLS support: install glib-networking");
-	if (ca_file) {
-		t->ca = g_tls_file_database_new(ca_file, &e);
-		if (!t->ca) {
-			key_error(cfg, GROUP, "ca_file", error, LOCKFS_CONFIG_ERROR_VALUE, "%s: %s",
-			          ca_file, e->message);
-			g_error_free(e);
-			return false;
-		}
-	}
-	if (!t->verify)
-		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
-		           "tinystore: verify=false: %s is not authenticated", t->endpoint);
+	if (tls)
+		return read_tls(cfg, t, ca_file, error);
+	const char *only[] = { "ca_file", "verify" };
+	for (size_t i = 0; i < G_N_ELEMENTS(only); i++)
+		if (lockfs_config_origin(cfg, GROUP, only[i]))
+			return key_error(cfg, GROUP, only[i], error, LOCKFS_CONFIG_ERROR_CONFLICT,
+			                 "is for tls:// endpoints; tcp:// has no TLS");
 	return true;
 }
 
-static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const char *mount_id,
-                                             GError **error)
+static bool read_target(const lockfs_config *cfg, ts_target *t, GError **error)
 {
-	const lockfs_settings *s = lockfs_config_settings(cfg);
+	g_autofree char *token_file = NULL, *ca_file = NULL;
+	if (!lockfs_config_get_string(cfg, GROUP, "dir", NULL, &t->dir, error) ||
+	    !lockfs_config_get_string(cfg, GROUP, "endpoint", NULL, &t->endpoint, error) ||
+	    !lockfs_config_get_string(cfg, GROUP, "token_file", NULL, &token_file, error) ||
+	    !lockfs_config_get_string(cfg, GROUP, "ca_file", NULL, &ca_file, error) ||
+	    !lockfs_config_get_bool(cfg, GROUP, "verify", true, &t->verify, error))
+		return false;
+	if (!t->dir == !t->endpoint) {
+		g_set_error(error, LOCKFS_CONFIG_ERROR,
+		            t->dir ? LOCKFS_CONFIG_ERROR_CONFLICT : LOCKFS_CONFIG_ERROR_VALUE,
+		            "backend 'tinystore' needs one of [tinystore] dir (a store on this "
+		            "host: tinystore_dir=/srv/store) or endpoint "
+		            "(tinystore_endpoint=tls://HOST:PORT)%s",
+		            t->dir ? ", not both" : "");
+		return false;
+	}
+	if (t->dir)
+		return read_local_store(cfg, t, error);
+	return read_remote(cfg, t, token_file, ca_file, error);
+}
+
+/* Parse options: the ttl tinystore can grant, and the lock name
+ * (*LOCK_NAME). */
+static bool read_lock_options(const lockfs_config *cfg, const lockfs_settings *s, char **lock_name,
+                              GError **error)
+{
 	if (s->ttl_ms < TTL_MIN_MS || s->ttl_ms > TTL_MAX_MS) {
 		key_error(cfg, "lockfs", "ttl", error, LOCKFS_CONFIG_ERROR_VALUE,
 		          "tinystore leases last 1s to 1h; write a ttl in that range");
-		return NULL;
+		return false;
 	}
-	g_autofree char *lock_name = NULL;
-	if (!lockfs_config_get_string(cfg, GROUP, "lock_name", "lockfs", &lock_name, error))
-		return NULL;
-	if (!valid_lock_name(lock_name)) {
+	if (!lockfs_config_get_string(cfg, GROUP, "lock_name", "lockfs", lock_name, error))
+		return false;
+	if (!valid_lock_name(*lock_name)) {
 		key_error(cfg, GROUP, "lock_name", error, LOCKFS_CONFIG_ERROR_VALUE,
 		          "'%s' is not a tinystore lock name; write 1 to 64 of [a-z0-9_-], "
 		          "starting with a letter or digit",
-		          lock_name);
-		return NULL;
+		          *lock_name);
+		return false;
 	}
-	ts_target t = { 0 };
-	if (!read_target(cfg, &t, error)) {
-		target_clear(&t);
-		return NULL;
-	}
-	t.client = g_strdup("lockfs/" LOCKFS_VERSION);
+	return true;
+}
 
+/* Fill the vtable: a backend with nothing set but its operations. */
+static ts_backend *backend_alloc(void)
+{
 	ts_backend *tb = g_new0(ts_backend, 1);
 	tb->base = (lockfs_backend){
 		LOCKFS_BACKEND_INIT("tinystore", LOCKFS_BACKEND_SHARED | LOCKFS_BACKEND_LEASES |
@@ -2414,15 +2070,12 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 		.lease_token = ts_lease_token,
 		.adopt = ts_adopt,
 	};
-	tb->target = t;
-	tb->lock_name = g_steal_pointer(&lock_name);
-	tb->marker_key = g_strconcat(MARKER_PREFIX, tb->lock_name, NULL);
-	tb->mount = g_strdup(mount_id ? mount_id : "");
-	tb->ttl_ms = s->ttl_ms;
-	tb->timeout_us = s->network_timeout_ms * 1000;
-	tb->stale_after_us = s->stale_after_ms * 1000;
-	/* Lock keys are 1 to 1024 bytes; a kv path holds 01 NAME 00 02 KEY. */
-	tb->key_max = MIN(KEY_MAX, KV_PATH_MAX - 3 - strlen(tb->lock_name));
+	return tb;
+}
+
+/* The locks, connections, queues and tables of TB, empty. */
+static void state_init(ts_backend *tb)
+{
 	g_mutex_init(&tb->mu);
 	g_cond_init(&tb->cv);
 	tb->main.role = "";
@@ -2442,8 +2095,36 @@ static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const cha
 	g_queue_init(&tb->work);
 	tb->mine = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	tb->released = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+}
 
-	/* Say now if the server cannot be reached (it may come later). */
+static lockfs_backend *tinystore_backend_new(const lockfs_config *cfg, const char *mount_id,
+                                             GError **error)
+{
+	const lockfs_settings *s = lockfs_config_settings(cfg);
+	g_autofree char *lock_name = NULL;
+	if (!read_lock_options(cfg, s, &lock_name, error))
+		return NULL;
+	ts_target t = { 0 };
+	if (!read_target(cfg, &t, error)) {
+		target_clear(&t);
+		return NULL;
+	}
+	t.client = g_strdup("lockfs/" LOCKFS_VERSION);
+
+	ts_backend *tb = backend_alloc();
+	tb->target = t;
+	tb->lock_name = g_steal_pointer(&lock_name);
+	tb->marker_key = g_strconcat(MARKER_PREFIX, tb->lock_name, NULL);
+	tb->mount = g_strdup(mount_id ? mount_id : "");
+	tb->ttl_ms = s->ttl_ms;
+	tb->timeout_us = s->network_timeout_ms * 1000;
+	tb->stale_after_us = s->stale_after_ms * 1000;
+	/* Lock keys are 1 to 1024 bytes; a kv path holds 01 NAME 00 02 KEY. */
+	tb->key_max = MIN(KEY_MAX, KV_PATH_MAX - 3 - strlen(tb->lock_name));
+	state_init(tb);
+
+	/* Connect: say now if the server cannot be reached (it may come
+	 * later). */
 	int64_t deadline = lockfs_mono_us() + MIN(tb->timeout_us, PROBE_MS * 1000);
 	if (take_conn(tb, deadline)) {
 		ensure_conn(tb, &tb->main, deadline, 1);

@@ -134,6 +134,86 @@ static bool take_len(cursor *c, int width, uint64_t *n)
 	return true;
 }
 
+/* What a value is, as its marker says. */
+typedef enum {
+	V_SCALAR,
+	V_STR,
+	V_BIN,
+	V_ARRAY,
+	V_MAP,
+} value_kind;
+
+/* The rest of the header of marker M at C, within the profile: the
+ * value's *KIND and, for a str, bin, array or map, its length or count *N
+ * (a scalar's bytes are skipped). */
+static bool marker_header(cursor *c, uint8_t m, value_kind *kind, uint64_t *n, GError **error)
+{
+	*kind = V_SCALAR;
+	*n = 0;
+	if (m <= 0x7f || m >= 0xe0 || m == 0xc0 || m == 0xc2 || m == 0xc3)
+		return true;
+	if (m >= 0x80 && m <= 0x8f) {
+		*kind = V_MAP;
+		*n = m & 0x0f;
+		return true;
+	}
+	if (m >= 0x90 && m <= 0x9f) {
+		*kind = V_ARRAY;
+		*n = m & 0x0f;
+		return true;
+	}
+	if (m >= 0xa0 && m <= 0xbf) {
+		*kind = V_STR;
+		*n = m & 0x1f;
+		return true;
+	}
+	bool ok = true;
+	switch (m) {
+	case 0xcc:
+	case 0xd0:
+		ok = take(c, 1, NULL);
+		break;
+	case 0xcd:
+	case 0xd1:
+		ok = take(c, 2, NULL);
+		break;
+	case 0xce:
+	case 0xd2:
+		ok = take(c, 4, NULL);
+		break;
+	case 0xcf:
+	case 0xd3:
+	case 0xcb:
+		ok = take(c, 8, NULL);
+		break;
+	case 0xc4:
+	case 0xc5:
+	case 0xc6:
+		*kind = V_BIN;
+		ok = take_len(c, 1 << (m - 0xc4), n);
+		break;
+	case 0xd9:
+	case 0xda:
+	case 0xdb:
+		*kind = V_STR;
+		ok = take_len(c, 1 << (m - 0xd9), n);
+		break;
+	case 0xdc:
+	case 0xdd:
+		*kind = V_ARRAY;
+		ok = take_len(c, m == 0xdc ? 2 : 4, n);
+		break;
+	case 0xde:
+	case 0xdf:
+		*kind = V_MAP;
+		ok = take_len(c, m == 0xde ? 2 : 4, n);
+		break;
+	default: /* c1, float32, ext */
+		return proto_error(error, "marker 0x%02x, outside the profile", m);
+	}
+	return ok || proto_error(error, "a message cut short");
+}
+
 static bool walk(cursor *c, int depth, GError **error)
 {
 	if (depth > MAX_DEPTH)
@@ -141,89 +221,25 @@ static bool walk(cursor *c, int depth, GError **error)
 	const uint8_t *b;
 	if (!take(c, 1, &b))
 		return proto_error(error, "a message cut short");
-	uint8_t m = *b;
-	uint64_t n = 0;
-	enum {
-		SCALAR,
-		STR,
-		BIN,
-		ARRAY,
-		MAP
-	} kind = SCALAR;
-	if (m <= 0x7f || m >= 0xe0 || m == 0xc0 || m == 0xc2 || m == 0xc3)
+	value_kind kind;
+	uint64_t n;
+	if (!marker_header(c, *b, &kind, &n, error))
+		return false;
+	if (kind == V_SCALAR)
 		return true;
-	if (m >= 0x80 && m <= 0x8f) {
-		kind = MAP;
-		n = m & 0x0f;
-	} else if (m >= 0x90 && m <= 0x9f) {
-		kind = ARRAY;
-		n = m & 0x0f;
-	} else if (m >= 0xa0 && m <= 0xbf) {
-		kind = STR;
-		n = m & 0x1f;
-	} else {
-		bool ok = true;
-		switch (m) {
-		case 0xcc:
-		case 0xd0:
-			ok = take(c, 1, NULL);
-			break;
-		case 0xcd:
-		case 0xd1:
-			ok = take(c, 2, NULL);
-			break;
-		case 0xce:
-		case 0xd2:
-			ok = take(c, 4, NULL);
-			break;
-		case 0xcf:
-		case 0xd3:
-		case 0xcb:
-			ok = take(c, 8, NULL);
-			break;
-		case 0xc4:
-		case 0xc5:
-		case 0xc6:
-			kind = BIN;
-			ok = take_len(c, 1 << (m - 0xc4), &n);
-			break;
-		case 0xd9:
-		case 0xda:
-		case 0xdb:
-			kind = STR;
-			ok = take_len(c, 1 << (m - 0xd9), &n);
-			break;
-		case 0xdc:
-		case 0xdd:
-			kind = ARRAY;
-			ok = take_len(c, m == 0xdc ? 2 : 4, &n);
-			break;
-		case 0xde:
-		case 0xdf:
-			kind = MAP;
-			ok = take_len(c, m == 0xde ? 2 : 4, &n);
-			break;
-		default: /* c1, float32, ext */
-			return proto_error(error, "marker 0x%02x, outside the profile", m);
-		}
-		if (!ok)
-			return proto_error(error, "a message cut short");
-		if (kind == SCALAR)
-			return true;
-	}
 	size_t left = (size_t)(c->end - c->p);
-	if (kind == STR || kind == BIN) {
+	if (kind == V_STR || kind == V_BIN) {
 		if (n > left)
 			return proto_error(
 			        error, "a length of %" G_GUINT64_FORMAT " past the %zu bytes left",
 			        n, left);
-		if (kind == STR && !g_utf8_validate_len((const char *)c->p, n, NULL))
+		if (kind == V_STR && !g_utf8_validate_len((const char *)c->p, n, NULL))
 			return proto_error(error, "a str that is not UTF-8");
 		c->p += n;
 		return true;
 	}
 	/* Every item takes a byte at least: a count past the bytes left is a lie. */
-	uint64_t items = kind == MAP ? n * 2 : n;
+	uint64_t items = kind == V_MAP ? n * 2 : n;
 	if (items > left)
 		return proto_error(
 		        error, "a count of %" G_GUINT64_FORMAT " past the %zu bytes left", n, left);

@@ -98,6 +98,62 @@ static bool hex4(jparse *j, unsigned *out)
 	return true;
 }
 
+/* A \u escape (J->p after the "u") appended to S: a pair of surrogates is
+ * one character; a lone one, or NUL, is refused. */
+static bool junicode(jparse *j, GString *s)
+{
+	unsigned u, lo;
+	if (!hex4(j, &u))
+		return false;
+	if (u >= 0xd800 && u <= 0xdbff) {
+		if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u')
+			return jfail(j, "a lone surrogate");
+		j->p += 2;
+		if (!hex4(j, &lo))
+			return false;
+		if (lo < 0xdc00 || lo > 0xdfff)
+			return jfail(j, "a lone surrogate");
+		u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+	} else if ((u >= 0xdc00 && u <= 0xdfff) || u == 0) {
+		/* NUL would cut C strings short. */
+		return jfail(j, "a lone surrogate or NUL");
+	}
+	g_string_append_unichar(s, u);
+	return true;
+}
+
+/* The escape after a backslash (J->p at its letter) appended to S. */
+static bool jescape(jparse *j, GString *s)
+{
+	char e = *j->p++;
+	switch (e) {
+	case '"':
+	case '\\':
+	case '/':
+		g_string_append_c(s, e);
+		return true;
+	case 'b':
+		g_string_append_c(s, '\b');
+		return true;
+	case 'f':
+		g_string_append_c(s, '\f');
+		return true;
+	case 'n':
+		g_string_append_c(s, '\n');
+		return true;
+	case 'r':
+		g_string_append_c(s, '\r');
+		return true;
+	case 't':
+		g_string_append_c(s, '\t');
+		return true;
+	case 'u':
+		return junicode(j, s);
+	default:
+		return jfail(j, "an unknown escape");
+	}
+}
+
 static bool jstring(jparse *j, char **out)
 {
 	j->p++; /* the opening quote */
@@ -105,8 +161,8 @@ static bool jstring(jparse *j, char **out)
 	while (j->p < j->end && *j->p != '"') {
 		unsigned char c = (unsigned char)*j->p;
 		if (c < 0x20) {
-			g_string_free(s, TRUE);
-			return jfail(j, "a control character in a string");
+			jfail(j, "a control character in a string");
+			goto bad;
 		}
 		if (c != '\\') {
 			g_string_append_c(s, (char)c);
@@ -115,56 +171,8 @@ static bool jstring(jparse *j, char **out)
 		}
 		if (++j->p >= j->end)
 			break;
-		char e = *j->p++;
-		unsigned u, lo;
-		switch (e) {
-		case '"':
-		case '\\':
-		case '/':
-			g_string_append_c(s, e);
-			break;
-		case 'b':
-			g_string_append_c(s, '\b');
-			break;
-		case 'f':
-			g_string_append_c(s, '\f');
-			break;
-		case 'n':
-			g_string_append_c(s, '\n');
-			break;
-		case 'r':
-			g_string_append_c(s, '\r');
-			break;
-		case 't':
-			g_string_append_c(s, '\t');
-			break;
-		case 'u':
-			if (!hex4(j, &u))
-				goto bad;
-			if (u >= 0xd800 && u <= 0xdbff) {
-				if (j->end - j->p < 2 || j->p[0] != '\\' || j->p[1] != 'u') {
-					jfail(j, "a lone surrogate");
-					goto bad;
-				}
-				j->p += 2;
-				if (!hex4(j, &lo))
-					goto bad;
-				if (lo < 0xdc00 || lo > 0xdfff) {
-					jfail(j, "a lone surrogate");
-					goto bad;
-				}
-				u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-			} else if ((u >= 0xdc00 && u <= 0xdfff) || u == 0) {
-				/* NUL would cut C strings short. */
-				jfail(j, "a lone surrogate or NUL");
-				goto bad;
-			}
-			g_string_append_unichar(s, u);
-			break;
-		default:
-			jfail(j, "an unknown escape");
+		if (!jescape(j, s))
 			goto bad;
-		}
 	}
 	if (j->p >= j->end) {
 		jfail(j, "a string cut short");
@@ -231,6 +239,62 @@ static bool jnumber(jparse *j, jv *v)
 	return true;
 }
 
+static jv *jvalue(jparse *j, int depth);
+
+/* An object's key and its colon (J->p at the key) into V's keys. */
+static bool jkey(jparse *j, jv *v)
+{
+	char *key = NULL;
+	if (j->p >= j->end || *j->p != '"' || !jstring(j, &key))
+		return false;
+	for (guint k = 0; k < v->keys->len; k++)
+		if (strcmp(v->keys->pdata[k], key) == 0) {
+			g_free(key);
+			return jfail(j, "a key twice");
+		}
+	g_ptr_array_add(v->keys, key);
+	skip_ws(j);
+	if (j->p >= j->end || *j->p != ':')
+		return jfail(j, "a key without a value");
+	j->p++;
+	return true;
+}
+
+/* An object or an array (J->p at its opening bracket), at DEPTH, into V. */
+static bool jcontainer(jparse *j, jv *v, int depth)
+{
+	bool obj = *j->p == '{';
+	v->t = obj ? J_OBJ : J_ARR;
+	v->vals = g_ptr_array_new_with_free_func((GDestroyNotify)jv_free);
+	if (obj)
+		v->keys = g_ptr_array_new_with_free_func(g_free);
+	j->p++;
+	skip_ws(j);
+	if (j->p < j->end && *j->p == (obj ? '}' : ']')) {
+		j->p++;
+		return true;
+	}
+	for (;;) {
+		skip_ws(j);
+		if (obj && !jkey(j, v))
+			return false;
+		jv *item = jvalue(j, depth + 1);
+		if (!item)
+			return false;
+		g_ptr_array_add(v->vals, item);
+		skip_ws(j);
+		if (j->p < j->end && *j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (j->p < j->end && *j->p == (obj ? '}' : ']')) {
+			j->p++;
+			return true;
+		}
+		return jfail(j, "a missing comma or bracket");
+	}
+}
+
 static jv *jvalue(jparse *j, int depth)
 {
 	skip_ws(j);
@@ -246,55 +310,8 @@ static jv *jvalue(jparse *j, int depth)
 	char c = *j->p;
 	bool ok;
 	if (c == '{' || c == '[') {
-		bool obj = c == '{';
-		v->t = obj ? J_OBJ : J_ARR;
-		v->vals = g_ptr_array_new_with_free_func((GDestroyNotify)jv_free);
-		if (obj)
-			v->keys = g_ptr_array_new_with_free_func(g_free);
-		j->p++;
-		skip_ws(j);
-		if (j->p < j->end && *j->p == (obj ? '}' : ']')) {
-			j->p++;
-			return v;
-		}
-		for (;;) {
-			skip_ws(j);
-			if (obj) {
-				char *key = NULL;
-				if (j->p >= j->end || *j->p != '"' || !jstring(j, &key))
-					goto bad;
-				for (guint k = 0; k < v->keys->len; k++)
-					if (strcmp(v->keys->pdata[k], key) == 0) {
-						g_free(key);
-						jfail(j, "a key twice");
-						goto bad;
-					}
-				g_ptr_array_add(v->keys, key);
-				skip_ws(j);
-				if (j->p >= j->end || *j->p != ':') {
-					jfail(j, "a key without a value");
-					goto bad;
-				}
-				j->p++;
-			}
-			jv *item = jvalue(j, depth + 1);
-			if (!item)
-				goto bad;
-			g_ptr_array_add(v->vals, item);
-			skip_ws(j);
-			if (j->p < j->end && *j->p == ',') {
-				j->p++;
-				continue;
-			}
-			if (j->p < j->end && *j->p == (obj ? '}' : ']')) {
-				j->p++;
-				return v;
-			}
-			jfail(j, "a missing comma or bracket");
-			goto bad;
-		}
-	}
-	if (c == '"') {
+		ok = jcontainer(j, v, depth);
+	} else if (c == '"') {
 		v->t = J_STR;
 		ok = jstring(j, &v->s);
 	} else if (c == 't' || c == 'f') {
@@ -309,7 +326,8 @@ static jv *jvalue(jparse *j, int depth)
 	}
 	if (ok)
 		return v;
-bad:
+	/* Said only when nothing more precise was: a key that is not a
+	 * string. */
 	jfail(j, "an object key that is not a string");
 	jv_free(v);
 	return NULL;
@@ -542,6 +560,111 @@ void ts_record_clear(ts_record *r)
 	memset(r, 0, sizeof(*r));
 }
 
+/* A holder record's members that are checked before they go in. */
+typedef struct {
+	int64_t version, pid, uid, gid, mode, acq, hb, ttl;
+	char *fence, *lease, *content;
+} record_members;
+
+/* The members of the holder record object V, into R (the strings and what
+ * needs no check) and M (the rest). */
+static bool record_members_get(const jv *v, ts_record *r, record_members *m, GError **error)
+{
+	const char *what = "holder record";
+	lockfs_holder *h = &r->holder;
+	if (!get_int(v, what, "v", 1, INT64_MAX, &m->version, error) ||
+	    !get_str(v, what, "host", &h->host, error) ||
+	    !get_str(v, what, "mount", &r->mount, error) ||
+	    !get_int(v, what, "pid", INT64_MIN, INT64_MAX, &m->pid, error) ||
+	    !get_int(v, what, "uid", 0, UINT32_MAX, &m->uid, error) ||
+	    !get_int(v, what, "gid", 0, UINT32_MAX, &m->gid, error) ||
+	    !get_int(v, what, "mode", 0, UINT32_MAX, &m->mode, error) ||
+	    !get_str(v, what, "user", &h->user, error) ||
+	    !get_str(v, what, "command", &h->command, error) ||
+	    !get_int(v, what, "acquired_us", INT64_MIN, INT64_MAX, &m->acq, error) ||
+	    !get_int(v, what, "heartbeat_us", INT64_MIN, INT64_MAX, &m->hb, error) ||
+	    !get_int(v, what, "mtime_us", INT64_MIN, INT64_MAX, &h->mtime_us, error) ||
+	    !get_int(v, what, "atime_us", INT64_MIN, INT64_MAX, &h->atime_us, error) ||
+	    !get_int(v, what, "ctime_us", INT64_MIN, INT64_MAX, &h->ctime_us, error) ||
+	    !get_int(v, what, "ttl_ms", 0, INT64_MAX, &m->ttl, error) ||
+	    !get_int(v, what, "server_ms", 0, INT64_MAX / 1000, &r->server_ms, error) ||
+	    !get_str(v, what, "fence", &m->fence, error) ||
+	    !get_str(v, what, "lease", &m->lease, error) ||
+	    !get_str(v, what, "content", &m->content, error))
+		return false;
+	if (!member(v, "v"))
+		return field_error(error, what, "v", "present");
+	return true;
+}
+
+/* The record's lease id from LEASE, 32 hex digits. */
+static bool record_lease(ts_record *r, const char *lease, GError **error)
+{
+	if (!lease || strlen(lease) != TS_ID_SIZE * 2)
+		return field_error(error, "holder record", "lease", "32 hex digits");
+	for (int i = 0; i < TS_ID_SIZE; i++) {
+		int hi = hexval(lease[2 * i]), lo = hexval(lease[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return field_error(error, "holder record", "lease", "32 hex digits");
+		r->lease[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
+}
+
+/* The record's content from CONTENT, base64 of at most LOCKFS_CONTENT_MAX
+ * bytes, or NULL: none. */
+static bool record_content(ts_record *r, const char *content, GError **error)
+{
+	if (!content)
+		return true;
+	size_t n = strlen(content);
+	bool b64 = n % 4 == 0 && n <= (LOCKFS_CONTENT_MAX + 2) / 3 * 4;
+	for (size_t i = 0; b64 && i < n; i++)
+		b64 = g_ascii_isalnum(content[i]) || content[i] == '+' || content[i] == '/' ||
+		      (content[i] == '=' && i >= n - 2);
+	gsize got = 0;
+	if (b64)
+		r->content = g_base64_decode(content, &got);
+	r->content_len = got;
+	if (!b64 || got > LOCKFS_CONTENT_MAX)
+		return field_error(error, "holder record", "content",
+		                   "base64 of at most 4096 bytes");
+	return true;
+}
+
+/* The holder record object V into R. */
+static bool record_from(const jv *v, ts_record *r, GError **error)
+{
+	record_members m = { 0 };
+	bool ok = false;
+	lockfs_holder *h = &r->holder;
+	if (v->t != J_OBJ) {
+		g_set_error(error, TS_ERROR, TS_ERROR_PROTOCOL,
+		            "a holder record that is not an object");
+		goto out;
+	}
+	if (!record_members_get(v, r, &m, error))
+		goto out;
+	h->pid = m.pid;
+	h->uid = (uint32_t)m.uid;
+	h->gid = (uint32_t)m.gid;
+	h->mode = (uint32_t)m.mode;
+	h->acquired_us = m.acq;
+	h->heartbeat_us = m.hb;
+	r->ttl_ms = m.ttl;
+	if (!m.fence || !ts_fence_valid(m.fence, strlen(m.fence))) {
+		field_error(error, "holder record", "fence", "1 to 39 digits");
+		goto out;
+	}
+	strcpy(r->fence, m.fence);
+	ok = record_lease(r, m.lease, error) && record_content(r, m.content, error);
+out:
+	g_free(m.fence);
+	g_free(m.lease);
+	g_free(m.content);
+	return ok;
+}
+
 bool ts_record_decode(const uint8_t *value, size_t len, ts_record *r, GError **error)
 {
 	memset(r, 0, sizeof(*r));
@@ -553,84 +676,7 @@ bool ts_record_decode(const uint8_t *value, size_t len, ts_record *r, GError **e
 	jv *v = json_parse((const char *)value + 1, len - 1, error);
 	if (!v)
 		return false;
-	const char *what = "holder record";
-	int64_t version = 0, pid = 0, uid = 0, gid = 0, mode = 0, acq = 0, hb = 0, ttl = 0;
-	char *fence = NULL, *lease = NULL, *content = NULL;
-	bool ok = false;
-	lockfs_holder *h = &r->holder;
-	if (v->t != J_OBJ) {
-		g_set_error(error, TS_ERROR, TS_ERROR_PROTOCOL,
-		            "a holder record that is not an object");
-		goto out;
-	}
-	if (!get_int(v, what, "v", 1, INT64_MAX, &version, error) ||
-	    !get_str(v, what, "host", &h->host, error) ||
-	    !get_str(v, what, "mount", &r->mount, error) ||
-	    !get_int(v, what, "pid", INT64_MIN, INT64_MAX, &pid, error) ||
-	    !get_int(v, what, "uid", 0, UINT32_MAX, &uid, error) ||
-	    !get_int(v, what, "gid", 0, UINT32_MAX, &gid, error) ||
-	    !get_int(v, what, "mode", 0, UINT32_MAX, &mode, error) ||
-	    !get_str(v, what, "user", &h->user, error) ||
-	    !get_str(v, what, "command", &h->command, error) ||
-	    !get_int(v, what, "acquired_us", INT64_MIN, INT64_MAX, &acq, error) ||
-	    !get_int(v, what, "heartbeat_us", INT64_MIN, INT64_MAX, &hb, error) ||
-	    !get_int(v, what, "mtime_us", INT64_MIN, INT64_MAX, &h->mtime_us, error) ||
-	    !get_int(v, what, "atime_us", INT64_MIN, INT64_MAX, &h->atime_us, error) ||
-	    !get_int(v, what, "ctime_us", INT64_MIN, INT64_MAX, &h->ctime_us, error) ||
-	    !get_int(v, what, "ttl_ms", 0, INT64_MAX, &ttl, error) ||
-	    !get_int(v, what, "server_ms", 0, INT64_MAX / 1000, &r->server_ms, error) ||
-	    !get_str(v, what, "fence", &fence, error) ||
-	    !get_str(v, what, "lease", &lease, error) ||
-	    !get_str(v, what, "content", &content, error))
-		goto out;
-	if (!member(v, "v")) {
-		field_error(error, what, "v", "present");
-		goto out;
-	}
-	h->pid = pid;
-	h->uid = (uint32_t)uid;
-	h->gid = (uint32_t)gid;
-	h->mode = (uint32_t)mode;
-	h->acquired_us = acq;
-	h->heartbeat_us = hb;
-	r->ttl_ms = ttl;
-	if (!fence || !ts_fence_valid(fence, strlen(fence))) {
-		field_error(error, what, "fence", "1 to 39 digits");
-		goto out;
-	}
-	strcpy(r->fence, fence);
-	if (!lease || strlen(lease) != TS_ID_SIZE * 2) {
-		field_error(error, what, "lease", "32 hex digits");
-		goto out;
-	}
-	for (int i = 0; i < TS_ID_SIZE; i++) {
-		int hi = hexval(lease[2 * i]), lo = hexval(lease[2 * i + 1]);
-		if (hi < 0 || lo < 0) {
-			field_error(error, what, "lease", "32 hex digits");
-			goto out;
-		}
-		r->lease[i] = (uint8_t)(hi << 4 | lo);
-	}
-	if (content) {
-		size_t n = strlen(content);
-		bool b64 = n % 4 == 0 && n <= (LOCKFS_CONTENT_MAX + 2) / 3 * 4;
-		for (size_t i = 0; b64 && i < n; i++)
-			b64 = g_ascii_isalnum(content[i]) || content[i] == '+' ||
-			      content[i] == '/' || (content[i] == '=' && i >= n - 2);
-		gsize got = 0;
-		if (b64)
-			r->content = g_base64_decode(content, &got);
-		r->content_len = got;
-		if (!b64 || got > LOCKFS_CONTENT_MAX) {
-			field_error(error, what, "content", "base64 of at most 4096 bytes");
-			goto out;
-		}
-	}
-	ok = true;
-out:
-	g_free(fence);
-	g_free(lease);
-	g_free(content);
+	bool ok = record_from(v, r, error);
 	jv_free(v);
 	if (!ok)
 		ts_record_clear(r);
