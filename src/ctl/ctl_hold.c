@@ -594,34 +594,36 @@ static int exit_code(int status)
 	return CTL_EXIT_FAIL;
 }
 
+/* hold's options: flock(1)'s letters and long names, and its own. */
+enum {
+	OPT_TTL = 256,
+	OPT_MAX_HOLD,
+	OPT_VERBOSE
+};
+static const struct option hold_longs[] = {
+	{ "nonblock", no_argument, NULL, 'n' },
+	{ "nb", no_argument, NULL, 'n' }, /* flock's alias */
+	{ "wait", required_argument, NULL, 'w' },
+	{ "timeout", required_argument, NULL, 'w' }, /* flock's alias */
+	{ "conflict-exit-code", required_argument, NULL, 'E' },
+	{ "command", required_argument, NULL, 'c' },
+	{ "verbose", no_argument, NULL, OPT_VERBOSE },
+	{ "ttl", required_argument, NULL, OPT_TTL },
+	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 /* One getopt_long pass over ARGV from its first word on, stopping at the
  * first word that is not an option (REQUIRE_ORDER, as flock's "+"): the
  * index of that word, or -1 (*RC set) to exit. */
 static int parse_opts(int argc, char **argv, hold_opts *o, bool *dashdash, int *rc)
 {
-	enum {
-		OPT_TTL = 256,
-		OPT_MAX_HOLD,
-		OPT_VERBOSE
-	};
-	static const struct option longs[] = {
-		{ "nonblock", no_argument, NULL, 'n' },
-		{ "nb", no_argument, NULL, 'n' }, /* flock's alias */
-		{ "wait", required_argument, NULL, 'w' },
-		{ "timeout", required_argument, NULL, 'w' }, /* flock's alias */
-		{ "conflict-exit-code", required_argument, NULL, 'E' },
-		{ "command", required_argument, NULL, 'c' },
-		{ "verbose", no_argument, NULL, OPT_VERBOSE },
-		{ "ttl", required_argument, NULL, OPT_TTL },
-		{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *last_arg = NULL;
 	opterr = 0;
 	optind = 0; /* glibc: start afresh on this argv */
 	int c;
-	while ((c = getopt_long(argc, argv, "+:nw:E:c:h", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:nw:E:c:h", hold_longs, NULL)) != -1) {
 		last_arg = optarg;
 		switch (c) {
 		case 'n':
