@@ -49,6 +49,7 @@ typedef enum {
 	KIND_PASSTHROUGH,
 	KIND_BOOL,
 	KIND_LOG_LEVEL,
+	KIND_COUNT /* not a kind: how many there are */
 } key_kind;
 
 typedef struct {
@@ -503,165 +504,226 @@ static void set_string(char **field, const char *value)
 	*field = g_strdup(value);
 }
 
-/* Parse VALUE of general key K into S.  On failure *WHY says what is wrong
- * and what to do, separated by "; ". */
-static bool parse_general(const general_key *k, const char *value, lockfs_settings *s, char **why)
+/* One parser per key kind: VALUE of general key K into S.  On failure *WHY
+ * says what is wrong and what to do, separated by "; ". */
+typedef bool (*kind_parser)(const general_key *k, const char *value, lockfs_settings *s,
+                            char **why);
+
+static bool parse_backend(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	if (!valid_group_name(value)) {
+		g_autofree char *q = quote(value);
+		*why = g_strdup_printf("%s is not a backend name; write %s", q,
+		                       backend_names ? backend_names : "local");
+		return false;
+	}
+	set_string(FIELD(s, k, char *), value);
+	return true;
+}
+
+static bool parse_suffix(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	g_autofree char *q = quote(value);
+	if (!*value) {
+		*why = g_strdup("the suffix is empty; write one such as .lock");
+	} else if (strchr(value, '/')) {
+		*why = g_strdup_printf("%s contains '/'; a suffix ends a file name, write "
+		                       "one such as .lock",
+		                       q);
+	} else if (strlen(value) > SUFFIX_MAX) {
+		*why = g_strdup_printf("%s is %zu bytes long; write at most %d bytes", q,
+		                       strlen(value), SUFFIX_MAX);
+	} else if (has_control(value) || !g_utf8_validate(value, -1, NULL)) {
+		*why = g_strdup_printf("%s is not printable UTF-8 text; write one such "
+		                       "as .lock",
+		                       q);
+	} else {
+		set_string(FIELD(s, k, char *), value);
+		return true;
+	}
+	return false;
+}
+
+static bool parse_duration_key(const general_key *k, const char *value, lockfs_settings *s,
+                               char **why)
 {
 	g_autofree char *q = quote(value);
 	int64_t ms;
-	bool b;
-	uint32_t id = 0;
-	guint64 n;
-
-	switch (k->kind) {
-	case KIND_BACKEND:
-		if (!valid_group_name(value)) {
-			*why = g_strdup_printf("%s is not a backend name; write %s", q,
-			                       backend_names ? backend_names : "local");
-			return false;
-		}
-		set_string(FIELD(s, k, char *), value);
-		return true;
-	case KIND_SUFFIX:
-		if (!*value) {
-			*why = g_strdup("the suffix is empty; write one such as .lock");
-		} else if (strchr(value, '/')) {
-			*why = g_strdup_printf("%s contains '/'; a suffix ends a file name, write "
-			                       "one such as .lock",
-			                       q);
-		} else if (strlen(value) > SUFFIX_MAX) {
-			*why = g_strdup_printf("%s is %zu bytes long; write at most %d bytes", q,
-			                       strlen(value), SUFFIX_MAX);
-		} else if (has_control(value) || !g_utf8_validate(value, -1, NULL)) {
-			*why = g_strdup_printf("%s is not printable UTF-8 text; write one such "
-			                       "as .lock",
-			                       q);
-		} else {
-			set_string(FIELD(s, k, char *), value);
-			return true;
-		}
-		return false;
-	case KIND_DURATION:
-		if (!lockfs_parse_duration(value, &ms)) {
-			*why = g_strdup_printf("%s is not a duration; write a number with a unit "
-			                       "such as 500ms, 30s, 5m, 1h or 2d (a bare number "
-			                       "is seconds)",
-			                       q);
-			return false;
-		}
-		if (ms < k->min_ms) {
-			if (k->min_ms == 1)
-				*why = g_strdup_printf("%s is zero; write a positive duration", q);
-			else
-				*why = g_strdup_printf("%s is shorter than %" G_GINT64_FORMAT
-				                       "ms; write at least %" G_GINT64_FORMAT "ms",
-				                       q, k->min_ms, k->min_ms);
-			return false;
-		}
-		*FIELD(s, k, int64_t) = ms;
-		return true;
-	case KIND_HOST:
-		if (!*value) {
-			*why = g_strdup("the host name is empty; write this host's name or remove "
-			                "the key to use the system's");
-		} else if (strlen(value) > HOST_MAX) {
-			*why = g_strdup_printf("the host name is %zu bytes long; write at most %d "
-			                       "bytes",
-			                       strlen(value), HOST_MAX);
-		} else if (has_control(value) || strpbrk(value, " \t") ||
-		           !g_utf8_validate(value, -1, NULL)) {
-			*why = g_strdup_printf("%s has spaces, control characters or invalid "
-			                       "UTF-8; write a plain host name",
-			                       q);
-		} else {
-			set_string(FIELD(s, k, char *), value);
-			return true;
-		}
-		return false;
-	case KIND_PATH:
-		/* A path whose default is "" may be left empty: none. */
-		if (!*value && k->def && !*k->def) {
-			set_string(FIELD(s, k, char *), NULL);
-			return true;
-		}
-		if (!g_path_is_absolute(value)) {
-			*why = g_strdup_printf("%s is not an absolute path; write one starting "
-			                       "with /",
-			                       q);
-			return false;
-		}
-		set_string(FIELD(s, k, char *), value);
-		return true;
-	case KIND_COMMAND:
-		/* Empty means no command. */
-		set_string(FIELD(s, k, char *), *value ? value : NULL);
-		return true;
-	case KIND_MODE:
-		if (!g_ascii_string_to_unsigned(value, 8, 0, 07777, &n, NULL)) {
-			*why = g_strdup_printf("%s is not an octal mode; write one such as 1777 "
-			                       "or 0755",
-			                       q);
-			return false;
-		}
-		*FIELD(s, k, mode_t) = (mode_t)n;
-		return true;
-	case KIND_UID:
-	case KIND_GID: {
-		bool user = k->kind == KIND_UID;
-		const char *id_name = user ? "uid" : "gid";
-		if (!parse_id(value, user, &id)) {
-			if (g_ascii_isdigit(*value))
-				*why = g_strdup_printf("%s is not a valid %s; write a number below "
-				                       "4294967295 or a name",
-				                       q, id_name);
-			else
-				*why = g_strdup_printf(
-				        "no %s named %s on this host; write a %s name "
-				        "or a numeric %s",
-				        user ? "user" : "group", q, user ? "user" : "group",
-				        id_name);
-			return false;
-		}
-		if (user)
-			*FIELD(s, k, uid_t) = (uid_t)id;
-		else
-			*FIELD(s, k, gid_t) = (gid_t)id;
-		return true;
-	}
-	case KIND_PASSTHROUGH:
-		if (g_ascii_strcasecmp(value, "auto") == 0) {
-			*FIELD(s, k, lockfs_passthrough_mode) = LOCKFS_PASSTHROUGH_AUTO;
-			return true;
-		}
-		if (parse_bool(value, &b)) {
-			*FIELD(s, k, lockfs_passthrough_mode) =
-			        b ? LOCKFS_PASSTHROUGH_YES : LOCKFS_PASSTHROUGH_NO;
-			return true;
-		}
-		*why = g_strdup_printf("%s is not auto, yes or no; write one of them", q);
-		return false;
-	case KIND_BOOL:
-		if (!parse_bool(value, &b)) {
-			*why = g_strdup_printf("%s is not a boolean; write true or false", q);
-			return false;
-		}
-		*FIELD(s, k, bool) = b;
-		return true;
-	case KIND_LOG_LEVEL: {
-		static const char *const levels[] = { "error", "warning", "info", "debug", NULL };
-		for (size_t i = 0; levels[i]; i++)
-			if (g_ascii_strcasecmp(value, levels[i]) == 0) {
-				set_string(FIELD(s, k, char *), levels[i]);
-				return true;
-			}
-		*why = g_strdup_printf("%s is not a log level; write error, warning, info or "
-		                       "debug",
+	if (!lockfs_parse_duration(value, &ms)) {
+		*why = g_strdup_printf("%s is not a duration; write a number with a unit "
+		                       "such as 500ms, 30s, 5m, 1h or 2d (a bare number "
+		                       "is seconds)",
 		                       q);
 		return false;
 	}
+	if (ms < k->min_ms) {
+		if (k->min_ms == 1)
+			*why = g_strdup_printf("%s is zero; write a positive duration", q);
+		else
+			*why = g_strdup_printf("%s is shorter than %" G_GINT64_FORMAT
+			                       "ms; write at least %" G_GINT64_FORMAT "ms",
+			                       q, k->min_ms, k->min_ms);
+		return false;
 	}
-	g_assert_not_reached();
+	*FIELD(s, k, int64_t) = ms;
+	return true;
+}
+
+static bool parse_host(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	if (!*value) {
+		*why = g_strdup("the host name is empty; write this host's name or remove "
+		                "the key to use the system's");
+	} else if (strlen(value) > HOST_MAX) {
+		*why = g_strdup_printf("the host name is %zu bytes long; write at most %d "
+		                       "bytes",
+		                       strlen(value), HOST_MAX);
+	} else if (has_control(value) || strpbrk(value, " \t") ||
+	           !g_utf8_validate(value, -1, NULL)) {
+		g_autofree char *q = quote(value);
+		*why = g_strdup_printf("%s has spaces, control characters or invalid "
+		                       "UTF-8; write a plain host name",
+		                       q);
+	} else {
+		set_string(FIELD(s, k, char *), value);
+		return true;
+	}
 	return false;
+}
+
+static bool parse_path(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	/* A path whose default is "" may be left empty: none. */
+	if (!*value && k->def && !*k->def) {
+		set_string(FIELD(s, k, char *), NULL);
+		return true;
+	}
+	if (!g_path_is_absolute(value)) {
+		g_autofree char *q = quote(value);
+		*why = g_strdup_printf("%s is not an absolute path; write one starting "
+		                       "with /",
+		                       q);
+		return false;
+	}
+	set_string(FIELD(s, k, char *), value);
+	return true;
+}
+
+static bool parse_command(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	(void)why;
+	/* Empty means no command. */
+	set_string(FIELD(s, k, char *), *value ? value : NULL);
+	return true;
+}
+
+static bool parse_mode(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	guint64 n;
+	if (!g_ascii_string_to_unsigned(value, 8, 0, 07777, &n, NULL)) {
+		g_autofree char *q = quote(value);
+		*why = g_strdup_printf("%s is not an octal mode; write one such as 1777 "
+		                       "or 0755",
+		                       q);
+		return false;
+	}
+	*FIELD(s, k, mode_t) = (mode_t)n;
+	return true;
+}
+
+/* KIND_UID and KIND_GID: a number or a name this host knows. */
+static bool parse_owner(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	bool user = k->kind == KIND_UID;
+	const char *id_name = user ? "uid" : "gid";
+	uint32_t id = 0;
+	if (!parse_id(value, user, &id)) {
+		g_autofree char *q = quote(value);
+		if (g_ascii_isdigit(*value))
+			*why = g_strdup_printf("%s is not a valid %s; write a number below "
+			                       "4294967295 or a name",
+			                       q, id_name);
+		else
+			*why = g_strdup_printf("no %s named %s on this host; write a %s name "
+			                       "or a numeric %s",
+			                       user ? "user" : "group", q, user ? "user" : "group",
+			                       id_name);
+		return false;
+	}
+	if (user)
+		*FIELD(s, k, uid_t) = (uid_t)id;
+	else
+		*FIELD(s, k, gid_t) = (gid_t)id;
+	return true;
+}
+
+static bool parse_passthrough(const general_key *k, const char *value, lockfs_settings *s,
+                              char **why)
+{
+	bool b;
+	if (g_ascii_strcasecmp(value, "auto") == 0) {
+		*FIELD(s, k, lockfs_passthrough_mode) = LOCKFS_PASSTHROUGH_AUTO;
+		return true;
+	}
+	if (parse_bool(value, &b)) {
+		*FIELD(s, k, lockfs_passthrough_mode) =
+		        b ? LOCKFS_PASSTHROUGH_YES : LOCKFS_PASSTHROUGH_NO;
+		return true;
+	}
+	g_autofree char *q = quote(value);
+	*why = g_strdup_printf("%s is not auto, yes or no; write one of them", q);
+	return false;
+}
+
+static bool parse_bool_key(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	bool b;
+	if (!parse_bool(value, &b)) {
+		g_autofree char *q = quote(value);
+		*why = g_strdup_printf("%s is not a boolean; write true or false", q);
+		return false;
+	}
+	*FIELD(s, k, bool) = b;
+	return true;
+}
+
+static bool parse_log_level(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	static const char *const levels[] = { "error", "warning", "info", "debug", NULL };
+	for (size_t i = 0; levels[i]; i++)
+		if (g_ascii_strcasecmp(value, levels[i]) == 0) {
+			set_string(FIELD(s, k, char *), levels[i]);
+			return true;
+		}
+	g_autofree char *q = quote(value);
+	*why = g_strdup_printf("%s is not a log level; write error, warning, info or "
+	                       "debug",
+	                       q);
+	return false;
+}
+
+/* The parser of each kind of general_keys' rows. */
+static const kind_parser kind_parsers[] = {
+	[KIND_BACKEND] = parse_backend,
+	[KIND_SUFFIX] = parse_suffix,
+	[KIND_DURATION] = parse_duration_key,
+	[KIND_HOST] = parse_host,
+	[KIND_PATH] = parse_path,
+	[KIND_COMMAND] = parse_command,
+	[KIND_MODE] = parse_mode,
+	[KIND_UID] = parse_owner,
+	[KIND_GID] = parse_owner,
+	[KIND_PASSTHROUGH] = parse_passthrough,
+	[KIND_BOOL] = parse_bool_key,
+	[KIND_LOG_LEVEL] = parse_log_level,
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(kind_parsers) == KIND_COUNT);
+
+/* Parse VALUE of general key K into S with the parser of its kind. */
+static bool parse_general(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	g_assert((size_t)k->kind < G_N_ELEMENTS(kind_parsers) && kind_parsers[k->kind]);
+	return kind_parsers[k->kind](k, value, s, why);
 }
 
 static void settings_clear(lockfs_settings *s)
