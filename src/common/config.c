@@ -904,6 +904,100 @@ static int line_of(const char *text, const char *at)
 	return line;
 }
 
+/* What scan() carries from line to line. */
+typedef struct {
+	const char *path;
+	GHashTable *group_lines; /* group → its line */
+	GHashTable *key_lines;   /* "group/key" → its line */
+	char *group;             /* the current group, NULL before the first */
+	GPtrArray *keys;         /* of scanned */
+} scan_state;
+
+/* "[name]" at line LINENO (S, its text without the leading blanks). */
+static bool scan_group(scan_state *st, char *s, int lineno, GError **error)
+{
+	char *close = strchr(s, ']');
+	const char *after = close ? close + 1 : NULL;
+	while (after && (*after == ' ' || *after == '\t'))
+		after++;
+	if (!close || *after) {
+		g_autofree char *q = quote(s);
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
+		            "%s:%d: %s is not a group header; write [name] alone on "
+		            "the line",
+		            st->path, lineno, q);
+		return false;
+	}
+	*close = '\0';
+	const char *name = s + 1;
+	if (!group_known(name)) {
+		g_autofree char *known = known_groups_text();
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
+		            "%s:%d: group [%s]: unknown group; the groups are %s", st->path, lineno,
+		            name, known);
+		return false;
+	}
+	gpointer first = g_hash_table_lookup(st->group_lines, name);
+	if (first) {
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
+		            "%s:%d: group [%s]: appears again (first at line %d); "
+		            "merge the two into one",
+		            st->path, lineno, name, GPOINTER_TO_INT(first));
+		return false;
+	}
+	g_hash_table_insert(st->group_lines, g_strdup(name), GINT_TO_POINTER(lineno));
+	g_free(st->group);
+	st->group = g_strdup(name);
+	return true;
+}
+
+/* "key=value" at line LINENO (S, as in scan_group). */
+static bool scan_key(scan_state *st, char *s, int lineno, GError **error)
+{
+	char *eq = strchr(s, '=');
+	if (!eq || eq == s) {
+		g_autofree char *q = quote(s);
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
+		            "%s:%d: %s is not a key=value line, a [group] header or a "
+		            "# comment; fix or remove it",
+		            st->path, lineno, q);
+		return false;
+	}
+	*eq = '\0';
+	const char *key = g_strchomp(s);
+	g_autofree char *qkey = quote(key);
+	if (!st->group) {
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
+		            "%s:%d: key %s comes before any group; put it under "
+		            "[" GENERAL_GROUP "] or a backend's group",
+		            st->path, lineno, qkey);
+		return false;
+	}
+	if (!key_known(st->group, key)) {
+		g_autofree char *hint = unknown_key_hint(st->group, key);
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
+		            "%s:%d: key %s in [%s]: unknown key; %s", st->path, lineno, qkey,
+		            st->group, hint);
+		return false;
+	}
+	char *ek = entry_key(st->group, key);
+	gpointer first = g_hash_table_lookup(st->key_lines, ek);
+	if (first) {
+		g_free(ek);
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
+		            "%s:%d: key %s in [%s]: set again (first at line %d); keep one",
+		            st->path, lineno, qkey, st->group, GPOINTER_TO_INT(first));
+		return false;
+	}
+	g_hash_table_insert(st->key_lines, ek, GINT_TO_POINTER(lineno));
+	scanned *sk = g_new0(scanned, 1);
+	sk->group = g_strdup(st->group);
+	sk->key = g_strdup(key);
+	sk->line = lineno;
+	g_ptr_array_add(st->keys, sk);
+	return true;
+}
+
 /* Walk the lines as GKeyFile does, to learn the line of every group and key
  * (GKeyFile does not keep them) and to refuse unknown names, duplicates and
  * syntax errors with a line number.  Appends a scanned for every key. */
@@ -913,10 +1007,13 @@ static bool scan(const char *path, const char *text, size_t len, GPtrArray *keys
 	        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g_autoptr(GHashTable) key_lines =
 	        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	g_autofree char *group = NULL;
+	scan_state st = {
+		.path = path, .group_lines = group_lines, .key_lines = key_lines, .keys = keys
+	};
 	const char *p = text, *end = text + len;
+	bool ok = true;
 
-	for (int lineno = 1; p < end; lineno++) {
+	for (int lineno = 1; ok && p < end; lineno++) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *eol = nl ? nl : end;
 		g_autofree char *line = g_strndup(p, (size_t)(eol - p));
@@ -928,87 +1025,11 @@ static bool scan(const char *path, const char *text, size_t len, GPtrArray *keys
 		size_t n = strlen(s);
 		if (s[n - 1] == '\r') /* GKeyFile drops it too */
 			s[n - 1] = '\0';
-
-		if (*s == '[') {
-			char *close = strchr(s, ']');
-			const char *after = close ? close + 1 : NULL;
-			while (after && (*after == ' ' || *after == '\t'))
-				after++;
-			if (!close || *after) {
-				g_autofree char *q = quote(s);
-				g_set_error(
-				        error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-				        "%s:%d: %s is not a group header; write [name] alone on "
-				        "the line",
-				        path, lineno, q);
-				return false;
-			}
-			*close = '\0';
-			const char *name = s + 1;
-			if (!group_known(name)) {
-				g_autofree char *known = known_groups_text();
-				g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
-				            "%s:%d: group [%s]: unknown group; the groups are %s",
-				            path, lineno, name, known);
-				return false;
-			}
-			gpointer first = g_hash_table_lookup(group_lines, name);
-			if (first) {
-				g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-				            "%s:%d: group [%s]: appears again (first at line %d); "
-				            "merge the two into one",
-				            path, lineno, name, GPOINTER_TO_INT(first));
-				return false;
-			}
-			g_hash_table_insert(group_lines, g_strdup(name), GINT_TO_POINTER(lineno));
-			g_free(group);
-			group = g_strdup(name);
-			continue;
-		}
-
-		char *eq = strchr(s, '=');
-		if (!eq || eq == s) {
-			g_autofree char *q = quote(s);
-			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-			            "%s:%d: %s is not a key=value line, a [group] header or a "
-			            "# comment; fix or remove it",
-			            path, lineno, q);
-			return false;
-		}
-		*eq = '\0';
-		const char *key = g_strchomp(s);
-		g_autofree char *qkey = quote(key);
-		if (!group) {
-			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-			            "%s:%d: key %s comes before any group; put it under "
-			            "[" GENERAL_GROUP "] or a backend's group",
-			            path, lineno, qkey);
-			return false;
-		}
-		if (!key_known(group, key)) {
-			g_autofree char *hint = unknown_key_hint(group, key);
-			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
-			            "%s:%d: key %s in [%s]: unknown key; %s", path, lineno, qkey,
-			            group, hint);
-			return false;
-		}
-		char *ek = entry_key(group, key);
-		gpointer first = g_hash_table_lookup(key_lines, ek);
-		if (first) {
-			g_free(ek);
-			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-			            "%s:%d: key %s in [%s]: set again (first at line %d); keep one",
-			            path, lineno, qkey, group, GPOINTER_TO_INT(first));
-			return false;
-		}
-		g_hash_table_insert(key_lines, ek, GINT_TO_POINTER(lineno));
-		scanned *sk = g_new0(scanned, 1);
-		sk->group = g_strdup(group);
-		sk->key = g_strdup(key);
-		sk->line = lineno;
-		g_ptr_array_add(keys, sk);
+		ok = *s == '[' ? scan_group(&st, s, lineno, error)
+		               : scan_key(&st, s, lineno, error);
 	}
-	return true;
+	g_free(st.group);
+	return ok;
 }
 
 /* The value of a scanned key, unescaped by GKeyFile, or NULL when an escape
