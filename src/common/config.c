@@ -1121,6 +1121,80 @@ bool lockfs_config_load_file(lockfs_config *cfg, const char *path, GError **erro
 
 /* ---- mount options ---- */
 
+/* NAME (VALUE NULL without '=') as an option that mount(8), systemd or FUSE
+ * consume: 1 theirs (*FOR_FUSE set), 0 not theirs, -1 theirs but wrong. */
+static int fuse_option(const char *name, const char *value, const char *origin, bool *for_fuse,
+                       GError **error)
+{
+	const char *problem = NULL;
+	if (in_list(fuse_flags, name)) {
+		if (!value) {
+			*for_fuse = true;
+			return 1;
+		}
+		problem = "takes no value";
+	} else if (in_list(fuse_valued, name)) {
+		if (value) {
+			*for_fuse = true;
+			return 1;
+		}
+		problem = "needs a value";
+	} else if (g_str_has_prefix(name, "x-")) {
+		/* x-systemd.requires=... and friends, for systemd and mount(8). */
+		*for_fuse = true;
+		return 1;
+	}
+	if (!problem)
+		return 0;
+	g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE,
+	            "%s: the FUSE option '%s' %s; write %s%s", origin, name, problem, name,
+	            value ? "" : "=VALUE");
+	return -1;
+}
+
+/* Ours: a general key (*GK set), or GROUP_key of a registered group.  The
+ * group (NULL when NAME is neither) and *KEY, which points into NAME. */
+static char *option_key(const char *name, const general_key **gk, const char **key)
+{
+	*gk = find_general(name);
+	if (*gk) {
+		*key = name;
+		return g_strdup(GENERAL_GROUP);
+	}
+	const char *us = strchr(name, '_');
+	if (!us)
+		return NULL;
+	char *group = g_strndup(name, (size_t)(us - name));
+	*key = us + 1;
+	if (!group_keys(group) || !in_list(group_keys(group), *key))
+		g_clear_pointer(&group, g_free);
+	return group;
+}
+
+/* NAME is no option of ours: say so, with the nearest name there is. */
+static void unknown_option(const char *name, const char *origin, GError **error)
+{
+	suggestion sg = { .typed = name, .dist = G_MAXUINT };
+	for (size_t i = 0; i < G_N_ELEMENTS(general_keys); i++)
+		consider(&sg, general_keys[i].name, general_keys[i].name);
+	g_autoptr(GPtrArray) groups = sorted_groups();
+	for (guint i = 0; i < groups->len; i++) {
+		const char *g = groups->pdata[i];
+		for (const char *const *k = group_keys(g); *k; k++) {
+			g_autofree char *full = g_strconcat(g, "_", *k, NULL);
+			consider(&sg, full, full);
+		}
+	}
+	g_autofree char *best = sg.best;
+	g_autofree char *hint =
+	        best ? g_strdup_printf("did you mean '%s'?", best)
+	             : g_strdup("write a key of [" GENERAL_GROUP "] (ttl=30s), a backend key "
+	                        "prefixed with its group (ldap_uri=...) or a "
+	                        "FUSE option");
+	g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
+	            "%s: unknown option; %s", origin, hint);
+}
+
 bool lockfs_config_set_option(lockfs_config *cfg, const char *option, bool *for_fuse,
                               GError **error)
 {
@@ -1132,68 +1206,16 @@ bool lockfs_config_set_option(lockfs_config *cfg, const char *option, bool *for_
 	const char *value = eq ? eq + 1 : NULL;
 	g_autofree char *qopt = quote(option);
 	g_autofree char *origin = g_strdup_printf("mount option %s", qopt);
-	const char *problem = NULL;
 
-	if (in_list(fuse_flags, name)) {
-		if (!value) {
-			*for_fuse = true;
-			return true;
-		}
-		problem = "takes no value";
-	} else if (in_list(fuse_valued, name)) {
-		if (value) {
-			*for_fuse = true;
-			return true;
-		}
-		problem = "needs a value";
-	} else if (g_str_has_prefix(name, "x-")) {
-		/* x-systemd.requires=... and friends, for systemd and mount(8). */
-		*for_fuse = true;
-		return true;
-	}
-	if (problem) {
-		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE,
-		            "%s: the FUSE option '%s' %s; write %s%s", origin, name, problem, name,
-		            value ? "" : "=VALUE");
-		return false;
-	}
+	int fuse = fuse_option(name, value, origin, for_fuse, error);
+	if (fuse)
+		return fuse > 0;
 
-	/* Ours: a general key, or GROUP_key of a registered group. */
-	const general_key *gk = find_general(name);
-	g_autofree char *group = NULL;
+	const general_key *gk;
 	const char *key = NULL;
-	if (gk) {
-		group = g_strdup(GENERAL_GROUP);
-		key = name;
-	} else {
-		const char *us = strchr(name, '_');
-		if (us) {
-			group = g_strndup(name, (size_t)(us - name));
-			key = us + 1;
-			if (!group_keys(group) || !in_list(group_keys(group), key))
-				g_clear_pointer(&group, g_free);
-		}
-	}
+	g_autofree char *group = option_key(name, &gk, &key);
 	if (!group) {
-		suggestion sg = { .typed = name, .dist = G_MAXUINT };
-		for (size_t i = 0; i < G_N_ELEMENTS(general_keys); i++)
-			consider(&sg, general_keys[i].name, general_keys[i].name);
-		g_autoptr(GPtrArray) groups = sorted_groups();
-		for (guint i = 0; i < groups->len; i++) {
-			const char *g = groups->pdata[i];
-			for (const char *const *k = group_keys(g); *k; k++) {
-				g_autofree char *full = g_strconcat(g, "_", *k, NULL);
-				consider(&sg, full, full);
-			}
-		}
-		g_autofree char *best = sg.best;
-		g_autofree char *hint =
-		        best ? g_strdup_printf("did you mean '%s'?", best)
-		             : g_strdup("write a key of [" GENERAL_GROUP
-		                        "] (ttl=30s), a backend key "
-		                        "prefixed with its group (ldap_uri=...) or a FUSE option");
-		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
-		            "%s: unknown option; %s", origin, hint);
+		unknown_option(name, origin, error);
 		return false;
 	}
 
