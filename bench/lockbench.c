@@ -970,15 +970,10 @@ static const char *verdict(bool ok)
 	return ok ? "PASS" : "MISS";
 }
 
-static void report(const struct options *o, const struct daemon *d, const raw_client *raw,
-                   struct cycle_result *cr, const double *ref_us, const char *ref_dir,
-                   const char *ref_fs, long rss_idle_kb, const struct big_result *b)
+/* What was run: the cycles, the pinning and each participant's command. */
+static void report_header(const struct options *o, const struct daemon *d, const raw_client *raw,
+                          const char *lf)
 {
-	int r = (int)o->rounds;
-	double ref_med = median(ref_us, r);
-	double target = o->shared ? TARGET_SHARED_RATIO : TARGET_RATIO;
-	const char *lf = o->stand_in ? "lockfs*" : "lockfs";
-
 	printf("\nlockbench: %ld cycles per mount per round in %ld alternating slices, "
 	       "%ld rounds, median of rounds\n",
 	       o->iterations, o->slices, o->rounds);
@@ -996,7 +991,12 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 		printf("  baseline: %s -o %s%s%s\n", d[NFS].bin,
 		       d[NFS].opts ? d[NFS].opts : "(none)", d[NFS].config ? " --config " : "",
 		       d[NFS].config ? d[NFS].config : "");
+}
 
+/* The table of cycles: floor (raw), lockfs, their ratio against TARGET. */
+static void report_cycle_table(const struct options *o, const struct cycle_result *cr,
+                               const char *lf, double target)
+{
 	if (!o->shared) {
 		printf("\n%-28s %10s %10s %7s %-13s %8s %s\n", "cycle (µs per cycle)", "floor", lf,
 		       "ratio", " rounds", "target", "result");
@@ -1023,6 +1023,13 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 			       cr[c].ratio, cr[c].ratio_lo, cr[c].ratio_hi, "<=", target,
 			       verdict(cr[c].ratio <= target));
 	}
+}
+
+/* Under the table on a shared backend: the stand-in's check of the bench,
+ * or what the target leaves lockfs; then a cycle below the floor, if any. */
+static void report_cycle_notes(const struct options *o, const struct cycle_result *cr, int r,
+                               const char *lf, double target)
+{
 	if (o->shared && o->stand_in) {
 		/* The stand-in checks the bench: against the floor it is ≈ 1.0. */
 		for (int c = 0; c < NCYC; c++)
@@ -1055,146 +1062,125 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 			break;
 		}
 	}
-	if (o->baseline) {
-		printf("\n%-28s %10s %10s %9s %-13s %12s\n", "against the baseline (µs)",
-		       "baseline", lf, "lockfs/b", " rounds", "baseline/floor");
-		for (int c = 0; c < NCYC; c++) {
-			double lo = 1e9, hi = 0, fl;
+}
 
-			if (cr[c].failed)
-				continue;
-			for (int k = 0; k < r; k++) {
-				double q = cr[c].us[LOCKFS][k] / cr[c].us[BASE][k];
-
-				lo = q < lo ? q : lo;
-				hi = q > hi ? q : hi;
-			}
-			fl = cr[c].med[FLOOR] + (o->shared ? cr[c].med[RAW] : 0);
-			printf("%-28s %10.1f %10.1f %8.2fx  %4.2f-%4.2f   %11.2fx\n", cycle_name[c],
-			       cr[c].med[BASE], cr[c].med[LOCKFS],
-			       cr[c].med[LOCKFS] / cr[c].med[BASE], lo, hi, cr[c].med[BASE] / fl);
-		}
-	}
-	if (o->baseline) {
-		/* CPU time is far less disturbed by other load than wall time. */
-		printf("\n%-28s %10s %10s %10s %9s %-13s\n", "daemon CPU (µs per cycle)", "floor",
-		       "baseline", lf, "lockfs/b", " rounds");
-		for (int c = 0; c < NCYC; c++) {
-			double lo = 1e9, hi = 0, q[3];
-
-			if (cr[c].failed)
-				continue;
-			for (int k = 0; k < r; k++) {
-				double x = cr[c].cpu_us[LOCKFS][k] / cr[c].cpu_us[BASE][k];
-
-				lo = x < lo ? x : lo;
-				hi = x > hi ? x : hi;
-			}
-			q[0] = median(cr[c].cpu_us[FLOOR], r);
-			q[1] = median(cr[c].cpu_us[BASE], r);
-			q[2] = median(cr[c].cpu_us[LOCKFS], r);
-			printf("%-28s %10.1f %10.1f %10.1f %8.2fx  %4.2f-%4.2f\n", cycle_name[c],
-			       q[0], q[1], q[2], q[2] / q[1], lo, hi);
-		}
-	}
-	printf("\nreference, not a target: O_EXCL cycle on %s (%s): %.1f µs\n", ref_dir, ref_fs,
-	       ref_med);
-
-	if (b->ran) {
-		printf("\n%ld locks held%s:\n", o->locks,
-		       o->shared ? " (the targets are the local backend's, for reference)" : "");
-		if (b->failed) {
-			printf("  ERROR: %s\n", b->err);
-		} else {
-			double rss_b = b->rss_kb[LOCKFS] * 1024.0;
-
-			printf("  %-22s floor %7.3f s   %s %7.3f s\n", "create (O_EXCL)",
-			       b->create_s[FLOOR], lf, b->create_s[LOCKFS]);
-			printf("  %-22s floor %7.3f s   %s %7.3f s   target < %.1f s     %s\n",
-			       "ls -l (median of 3)", b->ls_med[FLOOR], lf, b->ls_med[LOCKFS],
-			       TARGET_LS_S, verdict(b->ls_med[LOCKFS] < TARGET_LS_S));
-			printf("  %-22s floor %7.1f MB  %s %7.1f MB  target < %.0f MB     %s\n",
-			       "daemon VmRSS", b->rss_kb[FLOOR] * 1024.0 / 1e6, lf, rss_b / 1e6,
-			       TARGET_RSS_BYTES / 1e6,
-			       verdict(b->rss_kb[LOCKFS] >= 0 && rss_b < TARGET_RSS_BYTES));
-			printf("  %-22s %s %.1f MB idle, VmHWM %.1f MB\n", "", lf,
-			       rss_idle_kb * 1024.0 / 1e6, b->hwm_kb[LOCKFS] * 1024.0 / 1e6);
-			printf("  %-22s floor %7.3f s   %s %7.3f s\n", "unlink", b->unlink_s[FLOOR],
-			       lf, b->unlink_s[LOCKFS]);
-		}
-	}
-	if (o->shared)
-		printf("(ratio = median %s / (median floor + median raw), rounds = per-round "
-		       "range)\n",
-		       lf);
-	else
-		printf("(MB = 10^6 bytes; ratio = median %s / median floor, rounds = per-round "
-		       "range)\n",
-		       lf);
-
-	if (!o->json)
-		return;
-	printf("{\"backend\":");
-	json_str(stdout, o->backend);
-	printf(",\"iterations\":%ld,\"rounds\":%ld,\"slices\":%ld,\"locks\":%ld,\"cpu\":%ld,"
-	       "\"stand_in\":%s,",
-	       o->iterations, o->rounds, o->slices, o->locks, o->cpu,
-	       o->stand_in ? "true" : "false");
-	if (raw) {
-		printf("\"raw\":");
-		json_str(stdout, raw_describe(raw));
-		printf(",");
-	}
-	printf("\"floor_bin\":");
-	json_str(stdout, d[FLOOR].bin);
-	printf(",\"lockfs_bin\":");
-	json_str(stdout, d[LOCKFS].bin);
-	printf(",\"cycles\":{");
+/* --baseline: lockfs against the other build, in wall time. */
+static void report_baseline_time(const struct options *o, const struct cycle_result *cr, int r,
+                                 const char *lf)
+{
+	printf("\n%-28s %10s %10s %9s %-13s %12s\n", "against the baseline (µs)", "baseline", lf,
+	       "lockfs/b", " rounds", "baseline/floor");
 	for (int c = 0; c < NCYC; c++) {
-		printf("%s\"%s\":{", c ? "," : "", cycle_key[c]);
-		if (cr[c].failed) {
-			printf("\"error\":");
-			json_str(stdout, cr[c].err);
-		} else {
-			printf("\"floor_us\":%.3f,\"lockfs_us\":%.3f,", cr[c].med[FLOOR],
-			       cr[c].med[LOCKFS]);
-			if (o->shared)
-				printf("\"raw_us\":%.3f,", cr[c].med[RAW]);
-			printf("\"ratio\":%.4f,\"ratio_min\":%.4f,\"ratio_max\":%.4f,"
-			       "\"ratio_of\":\"%s\",\"target\":%.2f,\"pass\":%s,"
-			       "\"floor_rounds_us\":",
-			       cr[c].ratio, cr[c].ratio_lo, cr[c].ratio_hi,
-			       o->shared ? "floor+raw" : "floor", target,
-			       cr[c].ratio <= target ? "true" : "false");
-			json_array(stdout, cr[c].us[FLOOR], r);
-			if (o->shared) {
-				printf(",\"raw_rounds_us\":");
-				json_array(stdout, cr[c].us[RAW], r);
-			}
-			printf(",\"lockfs_rounds_us\":");
-			json_array(stdout, cr[c].us[LOCKFS], r);
-			if (o->baseline) {
-				printf(",\"baseline_us\":%.3f,\"baseline_rounds_us\":",
-				       cr[c].med[BASE]);
-				json_array(stdout, cr[c].us[BASE], r);
-				printf(",\"cpu_rounds_us\":{\"floor\":");
-				json_array(stdout, cr[c].cpu_us[FLOOR], r);
-				printf(",\"baseline\":");
-				json_array(stdout, cr[c].cpu_us[BASE], r);
-				printf(",\"lockfs\":");
-				json_array(stdout, cr[c].cpu_us[LOCKFS], r);
-				printf("}");
-			}
+		double lo = 1e9, hi = 0, fl;
+
+		if (cr[c].failed)
+			continue;
+		for (int k = 0; k < r; k++) {
+			double q = cr[c].us[LOCKFS][k] / cr[c].us[BASE][k];
+
+			lo = q < lo ? q : lo;
+			hi = q > hi ? q : hi;
 		}
+		fl = cr[c].med[FLOOR] + (o->shared ? cr[c].med[RAW] : 0);
+		printf("%-28s %10.1f %10.1f %8.2fx  %4.2f-%4.2f   %11.2fx\n", cycle_name[c],
+		       cr[c].med[BASE], cr[c].med[LOCKFS], cr[c].med[LOCKFS] / cr[c].med[BASE], lo,
+		       hi, cr[c].med[BASE] / fl);
+	}
+}
+
+/* --baseline: the daemons' CPU time, far less disturbed by other load than
+ * wall time. */
+static void report_baseline_cpu(const struct cycle_result *cr, int r, const char *lf)
+{
+	printf("\n%-28s %10s %10s %10s %9s %-13s\n", "daemon CPU (µs per cycle)", "floor",
+	       "baseline", lf, "lockfs/b", " rounds");
+	for (int c = 0; c < NCYC; c++) {
+		double lo = 1e9, hi = 0, q[3];
+
+		if (cr[c].failed)
+			continue;
+		for (int k = 0; k < r; k++) {
+			double x = cr[c].cpu_us[LOCKFS][k] / cr[c].cpu_us[BASE][k];
+
+			lo = x < lo ? x : lo;
+			hi = x > hi ? x : hi;
+		}
+		q[0] = median(cr[c].cpu_us[FLOOR], r);
+		q[1] = median(cr[c].cpu_us[BASE], r);
+		q[2] = median(cr[c].cpu_us[LOCKFS], r);
+		printf("%-28s %10.1f %10.1f %10.1f %8.2fx  %4.2f-%4.2f\n", cycle_name[c], q[0],
+		       q[1], q[2], q[2] / q[1], lo, hi);
+	}
+}
+
+/* The many-locks check: create, ls -l, RSS, unlink. */
+static void report_big(const struct options *o, const struct big_result *b, long rss_idle_kb,
+                       const char *lf)
+{
+	printf("\n%ld locks held%s:\n", o->locks,
+	       o->shared ? " (the targets are the local backend's, for reference)" : "");
+	if (b->failed) {
+		printf("  ERROR: %s\n", b->err);
+		return;
+	}
+	double rss_b = b->rss_kb[LOCKFS] * 1024.0;
+
+	printf("  %-22s floor %7.3f s   %s %7.3f s\n", "create (O_EXCL)", b->create_s[FLOOR], lf,
+	       b->create_s[LOCKFS]);
+	printf("  %-22s floor %7.3f s   %s %7.3f s   target < %.1f s     %s\n",
+	       "ls -l (median of 3)", b->ls_med[FLOOR], lf, b->ls_med[LOCKFS], TARGET_LS_S,
+	       verdict(b->ls_med[LOCKFS] < TARGET_LS_S));
+	printf("  %-22s floor %7.1f MB  %s %7.1f MB  target < %.0f MB     %s\n", "daemon VmRSS",
+	       b->rss_kb[FLOOR] * 1024.0 / 1e6, lf, rss_b / 1e6, TARGET_RSS_BYTES / 1e6,
+	       verdict(b->rss_kb[LOCKFS] >= 0 && rss_b < TARGET_RSS_BYTES));
+	printf("  %-22s %s %.1f MB idle, VmHWM %.1f MB\n", "", lf, rss_idle_kb * 1024.0 / 1e6,
+	       b->hwm_kb[LOCKFS] * 1024.0 / 1e6);
+	printf("  %-22s floor %7.3f s   %s %7.3f s\n", "unlink", b->unlink_s[FLOOR], lf,
+	       b->unlink_s[LOCKFS]);
+}
+
+/* --json: one cycle's object, without its key. */
+static void json_cycle(const struct options *o, const struct cycle_result *cr, int r, double target)
+{
+	printf("{");
+	if (cr->failed) {
+		printf("\"error\":");
+		json_str(stdout, cr->err);
+		printf("}");
+		return;
+	}
+	printf("\"floor_us\":%.3f,\"lockfs_us\":%.3f,", cr->med[FLOOR], cr->med[LOCKFS]);
+	if (o->shared)
+		printf("\"raw_us\":%.3f,", cr->med[RAW]);
+	printf("\"ratio\":%.4f,\"ratio_min\":%.4f,\"ratio_max\":%.4f,"
+	       "\"ratio_of\":\"%s\",\"target\":%.2f,\"pass\":%s,"
+	       "\"floor_rounds_us\":",
+	       cr->ratio, cr->ratio_lo, cr->ratio_hi, o->shared ? "floor+raw" : "floor", target,
+	       cr->ratio <= target ? "true" : "false");
+	json_array(stdout, cr->us[FLOOR], r);
+	if (o->shared) {
+		printf(",\"raw_rounds_us\":");
+		json_array(stdout, cr->us[RAW], r);
+	}
+	printf(",\"lockfs_rounds_us\":");
+	json_array(stdout, cr->us[LOCKFS], r);
+	if (o->baseline) {
+		printf(",\"baseline_us\":%.3f,\"baseline_rounds_us\":", cr->med[BASE]);
+		json_array(stdout, cr->us[BASE], r);
+		printf(",\"cpu_rounds_us\":{\"floor\":");
+		json_array(stdout, cr->cpu_us[FLOOR], r);
+		printf(",\"baseline\":");
+		json_array(stdout, cr->cpu_us[BASE], r);
+		printf(",\"lockfs\":");
+		json_array(stdout, cr->cpu_us[LOCKFS], r);
 		printf("}");
 	}
-	printf("},\"reference_o_excl\":{\"dir\":");
-	json_str(stdout, ref_dir);
-	printf(",\"fs\":");
-	json_str(stdout, ref_fs);
-	printf(",\"us\":%.3f,\"rounds_us\":", ref_med);
-	json_array(stdout, ref_us, r);
-	printf("},\"lockfs_rss_idle_kb\":%ld", rss_idle_kb);
+	printf("}");
+}
+
+/* --json: the many-locks check's fields, after a comma, when it ran. */
+static void json_held(const struct big_result *b)
+{
 	if (b->ran && b->failed) {
 		printf(",\"held\":{\"error\":");
 		json_str(stdout, b->err);
@@ -1218,7 +1204,78 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 		printf("\"unlink_s\":{\"floor\":%.4f,\"lockfs\":%.4f}}", b->unlink_s[FLOOR],
 		       b->unlink_s[LOCKFS]);
 	}
+}
+
+/* --json: everything the report says, as one object on one line. */
+static void report_json(const struct options *o, const struct daemon *d, const raw_client *raw,
+                        const struct cycle_result *cr, const double *ref_us, const char *ref_dir,
+                        const char *ref_fs, long rss_idle_kb, const struct big_result *b)
+{
+	int r = (int)o->rounds;
+	double target = o->shared ? TARGET_SHARED_RATIO : TARGET_RATIO;
+
+	printf("{\"backend\":");
+	json_str(stdout, o->backend);
+	printf(",\"iterations\":%ld,\"rounds\":%ld,\"slices\":%ld,\"locks\":%ld,\"cpu\":%ld,"
+	       "\"stand_in\":%s,",
+	       o->iterations, o->rounds, o->slices, o->locks, o->cpu,
+	       o->stand_in ? "true" : "false");
+	if (raw) {
+		printf("\"raw\":");
+		json_str(stdout, raw_describe(raw));
+		printf(",");
+	}
+	printf("\"floor_bin\":");
+	json_str(stdout, d[FLOOR].bin);
+	printf(",\"lockfs_bin\":");
+	json_str(stdout, d[LOCKFS].bin);
+	printf(",\"cycles\":{");
+	for (int c = 0; c < NCYC; c++) {
+		printf("%s\"%s\":", c ? "," : "", cycle_key[c]);
+		json_cycle(o, &cr[c], r, target);
+	}
+	printf("},\"reference_o_excl\":{\"dir\":");
+	json_str(stdout, ref_dir);
+	printf(",\"fs\":");
+	json_str(stdout, ref_fs);
+	printf(",\"us\":%.3f,\"rounds_us\":", median(ref_us, r));
+	json_array(stdout, ref_us, r);
+	printf("},\"lockfs_rss_idle_kb\":%ld", rss_idle_kb);
+	json_held(b);
 	printf("}\n");
+}
+
+static void report(const struct options *o, const struct daemon *d, const raw_client *raw,
+                   struct cycle_result *cr, const double *ref_us, const char *ref_dir,
+                   const char *ref_fs, long rss_idle_kb, const struct big_result *b)
+{
+	int r = (int)o->rounds;
+	double ref_med = median(ref_us, r);
+	double target = o->shared ? TARGET_SHARED_RATIO : TARGET_RATIO;
+	const char *lf = o->stand_in ? "lockfs*" : "lockfs";
+
+	report_header(o, d, raw, lf);
+	report_cycle_table(o, cr, lf, target);
+	report_cycle_notes(o, cr, r, lf, target);
+	if (o->baseline) {
+		report_baseline_time(o, cr, r, lf);
+		report_baseline_cpu(cr, r, lf);
+	}
+	printf("\nreference, not a target: O_EXCL cycle on %s (%s): %.1f µs\n", ref_dir, ref_fs,
+	       ref_med);
+	if (b->ran)
+		report_big(o, b, rss_idle_kb, lf);
+	if (o->shared)
+		printf("(ratio = median %s / (median floor + median raw), rounds = per-round "
+		       "range)\n",
+		       lf);
+	else
+		printf("(MB = 10^6 bytes; ratio = median %s / median floor, rounds = per-round "
+		       "range)\n",
+		       lf);
+
+	if (o->json)
+		report_json(o, d, raw, cr, ref_us, ref_dir, ref_fs, rss_idle_kb, b);
 }
 
 /* ---- main ---------------------------------------------------------------- */
