@@ -819,26 +819,53 @@ static long parse_long(const char *s, const char *name, long min)
 	return v;
 }
 
+static const struct option longopts[] = {
+	{ "iterations", required_argument, NULL, 'i' },
+	{ "backend", required_argument, NULL, 'b' },
+	{ "lockfs-config", required_argument, NULL, 'C' },
+	{ "rounds", required_argument, NULL, 'r' },
+	{ "slices", required_argument, NULL, 's' },
+	{ "locks", required_argument, NULL, 'n' },
+	{ "lockfs", required_argument, NULL, 'L' },
+	{ "noopfs", required_argument, NULL, 'N' },
+	{ "lockfs-opts", required_argument, NULL, 'O' },
+	{ "floor-opts", required_argument, NULL, 'F' },
+	{ "stand-in", no_argument, NULL, 'S' },
+	{ "baseline", required_argument, NULL, 'B' },
+	{ "cpu", required_argument, NULL, 'c' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* After the options: refuse what does not go together, and fill in the
+ * defaults that depend on the backend. */
+static void settle_options(struct options *o)
+{
+	if (strcmp(o->backend, "local") != 0 && strcmp(o->backend, "tinystore") != 0 &&
+	    strcmp(o->backend, "ldap") != 0 && strcmp(o->backend, "etcd") != 0) {
+		fprintf(stderr, "lockbench: --backend: local, tinystore, ldap or etcd, not '%s'\n",
+		        o->backend);
+		exit(2);
+	}
+	o->shared = strcmp(o->backend, "local") != 0;
+	/* A shared backend's cycle costs a server round trip or more: fewer
+	 * cycles take as long.  The many-locks check is off there unless asked
+	 * for: its targets are the local backend's. */
+	if (o->iterations < 0)
+		o->iterations = o->shared ? 2000 : 20000;
+	if (o->locks < 0)
+		o->locks = o->shared ? 0 : 10000;
+	if (o->slices > o->iterations)
+		o->slices = o->iterations;
+	if (o->baseline && o->stand_in) {
+		fprintf(stderr, "lockbench: --baseline and --stand-in do not go together\n");
+		exit(2);
+	}
+}
+
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	static const struct option longopts[] = {
-		{ "iterations", required_argument, NULL, 'i' },
-		{ "backend", required_argument, NULL, 'b' },
-		{ "lockfs-config", required_argument, NULL, 'C' },
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "slices", required_argument, NULL, 's' },
-		{ "locks", required_argument, NULL, 'n' },
-		{ "lockfs", required_argument, NULL, 'L' },
-		{ "noopfs", required_argument, NULL, 'N' },
-		{ "lockfs-opts", required_argument, NULL, 'O' },
-		{ "floor-opts", required_argument, NULL, 'F' },
-		{ "stand-in", no_argument, NULL, 'S' },
-		{ "baseline", required_argument, NULL, 'B' },
-		{ "cpu", required_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
 	*o = (struct options){
@@ -905,26 +932,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		usage(stderr, argv[0]);
 		exit(2);
 	}
-	if (strcmp(o->backend, "local") != 0 && strcmp(o->backend, "tinystore") != 0 &&
-	    strcmp(o->backend, "ldap") != 0 && strcmp(o->backend, "etcd") != 0) {
-		fprintf(stderr, "lockbench: --backend: local, tinystore, ldap or etcd, not '%s'\n",
-		        o->backend);
-		exit(2);
-	}
-	o->shared = strcmp(o->backend, "local") != 0;
-	/* A shared backend's cycle costs a server round trip or more: fewer
-	 * cycles take as long.  The many-locks check is off there unless asked
-	 * for: its targets are the local backend's. */
-	if (o->iterations < 0)
-		o->iterations = o->shared ? 2000 : 20000;
-	if (o->locks < 0)
-		o->locks = o->shared ? 0 : 10000;
-	if (o->slices > o->iterations)
-		o->slices = o->iterations;
-	if (o->baseline && o->stand_in) {
-		fprintf(stderr, "lockbench: --baseline and --stand-in do not go together\n");
-		exit(2);
-	}
+	settle_options(o);
 }
 
 /* Defaults are found relative to this program, so build/bench/lockbench
