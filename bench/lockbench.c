@@ -1332,38 +1332,38 @@ static int time_part(int p, int cyc, const struct daemon *d, raw_client *raw, lo
 	return rc;
 }
 
-int main(int argc, char **argv)
-{
+/* What the steps of a run share. */
+struct bench {
 	struct options o;
-	struct daemon d[NFS + 1] = { { .label = "floor" },
-		                     { .label = "lockfs" },
-		                     { .label = "baseline" } };
-	static const char *const part_label[NPART] = { "floor", "lockfs", "raw", "baseline" };
-	char state_base[PATH_MAX];
+	struct daemon d[NFS + 1];
+	int parts[NPART], np; /* who takes part in each slice, in order */
 	struct cycle_result cr[NCYC];
 	struct big_result big;
-	struct sigaction sa;
-	struct statfs sf;
-	struct utsname un;
-	char work[PATH_MAX], ref_dir[PATH_MAX], state[PATH_MAX];
-	const char *tmpdir = getenv("TMPDIR");
-	const char *ref_fs = "?", *base_opts, *policy;
-	double *ref_us = NULL;
-	long rss_idle_kb = -1;
-	int status = 1, fs, c, parts[NPART], np = 0;
-	bool any_failed = false;
-	raw_client *raw = NULL;
+	char work[PATH_MAX], ref_dir[PATH_MAX], state[PATH_MAX], state_base[PATH_MAX];
+	const char *tmpdir, *ref_fs;
+	double *ref_us; /* the reference O_EXCL cycle, one per round */
+	long rss_idle_kb;
+	bool any_failed;
+	raw_client *raw;
+};
 
-	parse_options(argc, argv, &o);
-	memset(cr, 0, sizeof(cr));
-	memset(&big, 0, sizeof(big));
-	if (gethostname(g_host, sizeof(g_host) - 1) != 0)
-		strcpy(g_host, "localhost");
+static const char *const part_label[NPART] = { "floor", "lockfs", "raw", "baseline" };
 
-	d[FLOOR].bin = resolve_bin(o.noopfs, "NOOPFS_BIN", "noopfs");
-	d[LOCKFS].bin = resolve_bin(o.lockfs, "LOCKFS_BIN", "../src/lockfs");
-	d[NFS].bin = o.baseline;
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++) {
+/* The mounts of this run: floor and lockfs, and the baseline if given. */
+static int ndaemons(const struct bench *b)
+{
+	return NFS + (b->o.baseline != NULL);
+}
+
+/* The binaries, the configuration file and the CPU: 0, or the exit code. */
+static int check_setup(struct bench *b)
+{
+	struct daemon *d = b->d;
+
+	d[FLOOR].bin = resolve_bin(b->o.noopfs, "NOOPFS_BIN", "noopfs");
+	d[LOCKFS].bin = resolve_bin(b->o.lockfs, "LOCKFS_BIN", "../src/lockfs");
+	d[NFS].bin = b->o.baseline;
+	for (int fs = 0; fs < ndaemons(b); fs++) {
 		if (!d[fs].bin || access(d[fs].bin, X_OK) != 0) {
 			fprintf(stderr, "lockbench: no %s binary at %s%s\n", d[fs].label,
 			        d[fs].bin ? d[fs].bin : "(unknown)",
@@ -1372,24 +1372,29 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (o.lockfs_config && access(o.lockfs_config, R_OK) != 0) {
-		fprintf(stderr, "lockbench: --lockfs-config %s: %s\n", o.lockfs_config,
+	if (b->o.lockfs_config && access(b->o.lockfs_config, R_OK) != 0) {
+		fprintf(stderr, "lockbench: --lockfs-config %s: %s\n", b->o.lockfs_config,
 		        strerror(errno));
 		return 2;
 	}
-
-	if (o.cpu >= 0) {
+	if (b->o.cpu >= 0) {
 		/* Set before spawning: the daemons inherit it. */
 		cpu_set_t set;
 
 		CPU_ZERO(&set);
-		CPU_SET(o.cpu, &set);
-		if (o.cpu >= CPU_SETSIZE || sched_setaffinity(0, sizeof(set), &set) != 0) {
-			fprintf(stderr, "lockbench: cannot pin to CPU %ld: %s\n", o.cpu,
+		CPU_SET(b->o.cpu, &set);
+		if (b->o.cpu >= CPU_SETSIZE || sched_setaffinity(0, sizeof(set), &set) != 0) {
+			fprintf(stderr, "lockbench: cannot pin to CPU %ld: %s\n", b->o.cpu,
 			        strerror(errno));
 			return 2;
 		}
 	}
+	return 0;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -1397,6 +1402,12 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+/* The floor's options (and the stand-in's): 0, or the exit code. */
+static int floor_options(struct bench *b)
+{
+	const char *base_opts, *policy;
 
 	/* The floor keeps lockfs's cache policy, so the kernel sends both the
 	 * same requests: on the local backend names and attributes are cached
@@ -1404,224 +1415,323 @@ int main(int argc, char **argv)
 	 * is, since other hosts change the directory (src/daemon/fs_ops.c lfs_new).
 	 * It also runs lockfs's loop (src/daemon/main.c): no cloned /dev/fuse fds, at
 	 * most 16 workers.  --floor-opts come last and override either. */
-	policy = o.shared ? "attr_timeout=0,entry_timeout=0" : "attr_timeout=1,entry_timeout=1";
+	policy = b->o.shared ? "attr_timeout=0,entry_timeout=0" : "attr_timeout=1,entry_timeout=1";
 	/* The floor and lockfs get the same FUSE options (lockfs defaults to
 	 * allow_other when root), so the kernel treats both mounts alike. */
 	base_opts = geteuid() == 0 ? "allow_other" : "";
-	{
-		const char *fl[] = { base_opts, LOCKFS_LOOP_OPTS, policy, o.floor_opts };
-		const char *si[] = { base_opts, LOCKFS_LOOP_OPTS, policy, o.lockfs_opts };
+	const char *fl[] = { base_opts, LOCKFS_LOOP_OPTS, policy, b->o.floor_opts };
+	const char *si[] = { base_opts, LOCKFS_LOOP_OPTS, policy, b->o.lockfs_opts };
 
-		if (!(d[FLOOR].opts = join_opts(fl, 4)) ||
-		    (o.stand_in && !(d[LOCKFS].opts = join_opts(si, 4)))) {
-			fprintf(stderr, "lockbench: out of memory\n");
-			return 2;
-		}
+	if (!(b->d[FLOOR].opts = join_opts(fl, 4)) ||
+	    (b->o.stand_in && !(b->d[LOCKFS].opts = join_opts(si, 4)))) {
+		fprintf(stderr, "lockbench: out of memory\n");
+		return 2;
 	}
+	return 0;
+}
+
+/* The participants of each slice and room for the results: 0, or the exit
+ * code. */
+static int alloc_results(struct bench *b)
+{
 	/* Who takes part in each slice: the raw cycle sits between the mounts
 	 * (floor, raw, lockfs, then lockfs, raw, floor). */
-	parts[np++] = FLOOR;
-	if (o.shared)
-		parts[np++] = RAW;
-	if (o.baseline)
-		parts[np++] = BASE;
-	parts[np++] = LOCKFS;
-	for (c = 0; c < NCYC; c++)
-		for (fs = 0; fs < NPART; fs++)
-			if (!(cr[c].us[fs] = calloc(o.rounds, sizeof(double))) ||
-			    !(cr[c].cpu_us[fs] = calloc(o.rounds, sizeof(double))))
+	b->parts[b->np++] = FLOOR;
+	if (b->o.shared)
+		b->parts[b->np++] = RAW;
+	if (b->o.baseline)
+		b->parts[b->np++] = BASE;
+	b->parts[b->np++] = LOCKFS;
+	for (int c = 0; c < NCYC; c++)
+		for (int fs = 0; fs < NPART; fs++)
+			if (!(b->cr[c].us[fs] = calloc(b->o.rounds, sizeof(double))) ||
+			    !(b->cr[c].cpu_us[fs] = calloc(b->o.rounds, sizeof(double))))
 				return 2;
-	if (!(ref_us = calloc(o.rounds, sizeof(double))))
+	if (!(b->ref_us = calloc(b->o.rounds, sizeof(double))))
 		return 2;
+	return 0;
+}
 
-	if (!tmpdir || !*tmpdir)
-		tmpdir = "/tmp";
-	snprintf(work, sizeof(work), "%s/lockbench.XXXXXX", tmpdir);
-	if (!mkdtemp(work)) {
-		fprintf(stderr, "lockbench: mkdtemp(%s): %s\n", work, strerror(errno));
+/* The working directory under $TMPDIR: 0, or the exit code. */
+static int make_work(struct bench *b)
+{
+	b->tmpdir = getenv("TMPDIR");
+	if (!b->tmpdir || !*b->tmpdir)
+		b->tmpdir = "/tmp";
+	snprintf(b->work, sizeof(b->work), "%s/lockbench.XXXXXX", b->tmpdir);
+	if (!mkdtemp(b->work)) {
+		fprintf(stderr, "lockbench: mkdtemp(%s): %s\n", b->work, strerror(errno));
 		return 2;
 	}
-	if (join_path(state, work, "state") || join_path(ref_dir, work, "ref") ||
+	return 0;
+}
+
+/* lockfs's and the baseline's -o: its backend, its own state_dir on the
+ * local one, then --lockfs-opts.  -1 (g_err set) when out of memory. */
+static int lockfs_options(struct bench *b)
+{
+	const struct options *o = &b->o;
+	struct daemon *d = b->d;
+	int n = o->shared
+	                ? asprintf(&d[LOCKFS].opts, "backend=%s%s%s", o->backend,
+	                           o->lockfs_opts ? "," : "", o->lockfs_opts ? o->lockfs_opts : "")
+	                : asprintf(&d[LOCKFS].opts, "backend=local,state_dir=%s%s%s", b->state,
+	                           o->lockfs_opts ? "," : "", o->lockfs_opts ? o->lockfs_opts : "");
+
+	if (n < 0) {
+		d[LOCKFS].opts = NULL;
+		set_err("out of memory");
+		return -1;
+	}
+	d[LOCKFS].config = o->lockfs_config;
+	/* The baseline: lockfs's options, its own state_dir. */
+	n = o->shared ? asprintf(&d[NFS].opts, "%s", d[LOCKFS].opts)
+	              : asprintf(&d[NFS].opts, "backend=local,state_dir=%s%s%s", b->state_base,
+	                         o->lockfs_opts ? "," : "", o->lockfs_opts ? o->lockfs_opts : "");
+	if (n < 0) {
+		d[NFS].opts = NULL;
+		set_err("out of memory");
+		return -1;
+	}
+	d[NFS].config = o->lockfs_config;
+	return 0;
+}
+
+/* The paths and directories in the working directory, the daemons'
+ * options: 0, or -1 (g_err set). */
+static int prepare(struct bench *b)
+{
+	struct daemon *d = b->d;
+	const char *work = b->work;
+	struct statfs sf;
+
+	if (join_path(b->state, work, "state") || join_path(b->ref_dir, work, "ref") ||
 	    join_path(d[FLOOR].mnt, work, "floor") || join_path(d[LOCKFS].mnt, work, "lockfs") ||
 	    join_path(d[FLOOR].log, work, "floor.log") ||
 	    join_path(d[LOCKFS].log, work, "lockfs.log") ||
-	    join_path(state_base, work, "state-base") || join_path(d[NFS].mnt, work, "baseline") ||
-	    join_path(d[NFS].log, work, "baseline.log"))
-		goto out;
-	if (!o.stand_in) {
-		int n = o.shared ? asprintf(&d[LOCKFS].opts, "backend=%s%s%s", o.backend,
-		                            o.lockfs_opts ? "," : "",
-		                            o.lockfs_opts ? o.lockfs_opts : "")
-		                 : asprintf(&d[LOCKFS].opts, "backend=local,state_dir=%s%s%s",
-		                            state, o.lockfs_opts ? "," : "",
-		                            o.lockfs_opts ? o.lockfs_opts : "");
-
-		if (n < 0) {
-			d[LOCKFS].opts = NULL;
-			set_err("out of memory");
-			goto out;
-		}
-		d[LOCKFS].config = o.lockfs_config;
-		/* The baseline: lockfs's options, its own state_dir. */
-		n = o.shared ? asprintf(&d[NFS].opts, "%s", d[LOCKFS].opts)
-		             : asprintf(&d[NFS].opts, "backend=local,state_dir=%s%s%s", state_base,
-		                        o.lockfs_opts ? "," : "",
-		                        o.lockfs_opts ? o.lockfs_opts : "");
-		if (n < 0) {
-			d[NFS].opts = NULL;
-			set_err("out of memory");
-			goto out;
-		}
-		d[NFS].config = o.lockfs_config;
-	}
-	if (o.baseline && (mkdir(state_base, 0700) || mkdir(d[NFS].mnt, 0755))) {
+	    join_path(b->state_base, work, "state-base") ||
+	    join_path(d[NFS].mnt, work, "baseline") || join_path(d[NFS].log, work, "baseline.log"))
+		return -1;
+	if (!b->o.stand_in && lockfs_options(b))
+		return -1;
+	if (b->o.baseline && (mkdir(b->state_base, 0700) || mkdir(d[NFS].mnt, 0755))) {
 		set_err("mkdir in %s: %s", work, strerror(errno));
-		goto out;
+		return -1;
 	}
-	if (mkdir(state, 0700) || mkdir(ref_dir, 0755) || mkdir(d[FLOOR].mnt, 0755) ||
+	if (mkdir(b->state, 0700) || mkdir(b->ref_dir, 0755) || mkdir(d[FLOOR].mnt, 0755) ||
 	    mkdir(d[LOCKFS].mnt, 0755)) {
 		set_err("mkdir in %s: %s", work, strerror(errno));
-		goto out;
+		return -1;
 	}
-	if (statfs(ref_dir, &sf) == 0)
-		ref_fs = fs_name((long)sf.f_type);
+	if (statfs(b->ref_dir, &sf) == 0)
+		b->ref_fs = fs_name((long)sf.f_type);
+	return 0;
+}
 
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
-		if (start_daemon(&d[fs]))
-			goto out;
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
-		if (wait_mounted(&d[fs]))
-			goto out;
-	rss_idle_kb = proc_status_kb(d[LOCKFS].pid, "VmRSS");
+/* Start and mount every daemon, then open the raw client on a shared
+ * backend: 0, or -1 (g_err set). */
+static int mount_all(struct bench *b)
+{
+	struct utsname un;
+
+	for (int fs = 0; fs < ndaemons(b); fs++)
+		if (start_daemon(&b->d[fs]))
+			return -1;
+	for (int fs = 0; fs < ndaemons(b); fs++)
+		if (wait_mounted(&b->d[fs]))
+			return -1;
+	b->rss_idle_kb = proc_status_kb(b->d[LOCKFS].pid, "VmRSS");
 	if (uname(&un) == 0)
-		fprintf(stderr, "lockbench: both mounted under %s (kernel %s)\n", work, un.release);
-	if (o.shared) {
-		/* After lockfs mounted: it creates what it needs on the server
-		 * (the LDAP base).  The stand-in takes noopfs options, so then
-		 * the raw client reads only the configuration file. */
-		raw = raw_open(o.backend, o.lockfs_config, o.stand_in ? NULL : o.lockfs_opts, g_err,
-		               sizeof(g_err));
-		if (!raw) {
-			char why[sizeof(g_err)];
+		fprintf(stderr, "lockbench: both mounted under %s (kernel %s)\n", b->work,
+		        un.release);
+	if (!b->o.shared)
+		return 0;
+	/* After lockfs mounted: it creates what it needs on the server (the
+	 * LDAP base).  The stand-in takes noopfs options, so then the raw
+	 * client reads only the configuration file. */
+	b->raw = raw_open(b->o.backend, b->o.lockfs_config, b->o.stand_in ? NULL : b->o.lockfs_opts,
+	                  g_err, sizeof(g_err));
+	if (!b->raw) {
+		char why[sizeof(g_err)];
 
-			memcpy(why, g_err, sizeof(why));
-			set_err("raw %s client: %s", o.backend, why);
-			goto out;
-		}
-		fprintf(stderr, "lockbench: raw cycle: %s\n", raw_describe(raw));
+		memcpy(why, g_err, sizeof(why));
+		set_err("raw %s client: %s", b->o.backend, why);
+		return -1;
 	}
+	fprintf(stderr, "lockbench: raw cycle: %s\n", raw_describe(b->raw));
+	return 0;
+}
 
-	/* Warm-up: thread pools, page cache, allocator, connections; not
-	 * measured. */
-	for (c = 0; c < NCYC; c++) {
-		long n = o.iterations / 10 ? o.iterations / 10 : 1;
+/* Warm-up: thread pools, page cache, allocator, connections; not measured.
+ * -1 when interrupted. */
+static int warm_up(struct bench *b)
+{
+	for (int c = 0; c < NCYC; c++) {
+		long n = b->o.iterations / 10 ? b->o.iterations / 10 : 1;
 		double us;
 
-		for (int j = 0; j < np && !cr[c].failed; j++)
-			if (time_part(parts[j], c, d, raw, n, &us))
-				mark_failed(&cr[c], part_label[parts[j]]);
+		for (int j = 0; j < b->np && !b->cr[c].failed; j++)
+			if (time_part(b->parts[j], c, b->d, b->raw, n, &us))
+				mark_failed(&b->cr[c], part_label[b->parts[j]]);
 		if (g_stop)
-			goto out;
+			return -1;
 	}
+	return 0;
+}
 
-	for (int r = 0; r < o.rounds; r++) {
-		/* floor first in even rounds, lockfs first in odd ones, so neither
-		 * always runs in the other's wake. */
-		for (c = 0; c < NCYC; c++) {
-			double total[NPART] = { 0 }, cpu[NPART] = { 0 };
+/* Round R of cycle C: a round is cut into slices that alternate between
+ * the participants (ABBA), so a burst of load lasting a second or two lands
+ * on all of them instead of on one whole run.  -1 when interrupted. */
+static int run_slices(struct bench *b, int r, int c)
+{
+	const struct options *o = &b->o;
+	struct cycle_result *cr = &b->cr[c];
+	double total[NPART] = { 0 }, cpu[NPART] = { 0 };
 
-			/* A round is cut into slices that alternate between the
-			 * participants (ABBA), so a burst of load lasting a second
-			 * or two lands on all of them instead of on one whole run. */
-			for (int s = 0; s < o.slices && !cr[c].failed; s++) {
-				long n = o.iterations / o.slices + (s < o.iterations % o.slices);
+	for (int s = 0; s < o->slices && !cr->failed; s++) {
+		long n = o->iterations / o->slices + (s < o->iterations % o->slices);
 
-				for (int j = 0; j < np && !cr[c].failed; j++) {
-					int p = parts[(r + s) % 2 ? np - 1 - j : j];
-					pid_t pid = p == RAW ? 0 : d[p == BASE ? NFS : p].pid;
-					double us, c0 = proc_cpu_us(pid);
+		for (int j = 0; j < b->np && !cr->failed; j++) {
+			int p = b->parts[(r + s) % 2 ? b->np - 1 - j : j];
+			pid_t pid = p == RAW ? 0 : b->d[p == BASE ? NFS : p].pid;
+			double us, c0 = proc_cpu_us(pid);
 
-					if (time_part(p, c, d, raw, n, &us))
-						mark_failed(&cr[c], part_label[p]);
-					total[p] += us * n;
-					if (pid > 0)
-						cpu[p] += proc_cpu_us(pid) - c0;
-				}
-				if (g_stop)
-					goto out;
-			}
-			for (int j = 0; j < np; j++) {
-				cr[c].us[parts[j]][r] = total[parts[j]] / o.iterations;
-				cr[c].cpu_us[parts[j]][r] = cpu[parts[j]] / o.iterations;
-			}
+			if (time_part(p, c, b->d, b->raw, n, &us))
+				mark_failed(cr, part_label[p]);
+			total[p] += us * n;
+			if (pid > 0)
+				cpu[p] += proc_cpu_us(pid) - c0;
 		}
-		if (time_cycle(CYC_EXCL, ref_dir, o.iterations, &ref_us[r]))
-			goto out;
-		fprintf(stderr, "lockbench: round %d/%ld:", r + 1, o.rounds);
-		for (c = 0; c < NCYC; c++) {
-			if (cr[c].failed)
-				continue;
-			fprintf(stderr, " %s floor %.1f", cycle_key[c], cr[c].us[FLOOR][r]);
-			if (o.shared)
-				fprintf(stderr, " raw %.1f", cr[c].us[RAW][r]);
-			if (o.baseline)
-				fprintf(stderr, " baseline %.1f", cr[c].us[BASE][r]);
-			fprintf(stderr, " lockfs %.1f µs;", cr[c].us[LOCKFS][r]);
-		}
-		fprintf(stderr, " %s %.1f µs\n", ref_fs, ref_us[r]);
+		if (g_stop)
+			return -1;
 	}
-	for (c = 0; c < NCYC; c++) {
-		double *ratios = calloc(o.rounds, sizeof(double));
+	for (int j = 0; j < b->np; j++) {
+		cr->us[b->parts[j]][r] = total[b->parts[j]] / o->iterations;
+		cr->cpu_us[b->parts[j]][r] = cpu[b->parts[j]] / o->iterations;
+	}
+	return 0;
+}
+
+/* The line on stderr after round R. */
+static void say_round(const struct bench *b, int r)
+{
+	fprintf(stderr, "lockbench: round %d/%ld:", r + 1, b->o.rounds);
+	for (int c = 0; c < NCYC; c++) {
+		const struct cycle_result *cr = &b->cr[c];
+
+		if (cr->failed)
+			continue;
+		fprintf(stderr, " %s floor %.1f", cycle_key[c], cr->us[FLOOR][r]);
+		if (b->o.shared)
+			fprintf(stderr, " raw %.1f", cr->us[RAW][r]);
+		if (b->o.baseline)
+			fprintf(stderr, " baseline %.1f", cr->us[BASE][r]);
+		fprintf(stderr, " lockfs %.1f µs;", cr->us[LOCKFS][r]);
+	}
+	fprintf(stderr, " %s %.1f µs\n", b->ref_fs, b->ref_us[r]);
+}
+
+/* Every round: floor first in even rounds, lockfs first in odd ones, so
+ * neither always runs in the other's wake.  -1 when interrupted or the
+ * reference cycle failed. */
+static int run_rounds(struct bench *b)
+{
+	for (int r = 0; r < b->o.rounds; r++) {
+		for (int c = 0; c < NCYC; c++)
+			if (run_slices(b, r, c))
+				return -1;
+		if (time_cycle(CYC_EXCL, b->ref_dir, b->o.iterations, &b->ref_us[r]))
+			return -1;
+		say_round(b, r);
+	}
+	return 0;
+}
+
+/* The medians of each cycle and lockfs's ratio, with its range over the
+ * rounds; a failed cycle marks the run failed. */
+static void compute_ratios(struct bench *b)
+{
+	const struct options *o = &b->o;
+
+	for (int c = 0; c < NCYC; c++) {
+		struct cycle_result *cr = &b->cr[c];
+		double *ratios = calloc(o->rounds, sizeof(double));
 
 		if (!ratios)
 			abort();
-		if (cr[c].failed) {
-			any_failed = true;
+		if (cr->failed) {
+			b->any_failed = true;
 			free(ratios);
 			continue;
 		}
-		for (int j = 0; j < np; j++)
-			cr[c].med[parts[j]] = median(cr[c].us[parts[j]], o.rounds);
+		for (int j = 0; j < b->np; j++)
+			cr->med[b->parts[j]] = median(cr->us[b->parts[j]], o->rounds);
 		/* Against the floor, plus the raw cycle on a shared backend:
 		 * lockfs cannot do less than both. */
-		cr[c].ratio =
-		        cr[c].med[LOCKFS] / (cr[c].med[FLOOR] + (o.shared ? cr[c].med[RAW] : 0));
-		for (int r = 0; r < o.rounds; r++)
-			ratios[r] = cr[c].us[LOCKFS][r] /
-			            (cr[c].us[FLOOR][r] + (o.shared ? cr[c].us[RAW][r] : 0));
-		qsort(ratios, o.rounds, sizeof(double), cmp_double);
-		cr[c].ratio_lo = ratios[0];
-		cr[c].ratio_hi = ratios[o.rounds - 1];
+		cr->ratio = cr->med[LOCKFS] / (cr->med[FLOOR] + (o->shared ? cr->med[RAW] : 0));
+		for (int r = 0; r < o->rounds; r++)
+			ratios[r] = cr->us[LOCKFS][r] /
+			            (cr->us[FLOOR][r] + (o->shared ? cr->us[RAW][r] : 0));
+		qsort(ratios, o->rounds, sizeof(double), cmp_double);
+		cr->ratio_lo = ratios[0];
+		cr->ratio_hi = ratios[o->rounds - 1];
 		free(ratios);
 	}
+}
 
-	if (o.locks > 0) {
-		run_big(d, o.locks, &big);
-		if (g_stop)
-			goto out;
-		any_failed |= big.failed;
-	}
-
-	report(&o, d, raw, cr, ref_us, tmpdir, ref_fs, rss_idle_kb, &big);
-	status = any_failed ? 1 : 0;
-out:
+/* Say what failed, close, unmount and clean up: the exit code. */
+static int finish(struct bench *b, int status)
+{
 	fflush(stdout);
-	if (status && g_err[0] && !any_failed)
+	if (status && g_err[0] && !b->any_failed)
 		fprintf(stderr, "lockbench: %s\n", g_err);
 	if (g_stop)
 		status = 130;
-	raw_close(raw);
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
-		unlink_all(&d[fs]);
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
-		stop_daemon(&d[fs]);
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++) {
-		if (d[fs].spawned && is_mounted(&d[fs])) {
+	raw_close(b->raw);
+	for (int fs = 0; fs < ndaemons(b); fs++)
+		unlink_all(&b->d[fs]);
+	for (int fs = 0; fs < ndaemons(b); fs++)
+		stop_daemon(&b->d[fs]);
+	for (int fs = 0; fs < ndaemons(b); fs++) {
+		if (b->d[fs].spawned && is_mounted(&b->d[fs])) {
 			fprintf(stderr, "lockbench: %s still mounted; leaving %s in place\n",
-			        d[fs].mnt, work);
+			        b->d[fs].mnt, b->work);
 			return status ? status : 1;
 		}
 	}
-	remove_tree(work);
+	remove_tree(b->work);
 	return status;
+}
+
+/* Measure (steps above), report, clean up.  The bench lives in static
+ * storage: its results are large. */
+int main(int argc, char **argv)
+{
+	static struct bench b = {
+		.d = { { .label = "floor" }, { .label = "lockfs" }, { .label = "baseline" } },
+		.ref_fs = "?",
+		.rss_idle_kb = -1,
+	};
+	int status = 1, rc;
+
+	parse_options(argc, argv, &b.o);
+	if (gethostname(g_host, sizeof(g_host) - 1) != 0)
+		strcpy(g_host, "localhost");
+	if ((rc = check_setup(&b)))
+		return rc;
+	catch_signals();
+	if ((rc = floor_options(&b)) || (rc = alloc_results(&b)) || (rc = make_work(&b)))
+		return rc;
+	if (prepare(&b) || mount_all(&b) || warm_up(&b) || run_rounds(&b))
+		return finish(&b, status);
+	compute_ratios(&b);
+	if (b.o.locks > 0) {
+		run_big(b.d, b.o.locks, &b.big);
+		if (g_stop)
+			return finish(&b, status);
+		b.any_failed |= b.big.failed;
+	}
+	report(&b.o, b.d, b.raw, b.cr, b.ref_us, b.tmpdir, b.ref_fs, b.rss_idle_kb, &b.big);
+	status = b.any_failed ? 1 : 0;
+	return finish(&b, status);
 }
