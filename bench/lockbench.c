@@ -819,26 +819,53 @@ static long parse_long(const char *s, const char *name, long min)
 	return v;
 }
 
+static const struct option longopts[] = {
+	{ "iterations", required_argument, NULL, 'i' },
+	{ "backend", required_argument, NULL, 'b' },
+	{ "lockfs-config", required_argument, NULL, 'C' },
+	{ "rounds", required_argument, NULL, 'r' },
+	{ "slices", required_argument, NULL, 's' },
+	{ "locks", required_argument, NULL, 'n' },
+	{ "lockfs", required_argument, NULL, 'L' },
+	{ "noopfs", required_argument, NULL, 'N' },
+	{ "lockfs-opts", required_argument, NULL, 'O' },
+	{ "floor-opts", required_argument, NULL, 'F' },
+	{ "stand-in", no_argument, NULL, 'S' },
+	{ "baseline", required_argument, NULL, 'B' },
+	{ "cpu", required_argument, NULL, 'c' },
+	{ "json", no_argument, NULL, 'j' },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+/* After the options: refuse what does not go together, and fill in the
+ * defaults that depend on the backend. */
+static void settle_options(struct options *o)
+{
+	if (strcmp(o->backend, "local") != 0 && strcmp(o->backend, "tinystore") != 0 &&
+	    strcmp(o->backend, "ldap") != 0 && strcmp(o->backend, "etcd") != 0) {
+		fprintf(stderr, "lockbench: --backend: local, tinystore, ldap or etcd, not '%s'\n",
+		        o->backend);
+		exit(2);
+	}
+	o->shared = strcmp(o->backend, "local") != 0;
+	/* A shared backend's cycle costs a server round trip or more: fewer
+	 * cycles take as long.  The many-locks check is off there unless asked
+	 * for: its targets are the local backend's. */
+	if (o->iterations < 0)
+		o->iterations = o->shared ? 2000 : 20000;
+	if (o->locks < 0)
+		o->locks = o->shared ? 0 : 10000;
+	if (o->slices > o->iterations)
+		o->slices = o->iterations;
+	if (o->baseline && o->stand_in) {
+		fprintf(stderr, "lockbench: --baseline and --stand-in do not go together\n");
+		exit(2);
+	}
+}
+
 static void parse_options(int argc, char **argv, struct options *o)
 {
-	static const struct option longopts[] = {
-		{ "iterations", required_argument, NULL, 'i' },
-		{ "backend", required_argument, NULL, 'b' },
-		{ "lockfs-config", required_argument, NULL, 'C' },
-		{ "rounds", required_argument, NULL, 'r' },
-		{ "slices", required_argument, NULL, 's' },
-		{ "locks", required_argument, NULL, 'n' },
-		{ "lockfs", required_argument, NULL, 'L' },
-		{ "noopfs", required_argument, NULL, 'N' },
-		{ "lockfs-opts", required_argument, NULL, 'O' },
-		{ "floor-opts", required_argument, NULL, 'F' },
-		{ "stand-in", no_argument, NULL, 'S' },
-		{ "baseline", required_argument, NULL, 'B' },
-		{ "cpu", required_argument, NULL, 'c' },
-		{ "json", no_argument, NULL, 'j' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	int c;
 
 	*o = (struct options){
@@ -905,26 +932,7 @@ static void parse_options(int argc, char **argv, struct options *o)
 		usage(stderr, argv[0]);
 		exit(2);
 	}
-	if (strcmp(o->backend, "local") != 0 && strcmp(o->backend, "tinystore") != 0 &&
-	    strcmp(o->backend, "ldap") != 0 && strcmp(o->backend, "etcd") != 0) {
-		fprintf(stderr, "lockbench: --backend: local, tinystore, ldap or etcd, not '%s'\n",
-		        o->backend);
-		exit(2);
-	}
-	o->shared = strcmp(o->backend, "local") != 0;
-	/* A shared backend's cycle costs a server round trip or more: fewer
-	 * cycles take as long.  The many-locks check is off there unless asked
-	 * for: its targets are the local backend's. */
-	if (o->iterations < 0)
-		o->iterations = o->shared ? 2000 : 20000;
-	if (o->locks < 0)
-		o->locks = o->shared ? 0 : 10000;
-	if (o->slices > o->iterations)
-		o->slices = o->iterations;
-	if (o->baseline && o->stand_in) {
-		fprintf(stderr, "lockbench: --baseline and --stand-in do not go together\n");
-		exit(2);
-	}
+	settle_options(o);
 }
 
 /* Defaults are found relative to this program, so build/bench/lockbench
@@ -970,15 +978,10 @@ static const char *verdict(bool ok)
 	return ok ? "PASS" : "MISS";
 }
 
-static void report(const struct options *o, const struct daemon *d, const raw_client *raw,
-                   struct cycle_result *cr, const double *ref_us, const char *ref_dir,
-                   const char *ref_fs, long rss_idle_kb, const struct big_result *b)
+/* What was run: the cycles, the pinning and each participant's command. */
+static void report_header(const struct options *o, const struct daemon *d, const raw_client *raw,
+                          const char *lf)
 {
-	int r = (int)o->rounds;
-	double ref_med = median(ref_us, r);
-	double target = o->shared ? TARGET_SHARED_RATIO : TARGET_RATIO;
-	const char *lf = o->stand_in ? "lockfs*" : "lockfs";
-
 	printf("\nlockbench: %ld cycles per mount per round in %ld alternating slices, "
 	       "%ld rounds, median of rounds\n",
 	       o->iterations, o->slices, o->rounds);
@@ -996,7 +999,12 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 		printf("  baseline: %s -o %s%s%s\n", d[NFS].bin,
 		       d[NFS].opts ? d[NFS].opts : "(none)", d[NFS].config ? " --config " : "",
 		       d[NFS].config ? d[NFS].config : "");
+}
 
+/* The table of cycles: floor (raw), lockfs, their ratio against TARGET. */
+static void report_cycle_table(const struct options *o, const struct cycle_result *cr,
+                               const char *lf, double target)
+{
 	if (!o->shared) {
 		printf("\n%-28s %10s %10s %7s %-13s %8s %s\n", "cycle (µs per cycle)", "floor", lf,
 		       "ratio", " rounds", "target", "result");
@@ -1023,6 +1031,13 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 			       cr[c].ratio, cr[c].ratio_lo, cr[c].ratio_hi, "<=", target,
 			       verdict(cr[c].ratio <= target));
 	}
+}
+
+/* Under the table on a shared backend: the stand-in's check of the bench,
+ * or what the target leaves lockfs; then a cycle below the floor, if any. */
+static void report_cycle_notes(const struct options *o, const struct cycle_result *cr, int r,
+                               const char *lf, double target)
+{
 	if (o->shared && o->stand_in) {
 		/* The stand-in checks the bench: against the floor it is ≈ 1.0. */
 		for (int c = 0; c < NCYC; c++)
@@ -1055,146 +1070,125 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 			break;
 		}
 	}
-	if (o->baseline) {
-		printf("\n%-28s %10s %10s %9s %-13s %12s\n", "against the baseline (µs)",
-		       "baseline", lf, "lockfs/b", " rounds", "baseline/floor");
-		for (int c = 0; c < NCYC; c++) {
-			double lo = 1e9, hi = 0, fl;
+}
 
-			if (cr[c].failed)
-				continue;
-			for (int k = 0; k < r; k++) {
-				double q = cr[c].us[LOCKFS][k] / cr[c].us[BASE][k];
-
-				lo = q < lo ? q : lo;
-				hi = q > hi ? q : hi;
-			}
-			fl = cr[c].med[FLOOR] + (o->shared ? cr[c].med[RAW] : 0);
-			printf("%-28s %10.1f %10.1f %8.2fx  %4.2f-%4.2f   %11.2fx\n", cycle_name[c],
-			       cr[c].med[BASE], cr[c].med[LOCKFS],
-			       cr[c].med[LOCKFS] / cr[c].med[BASE], lo, hi, cr[c].med[BASE] / fl);
-		}
-	}
-	if (o->baseline) {
-		/* CPU time is far less disturbed by other load than wall time. */
-		printf("\n%-28s %10s %10s %10s %9s %-13s\n", "daemon CPU (µs per cycle)", "floor",
-		       "baseline", lf, "lockfs/b", " rounds");
-		for (int c = 0; c < NCYC; c++) {
-			double lo = 1e9, hi = 0, q[3];
-
-			if (cr[c].failed)
-				continue;
-			for (int k = 0; k < r; k++) {
-				double x = cr[c].cpu_us[LOCKFS][k] / cr[c].cpu_us[BASE][k];
-
-				lo = x < lo ? x : lo;
-				hi = x > hi ? x : hi;
-			}
-			q[0] = median(cr[c].cpu_us[FLOOR], r);
-			q[1] = median(cr[c].cpu_us[BASE], r);
-			q[2] = median(cr[c].cpu_us[LOCKFS], r);
-			printf("%-28s %10.1f %10.1f %10.1f %8.2fx  %4.2f-%4.2f\n", cycle_name[c],
-			       q[0], q[1], q[2], q[2] / q[1], lo, hi);
-		}
-	}
-	printf("\nreference, not a target: O_EXCL cycle on %s (%s): %.1f µs\n", ref_dir, ref_fs,
-	       ref_med);
-
-	if (b->ran) {
-		printf("\n%ld locks held%s:\n", o->locks,
-		       o->shared ? " (the targets are the local backend's, for reference)" : "");
-		if (b->failed) {
-			printf("  ERROR: %s\n", b->err);
-		} else {
-			double rss_b = b->rss_kb[LOCKFS] * 1024.0;
-
-			printf("  %-22s floor %7.3f s   %s %7.3f s\n", "create (O_EXCL)",
-			       b->create_s[FLOOR], lf, b->create_s[LOCKFS]);
-			printf("  %-22s floor %7.3f s   %s %7.3f s   target < %.1f s     %s\n",
-			       "ls -l (median of 3)", b->ls_med[FLOOR], lf, b->ls_med[LOCKFS],
-			       TARGET_LS_S, verdict(b->ls_med[LOCKFS] < TARGET_LS_S));
-			printf("  %-22s floor %7.1f MB  %s %7.1f MB  target < %.0f MB     %s\n",
-			       "daemon VmRSS", b->rss_kb[FLOOR] * 1024.0 / 1e6, lf, rss_b / 1e6,
-			       TARGET_RSS_BYTES / 1e6,
-			       verdict(b->rss_kb[LOCKFS] >= 0 && rss_b < TARGET_RSS_BYTES));
-			printf("  %-22s %s %.1f MB idle, VmHWM %.1f MB\n", "", lf,
-			       rss_idle_kb * 1024.0 / 1e6, b->hwm_kb[LOCKFS] * 1024.0 / 1e6);
-			printf("  %-22s floor %7.3f s   %s %7.3f s\n", "unlink", b->unlink_s[FLOOR],
-			       lf, b->unlink_s[LOCKFS]);
-		}
-	}
-	if (o->shared)
-		printf("(ratio = median %s / (median floor + median raw), rounds = per-round "
-		       "range)\n",
-		       lf);
-	else
-		printf("(MB = 10^6 bytes; ratio = median %s / median floor, rounds = per-round "
-		       "range)\n",
-		       lf);
-
-	if (!o->json)
-		return;
-	printf("{\"backend\":");
-	json_str(stdout, o->backend);
-	printf(",\"iterations\":%ld,\"rounds\":%ld,\"slices\":%ld,\"locks\":%ld,\"cpu\":%ld,"
-	       "\"stand_in\":%s,",
-	       o->iterations, o->rounds, o->slices, o->locks, o->cpu,
-	       o->stand_in ? "true" : "false");
-	if (raw) {
-		printf("\"raw\":");
-		json_str(stdout, raw_describe(raw));
-		printf(",");
-	}
-	printf("\"floor_bin\":");
-	json_str(stdout, d[FLOOR].bin);
-	printf(",\"lockfs_bin\":");
-	json_str(stdout, d[LOCKFS].bin);
-	printf(",\"cycles\":{");
+/* --baseline: lockfs against the other build, in wall time. */
+static void report_baseline_time(const struct options *o, const struct cycle_result *cr, int r,
+                                 const char *lf)
+{
+	printf("\n%-28s %10s %10s %9s %-13s %12s\n", "against the baseline (µs)", "baseline", lf,
+	       "lockfs/b", " rounds", "baseline/floor");
 	for (int c = 0; c < NCYC; c++) {
-		printf("%s\"%s\":{", c ? "," : "", cycle_key[c]);
-		if (cr[c].failed) {
-			printf("\"error\":");
-			json_str(stdout, cr[c].err);
-		} else {
-			printf("\"floor_us\":%.3f,\"lockfs_us\":%.3f,", cr[c].med[FLOOR],
-			       cr[c].med[LOCKFS]);
-			if (o->shared)
-				printf("\"raw_us\":%.3f,", cr[c].med[RAW]);
-			printf("\"ratio\":%.4f,\"ratio_min\":%.4f,\"ratio_max\":%.4f,"
-			       "\"ratio_of\":\"%s\",\"target\":%.2f,\"pass\":%s,"
-			       "\"floor_rounds_us\":",
-			       cr[c].ratio, cr[c].ratio_lo, cr[c].ratio_hi,
-			       o->shared ? "floor+raw" : "floor", target,
-			       cr[c].ratio <= target ? "true" : "false");
-			json_array(stdout, cr[c].us[FLOOR], r);
-			if (o->shared) {
-				printf(",\"raw_rounds_us\":");
-				json_array(stdout, cr[c].us[RAW], r);
-			}
-			printf(",\"lockfs_rounds_us\":");
-			json_array(stdout, cr[c].us[LOCKFS], r);
-			if (o->baseline) {
-				printf(",\"baseline_us\":%.3f,\"baseline_rounds_us\":",
-				       cr[c].med[BASE]);
-				json_array(stdout, cr[c].us[BASE], r);
-				printf(",\"cpu_rounds_us\":{\"floor\":");
-				json_array(stdout, cr[c].cpu_us[FLOOR], r);
-				printf(",\"baseline\":");
-				json_array(stdout, cr[c].cpu_us[BASE], r);
-				printf(",\"lockfs\":");
-				json_array(stdout, cr[c].cpu_us[LOCKFS], r);
-				printf("}");
-			}
+		double lo = 1e9, hi = 0, fl;
+
+		if (cr[c].failed)
+			continue;
+		for (int k = 0; k < r; k++) {
+			double q = cr[c].us[LOCKFS][k] / cr[c].us[BASE][k];
+
+			lo = q < lo ? q : lo;
+			hi = q > hi ? q : hi;
 		}
+		fl = cr[c].med[FLOOR] + (o->shared ? cr[c].med[RAW] : 0);
+		printf("%-28s %10.1f %10.1f %8.2fx  %4.2f-%4.2f   %11.2fx\n", cycle_name[c],
+		       cr[c].med[BASE], cr[c].med[LOCKFS], cr[c].med[LOCKFS] / cr[c].med[BASE], lo,
+		       hi, cr[c].med[BASE] / fl);
+	}
+}
+
+/* --baseline: the daemons' CPU time, far less disturbed by other load than
+ * wall time. */
+static void report_baseline_cpu(const struct cycle_result *cr, int r, const char *lf)
+{
+	printf("\n%-28s %10s %10s %10s %9s %-13s\n", "daemon CPU (µs per cycle)", "floor",
+	       "baseline", lf, "lockfs/b", " rounds");
+	for (int c = 0; c < NCYC; c++) {
+		double lo = 1e9, hi = 0, q[3];
+
+		if (cr[c].failed)
+			continue;
+		for (int k = 0; k < r; k++) {
+			double x = cr[c].cpu_us[LOCKFS][k] / cr[c].cpu_us[BASE][k];
+
+			lo = x < lo ? x : lo;
+			hi = x > hi ? x : hi;
+		}
+		q[0] = median(cr[c].cpu_us[FLOOR], r);
+		q[1] = median(cr[c].cpu_us[BASE], r);
+		q[2] = median(cr[c].cpu_us[LOCKFS], r);
+		printf("%-28s %10.1f %10.1f %10.1f %8.2fx  %4.2f-%4.2f\n", cycle_name[c], q[0],
+		       q[1], q[2], q[2] / q[1], lo, hi);
+	}
+}
+
+/* The many-locks check: create, ls -l, RSS, unlink. */
+static void report_big(const struct options *o, const struct big_result *b, long rss_idle_kb,
+                       const char *lf)
+{
+	printf("\n%ld locks held%s:\n", o->locks,
+	       o->shared ? " (the targets are the local backend's, for reference)" : "");
+	if (b->failed) {
+		printf("  ERROR: %s\n", b->err);
+		return;
+	}
+	double rss_b = b->rss_kb[LOCKFS] * 1024.0;
+
+	printf("  %-22s floor %7.3f s   %s %7.3f s\n", "create (O_EXCL)", b->create_s[FLOOR], lf,
+	       b->create_s[LOCKFS]);
+	printf("  %-22s floor %7.3f s   %s %7.3f s   target < %.1f s     %s\n",
+	       "ls -l (median of 3)", b->ls_med[FLOOR], lf, b->ls_med[LOCKFS], TARGET_LS_S,
+	       verdict(b->ls_med[LOCKFS] < TARGET_LS_S));
+	printf("  %-22s floor %7.1f MB  %s %7.1f MB  target < %.0f MB     %s\n", "daemon VmRSS",
+	       b->rss_kb[FLOOR] * 1024.0 / 1e6, lf, rss_b / 1e6, TARGET_RSS_BYTES / 1e6,
+	       verdict(b->rss_kb[LOCKFS] >= 0 && rss_b < TARGET_RSS_BYTES));
+	printf("  %-22s %s %.1f MB idle, VmHWM %.1f MB\n", "", lf, rss_idle_kb * 1024.0 / 1e6,
+	       b->hwm_kb[LOCKFS] * 1024.0 / 1e6);
+	printf("  %-22s floor %7.3f s   %s %7.3f s\n", "unlink", b->unlink_s[FLOOR], lf,
+	       b->unlink_s[LOCKFS]);
+}
+
+/* --json: one cycle's object, without its key. */
+static void json_cycle(const struct options *o, const struct cycle_result *cr, int r, double target)
+{
+	printf("{");
+	if (cr->failed) {
+		printf("\"error\":");
+		json_str(stdout, cr->err);
+		printf("}");
+		return;
+	}
+	printf("\"floor_us\":%.3f,\"lockfs_us\":%.3f,", cr->med[FLOOR], cr->med[LOCKFS]);
+	if (o->shared)
+		printf("\"raw_us\":%.3f,", cr->med[RAW]);
+	printf("\"ratio\":%.4f,\"ratio_min\":%.4f,\"ratio_max\":%.4f,"
+	       "\"ratio_of\":\"%s\",\"target\":%.2f,\"pass\":%s,"
+	       "\"floor_rounds_us\":",
+	       cr->ratio, cr->ratio_lo, cr->ratio_hi, o->shared ? "floor+raw" : "floor", target,
+	       cr->ratio <= target ? "true" : "false");
+	json_array(stdout, cr->us[FLOOR], r);
+	if (o->shared) {
+		printf(",\"raw_rounds_us\":");
+		json_array(stdout, cr->us[RAW], r);
+	}
+	printf(",\"lockfs_rounds_us\":");
+	json_array(stdout, cr->us[LOCKFS], r);
+	if (o->baseline) {
+		printf(",\"baseline_us\":%.3f,\"baseline_rounds_us\":", cr->med[BASE]);
+		json_array(stdout, cr->us[BASE], r);
+		printf(",\"cpu_rounds_us\":{\"floor\":");
+		json_array(stdout, cr->cpu_us[FLOOR], r);
+		printf(",\"baseline\":");
+		json_array(stdout, cr->cpu_us[BASE], r);
+		printf(",\"lockfs\":");
+		json_array(stdout, cr->cpu_us[LOCKFS], r);
 		printf("}");
 	}
-	printf("},\"reference_o_excl\":{\"dir\":");
-	json_str(stdout, ref_dir);
-	printf(",\"fs\":");
-	json_str(stdout, ref_fs);
-	printf(",\"us\":%.3f,\"rounds_us\":", ref_med);
-	json_array(stdout, ref_us, r);
-	printf("},\"lockfs_rss_idle_kb\":%ld", rss_idle_kb);
+	printf("}");
+}
+
+/* --json: the many-locks check's fields, after a comma, when it ran. */
+static void json_held(const struct big_result *b)
+{
 	if (b->ran && b->failed) {
 		printf(",\"held\":{\"error\":");
 		json_str(stdout, b->err);
@@ -1218,7 +1212,78 @@ static void report(const struct options *o, const struct daemon *d, const raw_cl
 		printf("\"unlink_s\":{\"floor\":%.4f,\"lockfs\":%.4f}}", b->unlink_s[FLOOR],
 		       b->unlink_s[LOCKFS]);
 	}
+}
+
+/* --json: everything the report says, as one object on one line. */
+static void report_json(const struct options *o, const struct daemon *d, const raw_client *raw,
+                        const struct cycle_result *cr, const double *ref_us, const char *ref_dir,
+                        const char *ref_fs, long rss_idle_kb, const struct big_result *b)
+{
+	int r = (int)o->rounds;
+	double target = o->shared ? TARGET_SHARED_RATIO : TARGET_RATIO;
+
+	printf("{\"backend\":");
+	json_str(stdout, o->backend);
+	printf(",\"iterations\":%ld,\"rounds\":%ld,\"slices\":%ld,\"locks\":%ld,\"cpu\":%ld,"
+	       "\"stand_in\":%s,",
+	       o->iterations, o->rounds, o->slices, o->locks, o->cpu,
+	       o->stand_in ? "true" : "false");
+	if (raw) {
+		printf("\"raw\":");
+		json_str(stdout, raw_describe(raw));
+		printf(",");
+	}
+	printf("\"floor_bin\":");
+	json_str(stdout, d[FLOOR].bin);
+	printf(",\"lockfs_bin\":");
+	json_str(stdout, d[LOCKFS].bin);
+	printf(",\"cycles\":{");
+	for (int c = 0; c < NCYC; c++) {
+		printf("%s\"%s\":", c ? "," : "", cycle_key[c]);
+		json_cycle(o, &cr[c], r, target);
+	}
+	printf("},\"reference_o_excl\":{\"dir\":");
+	json_str(stdout, ref_dir);
+	printf(",\"fs\":");
+	json_str(stdout, ref_fs);
+	printf(",\"us\":%.3f,\"rounds_us\":", median(ref_us, r));
+	json_array(stdout, ref_us, r);
+	printf("},\"lockfs_rss_idle_kb\":%ld", rss_idle_kb);
+	json_held(b);
 	printf("}\n");
+}
+
+static void report(const struct options *o, const struct daemon *d, const raw_client *raw,
+                   struct cycle_result *cr, const double *ref_us, const char *ref_dir,
+                   const char *ref_fs, long rss_idle_kb, const struct big_result *b)
+{
+	int r = (int)o->rounds;
+	double ref_med = median(ref_us, r);
+	double target = o->shared ? TARGET_SHARED_RATIO : TARGET_RATIO;
+	const char *lf = o->stand_in ? "lockfs*" : "lockfs";
+
+	report_header(o, d, raw, lf);
+	report_cycle_table(o, cr, lf, target);
+	report_cycle_notes(o, cr, r, lf, target);
+	if (o->baseline) {
+		report_baseline_time(o, cr, r, lf);
+		report_baseline_cpu(cr, r, lf);
+	}
+	printf("\nreference, not a target: O_EXCL cycle on %s (%s): %.1f µs\n", ref_dir, ref_fs,
+	       ref_med);
+	if (b->ran)
+		report_big(o, b, rss_idle_kb, lf);
+	if (o->shared)
+		printf("(ratio = median %s / (median floor + median raw), rounds = per-round "
+		       "range)\n",
+		       lf);
+	else
+		printf("(MB = 10^6 bytes; ratio = median %s / median floor, rounds = per-round "
+		       "range)\n",
+		       lf);
+
+	if (o->json)
+		report_json(o, d, raw, cr, ref_us, ref_dir, ref_fs, rss_idle_kb, b);
 }
 
 /* ---- main ---------------------------------------------------------------- */
@@ -1267,38 +1332,38 @@ static int time_part(int p, int cyc, const struct daemon *d, raw_client *raw, lo
 	return rc;
 }
 
-int main(int argc, char **argv)
-{
+/* What the steps of a run share. */
+struct bench {
 	struct options o;
-	struct daemon d[NFS + 1] = { { .label = "floor" },
-		                     { .label = "lockfs" },
-		                     { .label = "baseline" } };
-	static const char *const part_label[NPART] = { "floor", "lockfs", "raw", "baseline" };
-	char state_base[PATH_MAX];
+	struct daemon d[NFS + 1];
+	int parts[NPART], np; /* who takes part in each slice, in order */
 	struct cycle_result cr[NCYC];
 	struct big_result big;
-	struct sigaction sa;
-	struct statfs sf;
-	struct utsname un;
-	char work[PATH_MAX], ref_dir[PATH_MAX], state[PATH_MAX];
-	const char *tmpdir = getenv("TMPDIR");
-	const char *ref_fs = "?", *base_opts, *policy;
-	double *ref_us = NULL;
-	long rss_idle_kb = -1;
-	int status = 1, fs, c, parts[NPART], np = 0;
-	bool any_failed = false;
-	raw_client *raw = NULL;
+	char work[PATH_MAX], ref_dir[PATH_MAX], state[PATH_MAX], state_base[PATH_MAX];
+	const char *tmpdir, *ref_fs;
+	double *ref_us; /* the reference O_EXCL cycle, one per round */
+	long rss_idle_kb;
+	bool any_failed;
+	raw_client *raw;
+};
 
-	parse_options(argc, argv, &o);
-	memset(cr, 0, sizeof(cr));
-	memset(&big, 0, sizeof(big));
-	if (gethostname(g_host, sizeof(g_host) - 1) != 0)
-		strcpy(g_host, "localhost");
+static const char *const part_label[NPART] = { "floor", "lockfs", "raw", "baseline" };
 
-	d[FLOOR].bin = resolve_bin(o.noopfs, "NOOPFS_BIN", "noopfs");
-	d[LOCKFS].bin = resolve_bin(o.lockfs, "LOCKFS_BIN", "../src/lockfs");
-	d[NFS].bin = o.baseline;
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++) {
+/* The mounts of this run: floor and lockfs, and the baseline if given. */
+static int ndaemons(const struct bench *b)
+{
+	return NFS + (b->o.baseline != NULL);
+}
+
+/* The binaries, the configuration file and the CPU: 0, or the exit code. */
+static int check_setup(struct bench *b)
+{
+	struct daemon *d = b->d;
+
+	d[FLOOR].bin = resolve_bin(b->o.noopfs, "NOOPFS_BIN", "noopfs");
+	d[LOCKFS].bin = resolve_bin(b->o.lockfs, "LOCKFS_BIN", "../src/lockfs");
+	d[NFS].bin = b->o.baseline;
+	for (int fs = 0; fs < ndaemons(b); fs++) {
 		if (!d[fs].bin || access(d[fs].bin, X_OK) != 0) {
 			fprintf(stderr, "lockbench: no %s binary at %s%s\n", d[fs].label,
 			        d[fs].bin ? d[fs].bin : "(unknown)",
@@ -1307,24 +1372,29 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (o.lockfs_config && access(o.lockfs_config, R_OK) != 0) {
-		fprintf(stderr, "lockbench: --lockfs-config %s: %s\n", o.lockfs_config,
+	if (b->o.lockfs_config && access(b->o.lockfs_config, R_OK) != 0) {
+		fprintf(stderr, "lockbench: --lockfs-config %s: %s\n", b->o.lockfs_config,
 		        strerror(errno));
 		return 2;
 	}
-
-	if (o.cpu >= 0) {
+	if (b->o.cpu >= 0) {
 		/* Set before spawning: the daemons inherit it. */
 		cpu_set_t set;
 
 		CPU_ZERO(&set);
-		CPU_SET(o.cpu, &set);
-		if (o.cpu >= CPU_SETSIZE || sched_setaffinity(0, sizeof(set), &set) != 0) {
-			fprintf(stderr, "lockbench: cannot pin to CPU %ld: %s\n", o.cpu,
+		CPU_SET(b->o.cpu, &set);
+		if (b->o.cpu >= CPU_SETSIZE || sched_setaffinity(0, sizeof(set), &set) != 0) {
+			fprintf(stderr, "lockbench: cannot pin to CPU %ld: %s\n", b->o.cpu,
 			        strerror(errno));
 			return 2;
 		}
 	}
+	return 0;
+}
+
+static void catch_signals(void)
+{
+	struct sigaction sa;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
@@ -1332,6 +1402,12 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
+}
+
+/* The floor's options (and the stand-in's): 0, or the exit code. */
+static int floor_options(struct bench *b)
+{
+	const char *base_opts, *policy;
 
 	/* The floor keeps lockfs's cache policy, so the kernel sends both the
 	 * same requests: on the local backend names and attributes are cached
@@ -1339,224 +1415,323 @@ int main(int argc, char **argv)
 	 * is, since other hosts change the directory (src/daemon/fs_ops.c lfs_new).
 	 * It also runs lockfs's loop (src/daemon/main.c): no cloned /dev/fuse fds, at
 	 * most 16 workers.  --floor-opts come last and override either. */
-	policy = o.shared ? "attr_timeout=0,entry_timeout=0" : "attr_timeout=1,entry_timeout=1";
+	policy = b->o.shared ? "attr_timeout=0,entry_timeout=0" : "attr_timeout=1,entry_timeout=1";
 	/* The floor and lockfs get the same FUSE options (lockfs defaults to
 	 * allow_other when root), so the kernel treats both mounts alike. */
 	base_opts = geteuid() == 0 ? "allow_other" : "";
-	{
-		const char *fl[] = { base_opts, LOCKFS_LOOP_OPTS, policy, o.floor_opts };
-		const char *si[] = { base_opts, LOCKFS_LOOP_OPTS, policy, o.lockfs_opts };
+	const char *fl[] = { base_opts, LOCKFS_LOOP_OPTS, policy, b->o.floor_opts };
+	const char *si[] = { base_opts, LOCKFS_LOOP_OPTS, policy, b->o.lockfs_opts };
 
-		if (!(d[FLOOR].opts = join_opts(fl, 4)) ||
-		    (o.stand_in && !(d[LOCKFS].opts = join_opts(si, 4)))) {
-			fprintf(stderr, "lockbench: out of memory\n");
-			return 2;
-		}
+	if (!(b->d[FLOOR].opts = join_opts(fl, 4)) ||
+	    (b->o.stand_in && !(b->d[LOCKFS].opts = join_opts(si, 4)))) {
+		fprintf(stderr, "lockbench: out of memory\n");
+		return 2;
 	}
+	return 0;
+}
+
+/* The participants of each slice and room for the results: 0, or the exit
+ * code. */
+static int alloc_results(struct bench *b)
+{
 	/* Who takes part in each slice: the raw cycle sits between the mounts
 	 * (floor, raw, lockfs, then lockfs, raw, floor). */
-	parts[np++] = FLOOR;
-	if (o.shared)
-		parts[np++] = RAW;
-	if (o.baseline)
-		parts[np++] = BASE;
-	parts[np++] = LOCKFS;
-	for (c = 0; c < NCYC; c++)
-		for (fs = 0; fs < NPART; fs++)
-			if (!(cr[c].us[fs] = calloc(o.rounds, sizeof(double))) ||
-			    !(cr[c].cpu_us[fs] = calloc(o.rounds, sizeof(double))))
+	b->parts[b->np++] = FLOOR;
+	if (b->o.shared)
+		b->parts[b->np++] = RAW;
+	if (b->o.baseline)
+		b->parts[b->np++] = BASE;
+	b->parts[b->np++] = LOCKFS;
+	for (int c = 0; c < NCYC; c++)
+		for (int fs = 0; fs < NPART; fs++)
+			if (!(b->cr[c].us[fs] = calloc(b->o.rounds, sizeof(double))) ||
+			    !(b->cr[c].cpu_us[fs] = calloc(b->o.rounds, sizeof(double))))
 				return 2;
-	if (!(ref_us = calloc(o.rounds, sizeof(double))))
+	if (!(b->ref_us = calloc(b->o.rounds, sizeof(double))))
 		return 2;
+	return 0;
+}
 
-	if (!tmpdir || !*tmpdir)
-		tmpdir = "/tmp";
-	snprintf(work, sizeof(work), "%s/lockbench.XXXXXX", tmpdir);
-	if (!mkdtemp(work)) {
-		fprintf(stderr, "lockbench: mkdtemp(%s): %s\n", work, strerror(errno));
+/* The working directory under $TMPDIR: 0, or the exit code. */
+static int make_work(struct bench *b)
+{
+	b->tmpdir = getenv("TMPDIR");
+	if (!b->tmpdir || !*b->tmpdir)
+		b->tmpdir = "/tmp";
+	snprintf(b->work, sizeof(b->work), "%s/lockbench.XXXXXX", b->tmpdir);
+	if (!mkdtemp(b->work)) {
+		fprintf(stderr, "lockbench: mkdtemp(%s): %s\n", b->work, strerror(errno));
 		return 2;
 	}
-	if (join_path(state, work, "state") || join_path(ref_dir, work, "ref") ||
+	return 0;
+}
+
+/* lockfs's and the baseline's -o: its backend, its own state_dir on the
+ * local one, then --lockfs-opts.  -1 (g_err set) when out of memory. */
+static int lockfs_options(struct bench *b)
+{
+	const struct options *o = &b->o;
+	struct daemon *d = b->d;
+	int n = o->shared
+	                ? asprintf(&d[LOCKFS].opts, "backend=%s%s%s", o->backend,
+	                           o->lockfs_opts ? "," : "", o->lockfs_opts ? o->lockfs_opts : "")
+	                : asprintf(&d[LOCKFS].opts, "backend=local,state_dir=%s%s%s", b->state,
+	                           o->lockfs_opts ? "," : "", o->lockfs_opts ? o->lockfs_opts : "");
+
+	if (n < 0) {
+		d[LOCKFS].opts = NULL;
+		set_err("out of memory");
+		return -1;
+	}
+	d[LOCKFS].config = o->lockfs_config;
+	/* The baseline: lockfs's options, its own state_dir. */
+	n = o->shared ? asprintf(&d[NFS].opts, "%s", d[LOCKFS].opts)
+	              : asprintf(&d[NFS].opts, "backend=local,state_dir=%s%s%s", b->state_base,
+	                         o->lockfs_opts ? "," : "", o->lockfs_opts ? o->lockfs_opts : "");
+	if (n < 0) {
+		d[NFS].opts = NULL;
+		set_err("out of memory");
+		return -1;
+	}
+	d[NFS].config = o->lockfs_config;
+	return 0;
+}
+
+/* The paths and directories in the working directory, the daemons'
+ * options: 0, or -1 (g_err set). */
+static int prepare(struct bench *b)
+{
+	struct daemon *d = b->d;
+	const char *work = b->work;
+	struct statfs sf;
+
+	if (join_path(b->state, work, "state") || join_path(b->ref_dir, work, "ref") ||
 	    join_path(d[FLOOR].mnt, work, "floor") || join_path(d[LOCKFS].mnt, work, "lockfs") ||
 	    join_path(d[FLOOR].log, work, "floor.log") ||
 	    join_path(d[LOCKFS].log, work, "lockfs.log") ||
-	    join_path(state_base, work, "state-base") || join_path(d[NFS].mnt, work, "baseline") ||
-	    join_path(d[NFS].log, work, "baseline.log"))
-		goto out;
-	if (!o.stand_in) {
-		int n = o.shared ? asprintf(&d[LOCKFS].opts, "backend=%s%s%s", o.backend,
-		                            o.lockfs_opts ? "," : "",
-		                            o.lockfs_opts ? o.lockfs_opts : "")
-		                 : asprintf(&d[LOCKFS].opts, "backend=local,state_dir=%s%s%s",
-		                            state, o.lockfs_opts ? "," : "",
-		                            o.lockfs_opts ? o.lockfs_opts : "");
-
-		if (n < 0) {
-			d[LOCKFS].opts = NULL;
-			set_err("out of memory");
-			goto out;
-		}
-		d[LOCKFS].config = o.lockfs_config;
-		/* The baseline: lockfs's options, its own state_dir. */
-		n = o.shared ? asprintf(&d[NFS].opts, "%s", d[LOCKFS].opts)
-		             : asprintf(&d[NFS].opts, "backend=local,state_dir=%s%s%s", state_base,
-		                        o.lockfs_opts ? "," : "",
-		                        o.lockfs_opts ? o.lockfs_opts : "");
-		if (n < 0) {
-			d[NFS].opts = NULL;
-			set_err("out of memory");
-			goto out;
-		}
-		d[NFS].config = o.lockfs_config;
-	}
-	if (o.baseline && (mkdir(state_base, 0700) || mkdir(d[NFS].mnt, 0755))) {
+	    join_path(b->state_base, work, "state-base") ||
+	    join_path(d[NFS].mnt, work, "baseline") || join_path(d[NFS].log, work, "baseline.log"))
+		return -1;
+	if (!b->o.stand_in && lockfs_options(b))
+		return -1;
+	if (b->o.baseline && (mkdir(b->state_base, 0700) || mkdir(d[NFS].mnt, 0755))) {
 		set_err("mkdir in %s: %s", work, strerror(errno));
-		goto out;
+		return -1;
 	}
-	if (mkdir(state, 0700) || mkdir(ref_dir, 0755) || mkdir(d[FLOOR].mnt, 0755) ||
+	if (mkdir(b->state, 0700) || mkdir(b->ref_dir, 0755) || mkdir(d[FLOOR].mnt, 0755) ||
 	    mkdir(d[LOCKFS].mnt, 0755)) {
 		set_err("mkdir in %s: %s", work, strerror(errno));
-		goto out;
+		return -1;
 	}
-	if (statfs(ref_dir, &sf) == 0)
-		ref_fs = fs_name((long)sf.f_type);
+	if (statfs(b->ref_dir, &sf) == 0)
+		b->ref_fs = fs_name((long)sf.f_type);
+	return 0;
+}
 
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
-		if (start_daemon(&d[fs]))
-			goto out;
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
-		if (wait_mounted(&d[fs]))
-			goto out;
-	rss_idle_kb = proc_status_kb(d[LOCKFS].pid, "VmRSS");
+/* Start and mount every daemon, then open the raw client on a shared
+ * backend: 0, or -1 (g_err set). */
+static int mount_all(struct bench *b)
+{
+	struct utsname un;
+
+	for (int fs = 0; fs < ndaemons(b); fs++)
+		if (start_daemon(&b->d[fs]))
+			return -1;
+	for (int fs = 0; fs < ndaemons(b); fs++)
+		if (wait_mounted(&b->d[fs]))
+			return -1;
+	b->rss_idle_kb = proc_status_kb(b->d[LOCKFS].pid, "VmRSS");
 	if (uname(&un) == 0)
-		fprintf(stderr, "lockbench: both mounted under %s (kernel %s)\n", work, un.release);
-	if (o.shared) {
-		/* After lockfs mounted: it creates what it needs on the server
-		 * (the LDAP base).  The stand-in takes noopfs options, so then
-		 * the raw client reads only the configuration file. */
-		raw = raw_open(o.backend, o.lockfs_config, o.stand_in ? NULL : o.lockfs_opts, g_err,
-		               sizeof(g_err));
-		if (!raw) {
-			char why[sizeof(g_err)];
+		fprintf(stderr, "lockbench: both mounted under %s (kernel %s)\n", b->work,
+		        un.release);
+	if (!b->o.shared)
+		return 0;
+	/* After lockfs mounted: it creates what it needs on the server (the
+	 * LDAP base).  The stand-in takes noopfs options, so then the raw
+	 * client reads only the configuration file. */
+	b->raw = raw_open(b->o.backend, b->o.lockfs_config, b->o.stand_in ? NULL : b->o.lockfs_opts,
+	                  g_err, sizeof(g_err));
+	if (!b->raw) {
+		char why[sizeof(g_err)];
 
-			memcpy(why, g_err, sizeof(why));
-			set_err("raw %s client: %s", o.backend, why);
-			goto out;
-		}
-		fprintf(stderr, "lockbench: raw cycle: %s\n", raw_describe(raw));
+		memcpy(why, g_err, sizeof(why));
+		set_err("raw %s client: %s", b->o.backend, why);
+		return -1;
 	}
+	fprintf(stderr, "lockbench: raw cycle: %s\n", raw_describe(b->raw));
+	return 0;
+}
 
-	/* Warm-up: thread pools, page cache, allocator, connections; not
-	 * measured. */
-	for (c = 0; c < NCYC; c++) {
-		long n = o.iterations / 10 ? o.iterations / 10 : 1;
+/* Warm-up: thread pools, page cache, allocator, connections; not measured.
+ * -1 when interrupted. */
+static int warm_up(struct bench *b)
+{
+	for (int c = 0; c < NCYC; c++) {
+		long n = b->o.iterations / 10 ? b->o.iterations / 10 : 1;
 		double us;
 
-		for (int j = 0; j < np && !cr[c].failed; j++)
-			if (time_part(parts[j], c, d, raw, n, &us))
-				mark_failed(&cr[c], part_label[parts[j]]);
+		for (int j = 0; j < b->np && !b->cr[c].failed; j++)
+			if (time_part(b->parts[j], c, b->d, b->raw, n, &us))
+				mark_failed(&b->cr[c], part_label[b->parts[j]]);
 		if (g_stop)
-			goto out;
+			return -1;
 	}
+	return 0;
+}
 
-	for (int r = 0; r < o.rounds; r++) {
-		/* floor first in even rounds, lockfs first in odd ones, so neither
-		 * always runs in the other's wake. */
-		for (c = 0; c < NCYC; c++) {
-			double total[NPART] = { 0 }, cpu[NPART] = { 0 };
+/* Round R of cycle C: a round is cut into slices that alternate between
+ * the participants (ABBA), so a burst of load lasting a second or two lands
+ * on all of them instead of on one whole run.  -1 when interrupted. */
+static int run_slices(struct bench *b, int r, int c)
+{
+	const struct options *o = &b->o;
+	struct cycle_result *cr = &b->cr[c];
+	double total[NPART] = { 0 }, cpu[NPART] = { 0 };
 
-			/* A round is cut into slices that alternate between the
-			 * participants (ABBA), so a burst of load lasting a second
-			 * or two lands on all of them instead of on one whole run. */
-			for (int s = 0; s < o.slices && !cr[c].failed; s++) {
-				long n = o.iterations / o.slices + (s < o.iterations % o.slices);
+	for (int s = 0; s < o->slices && !cr->failed; s++) {
+		long n = o->iterations / o->slices + (s < o->iterations % o->slices);
 
-				for (int j = 0; j < np && !cr[c].failed; j++) {
-					int p = parts[(r + s) % 2 ? np - 1 - j : j];
-					pid_t pid = p == RAW ? 0 : d[p == BASE ? NFS : p].pid;
-					double us, c0 = proc_cpu_us(pid);
+		for (int j = 0; j < b->np && !cr->failed; j++) {
+			int p = b->parts[(r + s) % 2 ? b->np - 1 - j : j];
+			pid_t pid = p == RAW ? 0 : b->d[p == BASE ? NFS : p].pid;
+			double us, c0 = proc_cpu_us(pid);
 
-					if (time_part(p, c, d, raw, n, &us))
-						mark_failed(&cr[c], part_label[p]);
-					total[p] += us * n;
-					if (pid > 0)
-						cpu[p] += proc_cpu_us(pid) - c0;
-				}
-				if (g_stop)
-					goto out;
-			}
-			for (int j = 0; j < np; j++) {
-				cr[c].us[parts[j]][r] = total[parts[j]] / o.iterations;
-				cr[c].cpu_us[parts[j]][r] = cpu[parts[j]] / o.iterations;
-			}
+			if (time_part(p, c, b->d, b->raw, n, &us))
+				mark_failed(cr, part_label[p]);
+			total[p] += us * n;
+			if (pid > 0)
+				cpu[p] += proc_cpu_us(pid) - c0;
 		}
-		if (time_cycle(CYC_EXCL, ref_dir, o.iterations, &ref_us[r]))
-			goto out;
-		fprintf(stderr, "lockbench: round %d/%ld:", r + 1, o.rounds);
-		for (c = 0; c < NCYC; c++) {
-			if (cr[c].failed)
-				continue;
-			fprintf(stderr, " %s floor %.1f", cycle_key[c], cr[c].us[FLOOR][r]);
-			if (o.shared)
-				fprintf(stderr, " raw %.1f", cr[c].us[RAW][r]);
-			if (o.baseline)
-				fprintf(stderr, " baseline %.1f", cr[c].us[BASE][r]);
-			fprintf(stderr, " lockfs %.1f µs;", cr[c].us[LOCKFS][r]);
-		}
-		fprintf(stderr, " %s %.1f µs\n", ref_fs, ref_us[r]);
+		if (g_stop)
+			return -1;
 	}
-	for (c = 0; c < NCYC; c++) {
-		double *ratios = calloc(o.rounds, sizeof(double));
+	for (int j = 0; j < b->np; j++) {
+		cr->us[b->parts[j]][r] = total[b->parts[j]] / o->iterations;
+		cr->cpu_us[b->parts[j]][r] = cpu[b->parts[j]] / o->iterations;
+	}
+	return 0;
+}
+
+/* The line on stderr after round R. */
+static void say_round(const struct bench *b, int r)
+{
+	fprintf(stderr, "lockbench: round %d/%ld:", r + 1, b->o.rounds);
+	for (int c = 0; c < NCYC; c++) {
+		const struct cycle_result *cr = &b->cr[c];
+
+		if (cr->failed)
+			continue;
+		fprintf(stderr, " %s floor %.1f", cycle_key[c], cr->us[FLOOR][r]);
+		if (b->o.shared)
+			fprintf(stderr, " raw %.1f", cr->us[RAW][r]);
+		if (b->o.baseline)
+			fprintf(stderr, " baseline %.1f", cr->us[BASE][r]);
+		fprintf(stderr, " lockfs %.1f µs;", cr->us[LOCKFS][r]);
+	}
+	fprintf(stderr, " %s %.1f µs\n", b->ref_fs, b->ref_us[r]);
+}
+
+/* Every round: floor first in even rounds, lockfs first in odd ones, so
+ * neither always runs in the other's wake.  -1 when interrupted or the
+ * reference cycle failed. */
+static int run_rounds(struct bench *b)
+{
+	for (int r = 0; r < b->o.rounds; r++) {
+		for (int c = 0; c < NCYC; c++)
+			if (run_slices(b, r, c))
+				return -1;
+		if (time_cycle(CYC_EXCL, b->ref_dir, b->o.iterations, &b->ref_us[r]))
+			return -1;
+		say_round(b, r);
+	}
+	return 0;
+}
+
+/* The medians of each cycle and lockfs's ratio, with its range over the
+ * rounds; a failed cycle marks the run failed. */
+static void compute_ratios(struct bench *b)
+{
+	const struct options *o = &b->o;
+
+	for (int c = 0; c < NCYC; c++) {
+		struct cycle_result *cr = &b->cr[c];
+		double *ratios = calloc(o->rounds, sizeof(double));
 
 		if (!ratios)
 			abort();
-		if (cr[c].failed) {
-			any_failed = true;
+		if (cr->failed) {
+			b->any_failed = true;
 			free(ratios);
 			continue;
 		}
-		for (int j = 0; j < np; j++)
-			cr[c].med[parts[j]] = median(cr[c].us[parts[j]], o.rounds);
+		for (int j = 0; j < b->np; j++)
+			cr->med[b->parts[j]] = median(cr->us[b->parts[j]], o->rounds);
 		/* Against the floor, plus the raw cycle on a shared backend:
 		 * lockfs cannot do less than both. */
-		cr[c].ratio =
-		        cr[c].med[LOCKFS] / (cr[c].med[FLOOR] + (o.shared ? cr[c].med[RAW] : 0));
-		for (int r = 0; r < o.rounds; r++)
-			ratios[r] = cr[c].us[LOCKFS][r] /
-			            (cr[c].us[FLOOR][r] + (o.shared ? cr[c].us[RAW][r] : 0));
-		qsort(ratios, o.rounds, sizeof(double), cmp_double);
-		cr[c].ratio_lo = ratios[0];
-		cr[c].ratio_hi = ratios[o.rounds - 1];
+		cr->ratio = cr->med[LOCKFS] / (cr->med[FLOOR] + (o->shared ? cr->med[RAW] : 0));
+		for (int r = 0; r < o->rounds; r++)
+			ratios[r] = cr->us[LOCKFS][r] /
+			            (cr->us[FLOOR][r] + (o->shared ? cr->us[RAW][r] : 0));
+		qsort(ratios, o->rounds, sizeof(double), cmp_double);
+		cr->ratio_lo = ratios[0];
+		cr->ratio_hi = ratios[o->rounds - 1];
 		free(ratios);
 	}
+}
 
-	if (o.locks > 0) {
-		run_big(d, o.locks, &big);
-		if (g_stop)
-			goto out;
-		any_failed |= big.failed;
-	}
-
-	report(&o, d, raw, cr, ref_us, tmpdir, ref_fs, rss_idle_kb, &big);
-	status = any_failed ? 1 : 0;
-out:
+/* Say what failed, close, unmount and clean up: the exit code. */
+static int finish(struct bench *b, int status)
+{
 	fflush(stdout);
-	if (status && g_err[0] && !any_failed)
+	if (status && g_err[0] && !b->any_failed)
 		fprintf(stderr, "lockbench: %s\n", g_err);
 	if (g_stop)
 		status = 130;
-	raw_close(raw);
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
-		unlink_all(&d[fs]);
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++)
-		stop_daemon(&d[fs]);
-	for (fs = 0; fs < NFS + (o.baseline != NULL); fs++) {
-		if (d[fs].spawned && is_mounted(&d[fs])) {
+	raw_close(b->raw);
+	for (int fs = 0; fs < ndaemons(b); fs++)
+		unlink_all(&b->d[fs]);
+	for (int fs = 0; fs < ndaemons(b); fs++)
+		stop_daemon(&b->d[fs]);
+	for (int fs = 0; fs < ndaemons(b); fs++) {
+		if (b->d[fs].spawned && is_mounted(&b->d[fs])) {
 			fprintf(stderr, "lockbench: %s still mounted; leaving %s in place\n",
-			        d[fs].mnt, work);
+			        b->d[fs].mnt, b->work);
 			return status ? status : 1;
 		}
 	}
-	remove_tree(work);
+	remove_tree(b->work);
 	return status;
+}
+
+/* Measure (steps above), report, clean up.  The bench lives in static
+ * storage: its results are large. */
+int main(int argc, char **argv)
+{
+	static struct bench b = {
+		.d = { { .label = "floor" }, { .label = "lockfs" }, { .label = "baseline" } },
+		.ref_fs = "?",
+		.rss_idle_kb = -1,
+	};
+	int status = 1, rc;
+
+	parse_options(argc, argv, &b.o);
+	if (gethostname(g_host, sizeof(g_host) - 1) != 0)
+		strcpy(g_host, "localhost");
+	if ((rc = check_setup(&b)))
+		return rc;
+	catch_signals();
+	if ((rc = floor_options(&b)) || (rc = alloc_results(&b)) || (rc = make_work(&b)))
+		return rc;
+	if (prepare(&b) || mount_all(&b) || warm_up(&b) || run_rounds(&b))
+		return finish(&b, status);
+	compute_ratios(&b);
+	if (b.o.locks > 0) {
+		run_big(b.d, b.o.locks, &b.big);
+		if (g_stop)
+			return finish(&b, status);
+		b.any_failed |= b.big.failed;
+	}
+	report(&b.o, b.d, b.raw, b.cr, b.ref_us, b.tmpdir, b.ref_fs, b.rss_idle_kb, &b.big);
+	status = b.any_failed ? 1 : 0;
+	return finish(&b, status);
 }

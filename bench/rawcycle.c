@@ -343,25 +343,16 @@ static int ldap_add_raw(raw_client *c)
 	return ldap_add_ext_s(c->ld, c->dn, mods, NULL, NULL);
 }
 
-static bool ldap_open(raw_client *c, const lockfs_config *cfg, char *err, size_t errlen)
+/* Connect and bind as lockfs does (ldap_conn.c conn_open): NULL, or why
+ * not (to free). */
+static char *ldap_connect_bind(raw_client *c, const ll_config *lc)
 {
-	ll_config *lc = &c->lc;
-	GError *e = NULL;
 	struct timeval tv;
 	int v3 = LDAP_VERSION3, rc;
-	char *why = NULL, *u = NULL, *started = NULL;
-	const char *tls;
 
-	if (!ll_config_load(lc, cfg, &e)) {
-		seterr(err, errlen, "configuration: %s", e->message);
-		g_error_free(e);
-		return false;
-	}
 	rc = ldap_initialize(&c->ld, lc->uri);
-	if (rc != LDAP_SUCCESS) {
-		why = ldap_failure(NULL, "ldap_initialize", rc);
-		goto fail;
-	}
+	if (rc != LDAP_SUCCESS)
+		return ldap_failure(NULL, "ldap_initialize", rc);
 	/* The options lockfs sets (ldap_conn.c conn_open); its per-call
 	 * deadline is network_timeout here, set once. */
 	tv.tv_sec = c->timeout_us / G_USEC_PER_SEC;
@@ -378,14 +369,10 @@ static bool ldap_open(raw_client *c, const lockfs_config *cfg, char *err, size_t
 			ldap_set_option(c->ld, LDAP_OPT_X_TLS_CACERTFILE, lc->ca_file);
 		ldap_set_option(c->ld, LDAP_OPT_X_TLS_NEWCTX, &server);
 	}
-	if ((rc = ldap_connect(c->ld)) != LDAP_SUCCESS) {
-		why = ldap_failure(c->ld, "connect", rc);
-		goto fail;
-	}
-	if (lc->starttls && (rc = ldap_start_tls_s(c->ld, NULL, NULL)) != LDAP_SUCCESS) {
-		why = ldap_failure(c->ld, "StartTLS", rc);
-		goto fail;
-	}
+	if ((rc = ldap_connect(c->ld)) != LDAP_SUCCESS)
+		return ldap_failure(c->ld, "connect", rc);
+	if (lc->starttls && (rc = ldap_start_tls_s(c->ld, NULL, NULL)) != LDAP_SUCCESS)
+		return ldap_failure(c->ld, "StartTLS", rc);
 	rc = LDAP_SUCCESS;
 	if (lc->external) {
 		struct berval none = { .bv_len = 0, .bv_val = "" };
@@ -397,13 +384,18 @@ static bool ldap_open(raw_client *c, const lockfs_config *cfg, char *err, size_t
 		rc = ldap_sasl_bind_s(c->ld, lc->bind_dn, LDAP_SASL_SIMPLE, &cred, NULL, NULL,
 		                      NULL);
 	}
-	if (rc != LDAP_SUCCESS) {
-		why = ldap_failure(c->ld, "bind", rc);
-		goto fail;
-	}
+	if (rc != LDAP_SUCCESS)
+		return ldap_failure(c->ld, "bind", rc);
+	return NULL;
+}
+
+/* The entry's DN and a holder's notes, as lockfs's first add of a lock
+ * carries them. */
+static void ldap_holder_notes(raw_client *c, const ll_config *lc)
+{
+	char *u, *started;
 
 	c->dn = g_strdup_printf("cn=" RAW_KEY ",%s", lc->base);
-	/* A holder's notes, as lockfs's first add of a lock carries them. */
 	c->desc = g_ptr_array_new_with_free_func(g_free);
 	started = ll_time_format(lockfs_now_us());
 	u = g_strdup(g_get_user_name());
@@ -422,6 +414,13 @@ static bool ldap_open(raw_client *c, const lockfs_config *cfg, char *err, size_t
 	g_ptr_array_add(c->desc, NULL);
 	g_free(started);
 	g_free(u);
+}
+
+/* One add and delete of the entry, to learn whether the server takes
+ * dynamic entries: NULL, or why it failed (to free). */
+static char *ldap_first_cycle(raw_client *c, const ll_config *lc)
+{
+	int rc;
 
 	/* A leftover of an interrupted run on a long-lived server. */
 	ldap_delete_ext_s(c->ld, c->dn, NULL, NULL);
@@ -434,14 +433,35 @@ static bool ldap_open(raw_client *c, const lockfs_config *cfg, char *err, size_t
 		c->dynamic = false;
 		rc = ldap_add_raw(c);
 	}
-	if (rc != LDAP_SUCCESS) {
-		why = ldap_failure(c->ld, "add", rc);
-		goto fail;
-	}
+	if (rc != LDAP_SUCCESS)
+		return ldap_failure(c->ld, "add", rc);
 	rc = ldap_delete_ext_s(c->ld, c->dn, NULL, NULL);
-	if (rc != LDAP_SUCCESS) {
-		why = ldap_failure(c->ld, "delete", rc);
-		goto fail;
+	if (rc != LDAP_SUCCESS)
+		return ldap_failure(c->ld, "delete", rc);
+	return NULL;
+}
+
+static bool ldap_open(raw_client *c, const lockfs_config *cfg, char *err, size_t errlen)
+{
+	ll_config *lc = &c->lc;
+	GError *e = NULL;
+	char *why;
+	const char *tls;
+
+	if (!ll_config_load(lc, cfg, &e)) {
+		seterr(err, errlen, "configuration: %s", e->message);
+		g_error_free(e);
+		return false;
+	}
+	why = ldap_connect_bind(c, lc);
+	if (!why) {
+		ldap_holder_notes(c, lc);
+		why = ldap_first_cycle(c, lc);
+	}
+	if (why) {
+		seterr(err, errlen, "%s: %s", lc->uri, why);
+		g_free(why);
+		return false;
 	}
 	tls = lc->scheme == LL_URI_LDAPS ? "ldaps" : lc->starttls ? "StartTLS" : "no TLS";
 	c->what = g_strdup_printf("%s (%s, bind %s): add %s (%s, %u description values) + "
@@ -455,10 +475,6 @@ static bool ldap_open(raw_client *c, const lockfs_config *cfg, char *err, size_t
 	                                     : "top organizationalRole",
 	                          c->desc->len - 1);
 	return true;
-fail:
-	seterr(err, errlen, "%s: %s", lc->uri, why);
-	g_free(why);
-	return false;
 }
 
 static int ldap_cycles(raw_client *c, long n, volatile const sig_atomic_t *stop, char *err,

@@ -49,6 +49,7 @@ typedef enum {
 	KIND_PASSTHROUGH,
 	KIND_BOOL,
 	KIND_LOG_LEVEL,
+	KIND_COUNT /* not a kind: how many there are */
 } key_kind;
 
 typedef struct {
@@ -503,165 +504,226 @@ static void set_string(char **field, const char *value)
 	*field = g_strdup(value);
 }
 
-/* Parse VALUE of general key K into S.  On failure *WHY says what is wrong
- * and what to do, separated by "; ". */
-static bool parse_general(const general_key *k, const char *value, lockfs_settings *s, char **why)
+/* One parser per key kind: VALUE of general key K into S.  On failure *WHY
+ * says what is wrong and what to do, separated by "; ". */
+typedef bool (*kind_parser)(const general_key *k, const char *value, lockfs_settings *s,
+                            char **why);
+
+static bool parse_backend(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	if (!valid_group_name(value)) {
+		g_autofree char *q = quote(value);
+		*why = g_strdup_printf("%s is not a backend name; write %s", q,
+		                       backend_names ? backend_names : "local");
+		return false;
+	}
+	set_string(FIELD(s, k, char *), value);
+	return true;
+}
+
+static bool parse_suffix(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	g_autofree char *q = quote(value);
+	if (!*value) {
+		*why = g_strdup("the suffix is empty; write one such as .lock");
+	} else if (strchr(value, '/')) {
+		*why = g_strdup_printf("%s contains '/'; a suffix ends a file name, write "
+		                       "one such as .lock",
+		                       q);
+	} else if (strlen(value) > SUFFIX_MAX) {
+		*why = g_strdup_printf("%s is %zu bytes long; write at most %d bytes", q,
+		                       strlen(value), SUFFIX_MAX);
+	} else if (has_control(value) || !g_utf8_validate(value, -1, NULL)) {
+		*why = g_strdup_printf("%s is not printable UTF-8 text; write one such "
+		                       "as .lock",
+		                       q);
+	} else {
+		set_string(FIELD(s, k, char *), value);
+		return true;
+	}
+	return false;
+}
+
+static bool parse_duration_key(const general_key *k, const char *value, lockfs_settings *s,
+                               char **why)
 {
 	g_autofree char *q = quote(value);
 	int64_t ms;
-	bool b;
-	uint32_t id = 0;
-	guint64 n;
-
-	switch (k->kind) {
-	case KIND_BACKEND:
-		if (!valid_group_name(value)) {
-			*why = g_strdup_printf("%s is not a backend name; write %s", q,
-			                       backend_names ? backend_names : "local");
-			return false;
-		}
-		set_string(FIELD(s, k, char *), value);
-		return true;
-	case KIND_SUFFIX:
-		if (!*value) {
-			*why = g_strdup("the suffix is empty; write one such as .lock");
-		} else if (strchr(value, '/')) {
-			*why = g_strdup_printf("%s contains '/'; a suffix ends a file name, write "
-			                       "one such as .lock",
-			                       q);
-		} else if (strlen(value) > SUFFIX_MAX) {
-			*why = g_strdup_printf("%s is %zu bytes long; write at most %d bytes", q,
-			                       strlen(value), SUFFIX_MAX);
-		} else if (has_control(value) || !g_utf8_validate(value, -1, NULL)) {
-			*why = g_strdup_printf("%s is not printable UTF-8 text; write one such "
-			                       "as .lock",
-			                       q);
-		} else {
-			set_string(FIELD(s, k, char *), value);
-			return true;
-		}
-		return false;
-	case KIND_DURATION:
-		if (!lockfs_parse_duration(value, &ms)) {
-			*why = g_strdup_printf("%s is not a duration; write a number with a unit "
-			                       "such as 500ms, 30s, 5m, 1h or 2d (a bare number "
-			                       "is seconds)",
-			                       q);
-			return false;
-		}
-		if (ms < k->min_ms) {
-			if (k->min_ms == 1)
-				*why = g_strdup_printf("%s is zero; write a positive duration", q);
-			else
-				*why = g_strdup_printf("%s is shorter than %" G_GINT64_FORMAT
-				                       "ms; write at least %" G_GINT64_FORMAT "ms",
-				                       q, k->min_ms, k->min_ms);
-			return false;
-		}
-		*FIELD(s, k, int64_t) = ms;
-		return true;
-	case KIND_HOST:
-		if (!*value) {
-			*why = g_strdup("the host name is empty; write this host's name or remove "
-			                "the key to use the system's");
-		} else if (strlen(value) > HOST_MAX) {
-			*why = g_strdup_printf("the host name is %zu bytes long; write at most %d "
-			                       "bytes",
-			                       strlen(value), HOST_MAX);
-		} else if (has_control(value) || strpbrk(value, " \t") ||
-		           !g_utf8_validate(value, -1, NULL)) {
-			*why = g_strdup_printf("%s has spaces, control characters or invalid "
-			                       "UTF-8; write a plain host name",
-			                       q);
-		} else {
-			set_string(FIELD(s, k, char *), value);
-			return true;
-		}
-		return false;
-	case KIND_PATH:
-		/* A path whose default is "" may be left empty: none. */
-		if (!*value && k->def && !*k->def) {
-			set_string(FIELD(s, k, char *), NULL);
-			return true;
-		}
-		if (!g_path_is_absolute(value)) {
-			*why = g_strdup_printf("%s is not an absolute path; write one starting "
-			                       "with /",
-			                       q);
-			return false;
-		}
-		set_string(FIELD(s, k, char *), value);
-		return true;
-	case KIND_COMMAND:
-		/* Empty means no command. */
-		set_string(FIELD(s, k, char *), *value ? value : NULL);
-		return true;
-	case KIND_MODE:
-		if (!g_ascii_string_to_unsigned(value, 8, 0, 07777, &n, NULL)) {
-			*why = g_strdup_printf("%s is not an octal mode; write one such as 1777 "
-			                       "or 0755",
-			                       q);
-			return false;
-		}
-		*FIELD(s, k, mode_t) = (mode_t)n;
-		return true;
-	case KIND_UID:
-	case KIND_GID: {
-		bool user = k->kind == KIND_UID;
-		const char *id_name = user ? "uid" : "gid";
-		if (!parse_id(value, user, &id)) {
-			if (g_ascii_isdigit(*value))
-				*why = g_strdup_printf("%s is not a valid %s; write a number below "
-				                       "4294967295 or a name",
-				                       q, id_name);
-			else
-				*why = g_strdup_printf(
-				        "no %s named %s on this host; write a %s name "
-				        "or a numeric %s",
-				        user ? "user" : "group", q, user ? "user" : "group",
-				        id_name);
-			return false;
-		}
-		if (user)
-			*FIELD(s, k, uid_t) = (uid_t)id;
-		else
-			*FIELD(s, k, gid_t) = (gid_t)id;
-		return true;
-	}
-	case KIND_PASSTHROUGH:
-		if (g_ascii_strcasecmp(value, "auto") == 0) {
-			*FIELD(s, k, lockfs_passthrough_mode) = LOCKFS_PASSTHROUGH_AUTO;
-			return true;
-		}
-		if (parse_bool(value, &b)) {
-			*FIELD(s, k, lockfs_passthrough_mode) =
-			        b ? LOCKFS_PASSTHROUGH_YES : LOCKFS_PASSTHROUGH_NO;
-			return true;
-		}
-		*why = g_strdup_printf("%s is not auto, yes or no; write one of them", q);
-		return false;
-	case KIND_BOOL:
-		if (!parse_bool(value, &b)) {
-			*why = g_strdup_printf("%s is not a boolean; write true or false", q);
-			return false;
-		}
-		*FIELD(s, k, bool) = b;
-		return true;
-	case KIND_LOG_LEVEL: {
-		static const char *const levels[] = { "error", "warning", "info", "debug", NULL };
-		for (size_t i = 0; levels[i]; i++)
-			if (g_ascii_strcasecmp(value, levels[i]) == 0) {
-				set_string(FIELD(s, k, char *), levels[i]);
-				return true;
-			}
-		*why = g_strdup_printf("%s is not a log level; write error, warning, info or "
-		                       "debug",
+	if (!lockfs_parse_duration(value, &ms)) {
+		*why = g_strdup_printf("%s is not a duration; write a number with a unit "
+		                       "such as 500ms, 30s, 5m, 1h or 2d (a bare number "
+		                       "is seconds)",
 		                       q);
 		return false;
 	}
+	if (ms < k->min_ms) {
+		if (k->min_ms == 1)
+			*why = g_strdup_printf("%s is zero; write a positive duration", q);
+		else
+			*why = g_strdup_printf("%s is shorter than %" G_GINT64_FORMAT
+			                       "ms; write at least %" G_GINT64_FORMAT "ms",
+			                       q, k->min_ms, k->min_ms);
+		return false;
 	}
-	g_assert_not_reached();
+	*FIELD(s, k, int64_t) = ms;
+	return true;
+}
+
+static bool parse_host(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	if (!*value) {
+		*why = g_strdup("the host name is empty; write this host's name or remove "
+		                "the key to use the system's");
+	} else if (strlen(value) > HOST_MAX) {
+		*why = g_strdup_printf("the host name is %zu bytes long; write at most %d "
+		                       "bytes",
+		                       strlen(value), HOST_MAX);
+	} else if (has_control(value) || strpbrk(value, " \t") ||
+	           !g_utf8_validate(value, -1, NULL)) {
+		g_autofree char *q = quote(value);
+		*why = g_strdup_printf("%s has spaces, control characters or invalid "
+		                       "UTF-8; write a plain host name",
+		                       q);
+	} else {
+		set_string(FIELD(s, k, char *), value);
+		return true;
+	}
 	return false;
+}
+
+static bool parse_path(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	/* A path whose default is "" may be left empty: none. */
+	if (!*value && k->def && !*k->def) {
+		set_string(FIELD(s, k, char *), NULL);
+		return true;
+	}
+	if (!g_path_is_absolute(value)) {
+		g_autofree char *q = quote(value);
+		*why = g_strdup_printf("%s is not an absolute path; write one starting "
+		                       "with /",
+		                       q);
+		return false;
+	}
+	set_string(FIELD(s, k, char *), value);
+	return true;
+}
+
+static bool parse_command(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	(void)why;
+	/* Empty means no command. */
+	set_string(FIELD(s, k, char *), *value ? value : NULL);
+	return true;
+}
+
+static bool parse_mode(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	guint64 n;
+	if (!g_ascii_string_to_unsigned(value, 8, 0, 07777, &n, NULL)) {
+		g_autofree char *q = quote(value);
+		*why = g_strdup_printf("%s is not an octal mode; write one such as 1777 "
+		                       "or 0755",
+		                       q);
+		return false;
+	}
+	*FIELD(s, k, mode_t) = (mode_t)n;
+	return true;
+}
+
+/* KIND_UID and KIND_GID: a number or a name this host knows. */
+static bool parse_owner(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	bool user = k->kind == KIND_UID;
+	const char *id_name = user ? "uid" : "gid";
+	uint32_t id = 0;
+	if (!parse_id(value, user, &id)) {
+		g_autofree char *q = quote(value);
+		if (g_ascii_isdigit(*value))
+			*why = g_strdup_printf("%s is not a valid %s; write a number below "
+			                       "4294967295 or a name",
+			                       q, id_name);
+		else
+			*why = g_strdup_printf("no %s named %s on this host; write a %s name "
+			                       "or a numeric %s",
+			                       user ? "user" : "group", q, user ? "user" : "group",
+			                       id_name);
+		return false;
+	}
+	if (user)
+		*FIELD(s, k, uid_t) = (uid_t)id;
+	else
+		*FIELD(s, k, gid_t) = (gid_t)id;
+	return true;
+}
+
+static bool parse_passthrough(const general_key *k, const char *value, lockfs_settings *s,
+                              char **why)
+{
+	bool b;
+	if (g_ascii_strcasecmp(value, "auto") == 0) {
+		*FIELD(s, k, lockfs_passthrough_mode) = LOCKFS_PASSTHROUGH_AUTO;
+		return true;
+	}
+	if (parse_bool(value, &b)) {
+		*FIELD(s, k, lockfs_passthrough_mode) =
+		        b ? LOCKFS_PASSTHROUGH_YES : LOCKFS_PASSTHROUGH_NO;
+		return true;
+	}
+	g_autofree char *q = quote(value);
+	*why = g_strdup_printf("%s is not auto, yes or no; write one of them", q);
+	return false;
+}
+
+static bool parse_bool_key(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	bool b;
+	if (!parse_bool(value, &b)) {
+		g_autofree char *q = quote(value);
+		*why = g_strdup_printf("%s is not a boolean; write true or false", q);
+		return false;
+	}
+	*FIELD(s, k, bool) = b;
+	return true;
+}
+
+static bool parse_log_level(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	static const char *const levels[] = { "error", "warning", "info", "debug", NULL };
+	for (size_t i = 0; levels[i]; i++)
+		if (g_ascii_strcasecmp(value, levels[i]) == 0) {
+			set_string(FIELD(s, k, char *), levels[i]);
+			return true;
+		}
+	g_autofree char *q = quote(value);
+	*why = g_strdup_printf("%s is not a log level; write error, warning, info or "
+	                       "debug",
+	                       q);
+	return false;
+}
+
+/* The parser of each kind of general_keys' rows. */
+static const kind_parser kind_parsers[] = {
+	[KIND_BACKEND] = parse_backend,
+	[KIND_SUFFIX] = parse_suffix,
+	[KIND_DURATION] = parse_duration_key,
+	[KIND_HOST] = parse_host,
+	[KIND_PATH] = parse_path,
+	[KIND_COMMAND] = parse_command,
+	[KIND_MODE] = parse_mode,
+	[KIND_UID] = parse_owner,
+	[KIND_GID] = parse_owner,
+	[KIND_PASSTHROUGH] = parse_passthrough,
+	[KIND_BOOL] = parse_bool_key,
+	[KIND_LOG_LEVEL] = parse_log_level,
+};
+G_STATIC_ASSERT(G_N_ELEMENTS(kind_parsers) == KIND_COUNT);
+
+/* Parse VALUE of general key K into S with the parser of its kind. */
+static bool parse_general(const general_key *k, const char *value, lockfs_settings *s, char **why)
+{
+	g_assert((size_t)k->kind < G_N_ELEMENTS(kind_parsers) && kind_parsers[k->kind]);
+	return kind_parsers[k->kind](k, value, s, why);
 }
 
 static void settings_clear(lockfs_settings *s)
@@ -842,6 +904,100 @@ static int line_of(const char *text, const char *at)
 	return line;
 }
 
+/* What scan() carries from line to line. */
+typedef struct {
+	const char *path;
+	GHashTable *group_lines; /* group → its line */
+	GHashTable *key_lines;   /* "group/key" → its line */
+	char *group;             /* the current group, NULL before the first */
+	GPtrArray *keys;         /* of scanned */
+} scan_state;
+
+/* "[name]" at line LINENO (S, its text without the leading blanks). */
+static bool scan_group(scan_state *st, char *s, int lineno, GError **error)
+{
+	char *close = strchr(s, ']');
+	const char *after = close ? close + 1 : NULL;
+	while (after && (*after == ' ' || *after == '\t'))
+		after++;
+	if (!close || *after) {
+		g_autofree char *q = quote(s);
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
+		            "%s:%d: %s is not a group header; write [name] alone on "
+		            "the line",
+		            st->path, lineno, q);
+		return false;
+	}
+	*close = '\0';
+	const char *name = s + 1;
+	if (!group_known(name)) {
+		g_autofree char *known = known_groups_text();
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
+		            "%s:%d: group [%s]: unknown group; the groups are %s", st->path, lineno,
+		            name, known);
+		return false;
+	}
+	gpointer first = g_hash_table_lookup(st->group_lines, name);
+	if (first) {
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
+		            "%s:%d: group [%s]: appears again (first at line %d); "
+		            "merge the two into one",
+		            st->path, lineno, name, GPOINTER_TO_INT(first));
+		return false;
+	}
+	g_hash_table_insert(st->group_lines, g_strdup(name), GINT_TO_POINTER(lineno));
+	g_free(st->group);
+	st->group = g_strdup(name);
+	return true;
+}
+
+/* "key=value" at line LINENO (S, as in scan_group). */
+static bool scan_key(scan_state *st, char *s, int lineno, GError **error)
+{
+	char *eq = strchr(s, '=');
+	if (!eq || eq == s) {
+		g_autofree char *q = quote(s);
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
+		            "%s:%d: %s is not a key=value line, a [group] header or a "
+		            "# comment; fix or remove it",
+		            st->path, lineno, q);
+		return false;
+	}
+	*eq = '\0';
+	const char *key = g_strchomp(s);
+	g_autofree char *qkey = quote(key);
+	if (!st->group) {
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
+		            "%s:%d: key %s comes before any group; put it under "
+		            "[" GENERAL_GROUP "] or a backend's group",
+		            st->path, lineno, qkey);
+		return false;
+	}
+	if (!key_known(st->group, key)) {
+		g_autofree char *hint = unknown_key_hint(st->group, key);
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
+		            "%s:%d: key %s in [%s]: unknown key; %s", st->path, lineno, qkey,
+		            st->group, hint);
+		return false;
+	}
+	char *ek = entry_key(st->group, key);
+	gpointer first = g_hash_table_lookup(st->key_lines, ek);
+	if (first) {
+		g_free(ek);
+		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
+		            "%s:%d: key %s in [%s]: set again (first at line %d); keep one",
+		            st->path, lineno, qkey, st->group, GPOINTER_TO_INT(first));
+		return false;
+	}
+	g_hash_table_insert(st->key_lines, ek, GINT_TO_POINTER(lineno));
+	scanned *sk = g_new0(scanned, 1);
+	sk->group = g_strdup(st->group);
+	sk->key = g_strdup(key);
+	sk->line = lineno;
+	g_ptr_array_add(st->keys, sk);
+	return true;
+}
+
 /* Walk the lines as GKeyFile does, to learn the line of every group and key
  * (GKeyFile does not keep them) and to refuse unknown names, duplicates and
  * syntax errors with a line number.  Appends a scanned for every key. */
@@ -851,10 +1007,13 @@ static bool scan(const char *path, const char *text, size_t len, GPtrArray *keys
 	        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	g_autoptr(GHashTable) key_lines =
 	        g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	g_autofree char *group = NULL;
+	scan_state st = {
+		.path = path, .group_lines = group_lines, .key_lines = key_lines, .keys = keys
+	};
 	const char *p = text, *end = text + len;
+	bool ok = true;
 
-	for (int lineno = 1; p < end; lineno++) {
+	for (int lineno = 1; ok && p < end; lineno++) {
 		const char *nl = memchr(p, '\n', (size_t)(end - p));
 		const char *eol = nl ? nl : end;
 		g_autofree char *line = g_strndup(p, (size_t)(eol - p));
@@ -866,87 +1025,11 @@ static bool scan(const char *path, const char *text, size_t len, GPtrArray *keys
 		size_t n = strlen(s);
 		if (s[n - 1] == '\r') /* GKeyFile drops it too */
 			s[n - 1] = '\0';
-
-		if (*s == '[') {
-			char *close = strchr(s, ']');
-			const char *after = close ? close + 1 : NULL;
-			while (after && (*after == ' ' || *after == '\t'))
-				after++;
-			if (!close || *after) {
-				g_autofree char *q = quote(s);
-				g_set_error(
-				        error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-				        "%s:%d: %s is not a group header; write [name] alone on "
-				        "the line",
-				        path, lineno, q);
-				return false;
-			}
-			*close = '\0';
-			const char *name = s + 1;
-			if (!group_known(name)) {
-				g_autofree char *known = known_groups_text();
-				g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
-				            "%s:%d: group [%s]: unknown group; the groups are %s",
-				            path, lineno, name, known);
-				return false;
-			}
-			gpointer first = g_hash_table_lookup(group_lines, name);
-			if (first) {
-				g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-				            "%s:%d: group [%s]: appears again (first at line %d); "
-				            "merge the two into one",
-				            path, lineno, name, GPOINTER_TO_INT(first));
-				return false;
-			}
-			g_hash_table_insert(group_lines, g_strdup(name), GINT_TO_POINTER(lineno));
-			g_free(group);
-			group = g_strdup(name);
-			continue;
-		}
-
-		char *eq = strchr(s, '=');
-		if (!eq || eq == s) {
-			g_autofree char *q = quote(s);
-			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-			            "%s:%d: %s is not a key=value line, a [group] header or a "
-			            "# comment; fix or remove it",
-			            path, lineno, q);
-			return false;
-		}
-		*eq = '\0';
-		const char *key = g_strchomp(s);
-		g_autofree char *qkey = quote(key);
-		if (!group) {
-			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-			            "%s:%d: key %s comes before any group; put it under "
-			            "[" GENERAL_GROUP "] or a backend's group",
-			            path, lineno, qkey);
-			return false;
-		}
-		if (!key_known(group, key)) {
-			g_autofree char *hint = unknown_key_hint(group, key);
-			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
-			            "%s:%d: key %s in [%s]: unknown key; %s", path, lineno, qkey,
-			            group, hint);
-			return false;
-		}
-		char *ek = entry_key(group, key);
-		gpointer first = g_hash_table_lookup(key_lines, ek);
-		if (first) {
-			g_free(ek);
-			g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_SYNTAX,
-			            "%s:%d: key %s in [%s]: set again (first at line %d); keep one",
-			            path, lineno, qkey, group, GPOINTER_TO_INT(first));
-			return false;
-		}
-		g_hash_table_insert(key_lines, ek, GINT_TO_POINTER(lineno));
-		scanned *sk = g_new0(scanned, 1);
-		sk->group = g_strdup(group);
-		sk->key = g_strdup(key);
-		sk->line = lineno;
-		g_ptr_array_add(keys, sk);
+		ok = *s == '[' ? scan_group(&st, s, lineno, error)
+		               : scan_key(&st, s, lineno, error);
 	}
-	return true;
+	g_free(st.group);
+	return ok;
 }
 
 /* The value of a scanned key, unescaped by GKeyFile, or NULL when an escape
@@ -1038,6 +1121,80 @@ bool lockfs_config_load_file(lockfs_config *cfg, const char *path, GError **erro
 
 /* ---- mount options ---- */
 
+/* NAME (VALUE NULL without '=') as an option that mount(8), systemd or FUSE
+ * consume: 1 theirs (*FOR_FUSE set), 0 not theirs, -1 theirs but wrong. */
+static int fuse_option(const char *name, const char *value, const char *origin, bool *for_fuse,
+                       GError **error)
+{
+	const char *problem = NULL;
+	if (in_list(fuse_flags, name)) {
+		if (!value) {
+			*for_fuse = true;
+			return 1;
+		}
+		problem = "takes no value";
+	} else if (in_list(fuse_valued, name)) {
+		if (value) {
+			*for_fuse = true;
+			return 1;
+		}
+		problem = "needs a value";
+	} else if (g_str_has_prefix(name, "x-")) {
+		/* x-systemd.requires=... and friends, for systemd and mount(8). */
+		*for_fuse = true;
+		return 1;
+	}
+	if (!problem)
+		return 0;
+	g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE,
+	            "%s: the FUSE option '%s' %s; write %s%s", origin, name, problem, name,
+	            value ? "" : "=VALUE");
+	return -1;
+}
+
+/* Ours: a general key (*GK set), or GROUP_key of a registered group.  The
+ * group (NULL when NAME is neither) and *KEY, which points into NAME. */
+static char *option_key(const char *name, const general_key **gk, const char **key)
+{
+	*gk = find_general(name);
+	if (*gk) {
+		*key = name;
+		return g_strdup(GENERAL_GROUP);
+	}
+	const char *us = strchr(name, '_');
+	if (!us)
+		return NULL;
+	char *group = g_strndup(name, (size_t)(us - name));
+	*key = us + 1;
+	if (!group_keys(group) || !in_list(group_keys(group), *key))
+		g_clear_pointer(&group, g_free);
+	return group;
+}
+
+/* NAME is no option of ours: say so, with the nearest name there is. */
+static void unknown_option(const char *name, const char *origin, GError **error)
+{
+	suggestion sg = { .typed = name, .dist = G_MAXUINT };
+	for (size_t i = 0; i < G_N_ELEMENTS(general_keys); i++)
+		consider(&sg, general_keys[i].name, general_keys[i].name);
+	g_autoptr(GPtrArray) groups = sorted_groups();
+	for (guint i = 0; i < groups->len; i++) {
+		const char *g = groups->pdata[i];
+		for (const char *const *k = group_keys(g); *k; k++) {
+			g_autofree char *full = g_strconcat(g, "_", *k, NULL);
+			consider(&sg, full, full);
+		}
+	}
+	g_autofree char *best = sg.best;
+	g_autofree char *hint =
+	        best ? g_strdup_printf("did you mean '%s'?", best)
+	             : g_strdup("write a key of [" GENERAL_GROUP "] (ttl=30s), a backend key "
+	                        "prefixed with its group (ldap_uri=...) or a "
+	                        "FUSE option");
+	g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
+	            "%s: unknown option; %s", origin, hint);
+}
+
 bool lockfs_config_set_option(lockfs_config *cfg, const char *option, bool *for_fuse,
                               GError **error)
 {
@@ -1049,68 +1206,16 @@ bool lockfs_config_set_option(lockfs_config *cfg, const char *option, bool *for_
 	const char *value = eq ? eq + 1 : NULL;
 	g_autofree char *qopt = quote(option);
 	g_autofree char *origin = g_strdup_printf("mount option %s", qopt);
-	const char *problem = NULL;
 
-	if (in_list(fuse_flags, name)) {
-		if (!value) {
-			*for_fuse = true;
-			return true;
-		}
-		problem = "takes no value";
-	} else if (in_list(fuse_valued, name)) {
-		if (value) {
-			*for_fuse = true;
-			return true;
-		}
-		problem = "needs a value";
-	} else if (g_str_has_prefix(name, "x-")) {
-		/* x-systemd.requires=... and friends, for systemd and mount(8). */
-		*for_fuse = true;
-		return true;
-	}
-	if (problem) {
-		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_VALUE,
-		            "%s: the FUSE option '%s' %s; write %s%s", origin, name, problem, name,
-		            value ? "" : "=VALUE");
-		return false;
-	}
+	int fuse = fuse_option(name, value, origin, for_fuse, error);
+	if (fuse)
+		return fuse > 0;
 
-	/* Ours: a general key, or GROUP_key of a registered group. */
-	const general_key *gk = find_general(name);
-	g_autofree char *group = NULL;
+	const general_key *gk;
 	const char *key = NULL;
-	if (gk) {
-		group = g_strdup(GENERAL_GROUP);
-		key = name;
-	} else {
-		const char *us = strchr(name, '_');
-		if (us) {
-			group = g_strndup(name, (size_t)(us - name));
-			key = us + 1;
-			if (!group_keys(group) || !in_list(group_keys(group), key))
-				g_clear_pointer(&group, g_free);
-		}
-	}
+	g_autofree char *group = option_key(name, &gk, &key);
 	if (!group) {
-		suggestion sg = { .typed = name, .dist = G_MAXUINT };
-		for (size_t i = 0; i < G_N_ELEMENTS(general_keys); i++)
-			consider(&sg, general_keys[i].name, general_keys[i].name);
-		g_autoptr(GPtrArray) groups = sorted_groups();
-		for (guint i = 0; i < groups->len; i++) {
-			const char *g = groups->pdata[i];
-			for (const char *const *k = group_keys(g); *k; k++) {
-				g_autofree char *full = g_strconcat(g, "_", *k, NULL);
-				consider(&sg, full, full);
-			}
-		}
-		g_autofree char *best = sg.best;
-		g_autofree char *hint =
-		        best ? g_strdup_printf("did you mean '%s'?", best)
-		             : g_strdup("write a key of [" GENERAL_GROUP
-		                        "] (ttl=30s), a backend key "
-		                        "prefixed with its group (ldap_uri=...) or a FUSE option");
-		g_set_error(error, LOCKFS_CONFIG_ERROR, LOCKFS_CONFIG_ERROR_UNKNOWN,
-		            "%s: unknown option; %s", origin, hint);
+		unknown_option(name, origin, error);
 		return false;
 	}
 

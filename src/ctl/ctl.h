@@ -1,9 +1,16 @@
 /* lockfsctl: what its commands share.  lockfsctl talks to a mount only
  * through what any process can use: the inspection view .lockfs/ the daemon
  * serves, the user.lockfs.* extended attributes and ordinary system calls.
- * It opens a backend itself only for check, and for release on a mount
- * point with nothing mounted, under the flock of the mount's lock record
- * that a running lockfs of it holds. */
+ * It opens a backend itself (lockfs_backend_new) in two commands only, and
+ * only a shared one (never local, whose state_dir it reads as files):
+ *  - check, to reach the configured backend as a mount would (connect, TLS,
+ *    bind), list its locks and measure its clock against this host's: it
+ *    holds no lock there;
+ *  - release --all on a mount point with nothing mounted, to take back each
+ *    lease in the mount's lock record in state_dir and release it, holding
+ *    the flock of that record: a running lockfs of the mount holds it, so
+ *    the two never work on the same locks at once.
+ * Everything else goes through a mounted lockfs. */
 #ifndef LOCKFS_CTL_H
 #define LOCKFS_CTL_H
 

@@ -59,59 +59,33 @@ static int try_create(const char *dir)
 	return 0;
 }
 
-static void check_local(tally *t, const lockfs_settings *s)
+/* STATE_DIR does not exist: lockfs creates it at mount, so the nearest
+ * existing parent must allow it. */
+static void check_missing_state_dir(tally *t, const char *dir)
 {
-	const char *dir = s->state_dir;
 	struct stat st;
-	if (stat(dir, &st) != 0) {
-		int e = errno;
-		if (e != ENOENT) {
-			error(t,
-			      "backend local: cannot reach state_dir %s: %s; fix its permissions "
-			      "or set state_dir",
-			      dir, g_strerror(e));
-			return;
-		}
-		/* lockfs creates it at mount: the nearest existing parent must allow it. */
-		g_autofree char *up = g_path_get_dirname(dir);
-		while (stat(up, &st) != 0 && strcmp(up, "/") != 0) {
-			char *next = g_path_get_dirname(up);
-			g_free(up);
-			up = next;
-		}
-		int ce = try_create(up);
-		if (ce)
-			error(t,
-			      "backend local: state_dir %s does not exist and cannot be created "
-			      "(%s: %s); create it or set state_dir to a writable directory",
-			      dir, up, g_strerror(ce));
-		else
-			printf("backend local: state_dir %s does not exist yet; lockfs creates it "
-			       "at mount\n",
-			       dir);
-		return;
+	g_autofree char *up = g_path_get_dirname(dir);
+	while (stat(up, &st) != 0 && strcmp(up, "/") != 0) {
+		char *next = g_path_get_dirname(up);
+		g_free(up);
+		up = next;
 	}
-	if (!S_ISDIR(st.st_mode)) {
+	int ce = try_create(up);
+	if (ce)
 		error(t,
-		      "backend local: state_dir %s is not a directory; set state_dir to a "
-		      "directory",
-		      dir);
-		return;
-	}
-	int ce = try_create(dir);
-	if (ce) {
-		error(t,
-		      "backend local: state_dir %s is not writable: %s; fix its permissions or "
-		      "set state_dir to a writable directory",
-		      dir, g_strerror(ce));
-		return;
-	}
-	DIR *d = opendir(dir);
-	if (!d) {
-		error(t, "backend local: cannot list state_dir %s: %s; fix its permissions", dir,
-		      g_strerror(errno));
-		return;
-	}
+		      "backend local: state_dir %s does not exist and cannot be created "
+		      "(%s: %s); create it or set state_dir to a writable directory",
+		      dir, up, g_strerror(ce));
+	else
+		printf("backend local: state_dir %s does not exist yet; lockfs creates it "
+		       "at mount\n",
+		       dir);
+}
+
+/* Every fence state file of the local backend in DIR must parse: the number
+ * that does, or -1 when one does not (said as an error). */
+static int check_fence_files(tally *t, const char *dir, DIR *d)
+{
 	int good = 0, bad = 0;
 	struct dirent *de;
 	while ((de = readdir(d))) {
@@ -138,8 +112,50 @@ static void check_local(tally *t, const lockfs_settings *s)
 			good++;
 		}
 	}
+	return bad ? -1 : good;
+}
+
+/* The local backend is its state_dir, checked here without opening it: a
+ * directory lockfs can make or write, and fence state files that parse. */
+static void check_local(tally *t, const lockfs_settings *s)
+{
+	const char *dir = s->state_dir;
+	struct stat st;
+	if (stat(dir, &st) != 0) {
+		int e = errno;
+		if (e != ENOENT)
+			error(t,
+			      "backend local: cannot reach state_dir %s: %s; fix its permissions "
+			      "or set state_dir",
+			      dir, g_strerror(e));
+		else
+			check_missing_state_dir(t, dir);
+		return;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		error(t,
+		      "backend local: state_dir %s is not a directory; set state_dir to a "
+		      "directory",
+		      dir);
+		return;
+	}
+	int ce = try_create(dir);
+	if (ce) {
+		error(t,
+		      "backend local: state_dir %s is not writable: %s; fix its permissions or "
+		      "set state_dir to a writable directory",
+		      dir, g_strerror(ce));
+		return;
+	}
+	DIR *d = opendir(dir);
+	if (!d) {
+		error(t, "backend local: cannot list state_dir %s: %s; fix its permissions", dir,
+		      g_strerror(errno));
+		return;
+	}
+	int good = check_fence_files(t, dir, d);
 	closedir(d);
-	if (!bad)
+	if (good >= 0)
 		printf("backend local: state_dir %s is writable; %d fence state file%s parse%s\n",
 		       dir, good, good == 1 ? "" : "s", good == 1 ? "s" : "");
 }

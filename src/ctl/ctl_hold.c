@@ -594,34 +594,36 @@ static int exit_code(int status)
 	return CTL_EXIT_FAIL;
 }
 
+/* hold's options: flock(1)'s letters and long names, and its own. */
+enum {
+	OPT_TTL = 256,
+	OPT_MAX_HOLD,
+	OPT_VERBOSE
+};
+static const struct option hold_longs[] = {
+	{ "nonblock", no_argument, NULL, 'n' },
+	{ "nb", no_argument, NULL, 'n' }, /* flock's alias */
+	{ "wait", required_argument, NULL, 'w' },
+	{ "timeout", required_argument, NULL, 'w' }, /* flock's alias */
+	{ "conflict-exit-code", required_argument, NULL, 'E' },
+	{ "command", required_argument, NULL, 'c' },
+	{ "verbose", no_argument, NULL, OPT_VERBOSE },
+	{ "ttl", required_argument, NULL, OPT_TTL },
+	{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
+	{ "help", no_argument, NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
 /* One getopt_long pass over ARGV from its first word on, stopping at the
  * first word that is not an option (REQUIRE_ORDER, as flock's "+"): the
  * index of that word, or -1 (*RC set) to exit. */
 static int parse_opts(int argc, char **argv, hold_opts *o, bool *dashdash, int *rc)
 {
-	enum {
-		OPT_TTL = 256,
-		OPT_MAX_HOLD,
-		OPT_VERBOSE
-	};
-	static const struct option longs[] = {
-		{ "nonblock", no_argument, NULL, 'n' },
-		{ "nb", no_argument, NULL, 'n' }, /* flock's alias */
-		{ "wait", required_argument, NULL, 'w' },
-		{ "timeout", required_argument, NULL, 'w' }, /* flock's alias */
-		{ "conflict-exit-code", required_argument, NULL, 'E' },
-		{ "command", required_argument, NULL, 'c' },
-		{ "verbose", no_argument, NULL, OPT_VERBOSE },
-		{ "ttl", required_argument, NULL, OPT_TTL },
-		{ "max-hold", required_argument, NULL, OPT_MAX_HOLD },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
 	const char *last_arg = NULL;
 	opterr = 0;
 	optind = 0; /* glibc: start afresh on this argv */
 	int c;
-	while ((c = getopt_long(argc, argv, "+:nw:E:c:h", longs, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:nw:E:c:h", hold_longs, NULL)) != -1) {
 		last_arg = optarg;
 		switch (c) {
 		case 'n':
@@ -805,236 +807,293 @@ enum {
 	STOP_MAX_HOLD
 };
 
-int ctl_hold(int argc, char **argv)
-{
+/* What the phases of a hold share, from the options to the exit code. */
+typedef struct {
 	hold_opts o;
-	int rc = CTL_EXIT_OK;
-	if (!parse(argc, argv, &o, &rc))
-		return rc;
-
-	g_autoptr(GError) error = NULL;
 	ctl_target t;
-	if (!ctl_target_resolve(o.arg, &t, &error)) {
-		ctl_err("%s", error->message);
+	held h;
+	sigset_t set, old; /* the signals taken synchronously; the mask before */
+	int64_t started;   /* boot clock: when the wait began */
+	int64_t taken;     /* ... and when the lock was ours */
+	char *why;         /* why the lock could not be tried */
+	char **envp;       /* CMD's environment */
+	bool own_group;    /* CMD runs in a process group of its own */
+	pid_t child;
+	GThread *watch;
+	int stop;     /* STOP_*: why CMD was stopped */
+	int status;   /* CMD's, from waitpid */
+	bool stuck;   /* the watcher did not end: its mount hangs */
+	bool leave_h; /* H is still in use by a thread: not freed */
+	int rc;
+} hold_run;
+
+/* The lock as it will be held, and the signals taken synchronously
+ * (sigtimedwait) from here on, so that one during the wait or while CMD
+ * runs is handled between checks. */
+static void hold_init(hold_run *r)
+{
+	r->h = (held){ .path = g_strdup(r->t.path),
+		       .lockfs = r->t.mount != NULL,
+		       .mount = g_strdup(r->t.mount),
+		       .dir = g_strdup(r->t.dir),
+		       .base = g_strdup(r->t.base),
+		       .verbose = r->o.verbose,
+		       .ttl_us = r->o.ttl_ms * 1000 };
+	g_mutex_init(&r->h.mu);
+	g_cond_init(&r->h.cond);
+	r->h.beat_every_us = MAX(r->o.ttl_ms * 1000 / 3, 50 * 1000);
+
+	sigemptyset(&r->set);
+	sigaddset(&r->set, SIGCHLD);
+	sigaddset(&r->set, SIGINT);
+	sigaddset(&r->set, SIGTERM);
+	sigaddset(&r->set, SIGHUP);
+	sigprocmask(SIG_BLOCK, &r->set, &r->old);
+}
+
+/* The --verbose line when the lock is not free at the first try. */
+static void say_waiting(const hold_run *r, int e)
+{
+	g_autofree char *by = e == EEXIST ? holder_of(&r->t) : NULL;
+	g_autofree char *upto = ctl_format_ms(r->o.wait_ms);
+	if (by)
+		ctl_err("waiting for %s, held by %s, up to %s", r->t.path, by, upto);
+	else
+		ctl_err("waiting for %s (%s), up to %s", r->t.path,
+		        e == EIO ? "the lockfs backend failed" : "its lockfs mount is away", upto);
+}
+
+/* The wait is over and the last try failed with E: say why, return the
+ * exit code. */
+static int wait_expired(const hold_run *r, int e)
+{
+	if (e == ENOTCONN) {
+		ctl_err("cannot take %s: its lockfs mount %s is away (not mounted); "
+		        "start its lockfs",
+		        r->t.path, r->t.mount);
 		return CTL_EXIT_UNAVAILABLE;
 	}
-	held h = { .path = g_strdup(t.path),
-		   .lockfs = t.mount != NULL,
-		   .mount = g_strdup(t.mount),
-		   .dir = g_strdup(t.dir),
-		   .base = g_strdup(t.base),
-		   .verbose = o.verbose,
-		   .ttl_us = o.ttl_ms * 1000 };
-	g_mutex_init(&h.mu);
-	g_cond_init(&h.cond);
-	h.beat_every_us = MAX(o.ttl_ms * 1000 / 3, 50 * 1000);
+	if (e == EIO) {
+		ctl_err("cannot take %s: %s (the lockfs backend failed); see the "
+		        "mount's log and run lockfsctl check",
+		        r->t.path, g_strerror(e));
+		return CTL_EXIT_UNAVAILABLE;
+	}
+	g_autofree char *by = holder_of(&r->t);
+	g_autofree char *waited = ctl_format_ms(r->o.wait_ms);
+	ctl_err("%s is held by %s; --wait longer (waited %s)", r->t.path, by, waited);
+	return r->o.conflict_rc;
+}
 
-	/* Signals are taken synchronously (sigtimedwait) from here on, so that
-	 * one during the wait or while CMD runs is handled between checks. */
-	sigset_t set, old;
-	sigemptyset(&set);
-	sigaddset(&set, SIGCHLD);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGHUP);
-	sigprocmask(SIG_BLOCK, &set, &old);
-
-	/* Wait for the lock, polling with backoff. */
-	int64_t started = boot_us();
-	int64_t deadline = started + o.wait_ms * 1000;
+/* Wait for the lock, polling with backoff: true once it is ours, false
+ * (R->rc set) when it could not be had. */
+static bool hold_wait(hold_run *r)
+{
+	r->started = boot_us();
+	int64_t deadline = r->started + r->o.wait_ms * 1000;
 	int64_t delay = 10 * 1000;
-	g_autofree char *why = NULL;
-	char **envp = NULL;
-	bool leave_h = false, said_waiting = false;
+	bool said_waiting = false;
 	for (;;) {
-		int e = t.mount ? take_lockfs(&h, &why) : take_plain(&h, t.dir, t.base, &why);
+		int e = r->t.mount ? take_lockfs(&r->h, &r->why)
+		                   : take_plain(&r->h, r->t.dir, r->t.base, &r->why);
 		if (e == 0)
-			break;
+			return true;
 		if (e < 0) {
-			ctl_err("%s", why);
-			rc = CTL_EXIT_UNAVAILABLE;
-			goto out;
+			ctl_err("%s", r->why);
+			r->rc = CTL_EXIT_UNAVAILABLE;
+			return false;
 		}
 		/* EIO: the backend failed this time; ENOTCONN: the mount is away
 		 * (its lockfs restarting).  Either may answer within the wait. */
 		if (e != EEXIST && e != EIO && e != ENOTCONN) {
 			ctl_err("cannot take %s: %s; check the path and the directory's "
 			        "permissions",
-			        t.path, g_strerror(e));
-			rc = CTL_EXIT_UNAVAILABLE;
-			goto out;
+			        r->t.path, g_strerror(e));
+			r->rc = CTL_EXIT_UNAVAILABLE;
+			return false;
 		}
 		int64_t left = deadline - boot_us();
-		if (o.verbose && !said_waiting && left > 0) {
-			g_autofree char *by = e == EEXIST ? holder_of(&t) : NULL;
-			g_autofree char *upto = ctl_format_ms(o.wait_ms);
-			if (by)
-				ctl_err("waiting for %s, held by %s, up to %s", t.path, by, upto);
-			else
-				ctl_err("waiting for %s (%s), up to %s", t.path,
-				        e == EIO ? "the lockfs backend failed"
-				                 : "its lockfs mount is away",
-				        upto);
+		if (r->o.verbose && !said_waiting && left > 0) {
+			say_waiting(r, e);
 			said_waiting = true;
 		}
 		if (left <= 0) {
-			if (e == ENOTCONN) {
-				ctl_err("cannot take %s: its lockfs mount %s is away (not mounted); "
-				        "start its lockfs",
-				        t.path, t.mount);
-				rc = CTL_EXIT_UNAVAILABLE;
-			} else if (e == EIO) {
-				ctl_err("cannot take %s: %s (the lockfs backend failed); see the "
-				        "mount's log and run lockfsctl check",
-				        t.path, g_strerror(e));
-				rc = CTL_EXIT_UNAVAILABLE;
-			} else {
-				g_autofree char *by = holder_of(&t);
-				g_autofree char *waited = ctl_format_ms(o.wait_ms);
-				ctl_err("%s is held by %s; --wait longer (waited %s)", t.path, by,
-				        waited);
-				rc = o.conflict_rc;
-			}
-			goto out;
+			r->rc = wait_expired(r, e);
+			return false;
 		}
 		siginfo_t si;
-		int sig = sleep_for_signal(&set, MIN(delay, left), &si);
+		int sig = sleep_for_signal(&r->set, MIN(delay, left), &si);
 		if (sig && sig != SIGCHLD) {
 			ctl_err("%s while waiting for %s; the command was not run", strsignal(sig),
-			        t.path);
-			rc = 128 + sig;
-			goto out;
+			        r->t.path);
+			r->rc = 128 + sig;
+			return false;
 		}
 		delay = MIN(delay * 2, BACKOFF_MAX_US);
 	}
-	int64_t taken = boot_us();
-	h.last_ok_us = taken;
-	/* The mount's lease as it stands now, before CMD runs. */
-	{
-		char *w = NULL;
-		if (h.lockfs && check_once(&h, false, &w) > 0) {
-			ctl_err("the lock %s was lost (%s) right after it was taken; the command was "
-			        "not run",
-			        t.path, w);
-			g_free(w);
-			if (!release_within(&h, RELEASE_WAIT_US))
-				leave_h = true;
-			rc = CTL_EXIT_LOST;
-			goto out;
-		}
+}
+
+/* The lock is ours: confirm it with the mount's lease as it stands now,
+ * before CMD runs.  False (R->rc set) when it was lost already. */
+static bool hold_take(hold_run *r)
+{
+	r->taken = boot_us();
+	r->h.last_ok_us = r->taken;
+	char *w = NULL;
+	if (r->h.lockfs && check_once(&r->h, false, &w) > 0) {
+		ctl_err("the lock %s was lost (%s) right after it was taken; the command was "
+		        "not run",
+		        r->t.path, w);
 		g_free(w);
+		if (!release_within(&r->h, RELEASE_WAIT_US))
+			r->leave_h = true;
+		r->rc = CTL_EXIT_LOST;
+		return false;
 	}
-	if (o.verbose) {
-		g_autofree char *fence = h.fence ? ctl_escape(h.fence) : NULL;
-		g_autofree char *cmd = ctl_escape_text(o.cmd == o.sh_cmd ? o.cmd[2] : o.cmd[0]);
-		ctl_err("holding %s (%s%s), got in %.3f s; running %s", t.path,
+	g_free(w);
+	if (r->o.verbose) {
+		g_autofree char *fence = r->h.fence ? ctl_escape(r->h.fence) : NULL;
+		g_autofree char *cmd =
+		        ctl_escape_text(r->o.cmd == r->o.sh_cmd ? r->o.cmd[2] : r->o.cmd[0]);
+		ctl_err("holding %s (%s%s), got in %.3f s; running %s", r->t.path,
 		        fence ? "fence " : "a plain dot-lock, no fence", fence ? fence : "",
-		        (taken - started) / 1e6, cmd);
+		        (r->taken - r->started) / 1e6, cmd);
 	}
+	return true;
+}
+
+/* Start CMD with the fence in its environment.  False (the lock released,
+ * R->rc set) when it cannot run. */
+static bool hold_spawn(hold_run *r)
+{
 	/* Not run from an interactive shell (cron, systemd, scripts), CMD gets
 	 * a process group of its own, and this process adopts its orphans, so
 	 * that stopping it on a loss stops everything it started. */
-	bool own_group = !(isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp());
-	if (own_group)
+	r->own_group = !(isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp());
+	if (r->own_group)
 		prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 
 	/* An outer hold's fence must not leak into a plain directory's CMD. */
-	envp = g_get_environ();
-	envp = h.fence ? g_environ_setenv(envp, "LOCKFS_FENCE", h.fence, TRUE)
-	               : g_environ_unsetenv(envp, "LOCKFS_FENCE");
-	pid_t child = -1;
-	int e = spawn(o.cmd, envp, &old, own_group, &child);
-	if (e) {
-		int r = release(&h);
-		ctl_err("cannot run %s: %s; check the command name and PATH (the lock %s was %s)",
-		        o.cmd[0], g_strerror(e), t.path, r ? "lost meanwhile" : "released");
-		if (o.verbose && !r)
-			ctl_err("released %s", t.path);
-		rc = e == ENOENT ? 127 : 126;
-		goto out;
-	}
+	r->envp = g_get_environ();
+	r->envp = r->h.fence ? g_environ_setenv(r->envp, "LOCKFS_FENCE", r->h.fence, TRUE)
+	                     : g_environ_unsetenv(r->envp, "LOCKFS_FENCE");
+	r->child = -1;
+	int e = spawn(r->o.cmd, r->envp, &r->old, r->own_group, &r->child);
+	if (!e)
+		return true;
+	int rel = release(&r->h);
+	ctl_err("cannot run %s: %s; check the command name and PATH (the lock %s was %s)",
+	        r->o.cmd[0], g_strerror(e), r->t.path, rel ? "lost meanwhile" : "released");
+	if (r->o.verbose && !rel)
+		ctl_err("released %s", r->t.path);
+	r->rc = e == ENOENT ? 127 : 126;
+	return false;
+}
 
-	GThread *th = g_thread_new("lockfsctl-watch", watcher, &h);
-	pid_t target = own_group ? -child : child; /* what signals go to */
-	int stop = STOP_NONE, status = 0;
+/* With H's mutex held: declare the lock lost when the lease the mount last
+ * reported (ending at LEASE_END) may run out within TERM_BEFORE, or nothing
+ * confirmed it for a whole --ttl. */
+static void judge_lease(hold_run *r, int64_t now, int64_t lease_end, int64_t term_before)
+{
+	held *h = &r->h;
+	if (!h->lost && lease_end && now >= lease_end - term_before) {
+		/* The mount has not renewed, or not said so: by the last lease
+		 * end it reported, the lease may run out soon.  Stop CMD in
+		 * time, whatever the mount does. */
+		h->lost = true;
+		h->why = g_strdup_printf("its lease could run out in %" G_GINT64_FORMAT
+		                         " ms and the mount has not reported it renewed%s",
+		                         MAX(lease_end - now, 0) / 1000,
+		                         h->away ? ": its lockfs mount went away and has not "
+		                                   "come back"
+		                                 : "");
+	}
+	if (!h->lost && now - h->last_ok_us > r->o.ttl_ms * 1000) {
+		/* Unconfirmed for a whole ttl (a hung or failing mount): the
+		 * lease may be gone. */
+		h->lost = true;
+		g_autofree char *ttl = ctl_format_ms(r->o.ttl_ms);
+		if (h->away)
+			h->why = g_strdup_printf("its lockfs mount went away and did not come "
+			                         "back with it within --ttl %s",
+			                         ttl);
+		else
+			h->why = g_strdup_printf("it could not be confirmed for --ttl %s: %s", ttl,
+			                         h->last_err ? g_strerror(h->last_err)
+			                                     : "the mount did not answer");
+	}
+}
+
+/* Whether CMD must be stopped now (STOP_*), CMD still running. */
+static int stop_reason(hold_run *r, int64_t now, int64_t lease_end, int64_t term_before)
+{
+	g_mutex_lock(&r->h.mu);
+	judge_lease(r, now, lease_end, term_before);
+	bool lost = r->h.lost;
+	g_mutex_unlock(&r->h.mu);
+	if (lost)
+		return STOP_LOST;
+	if (r->o.max_ms > 0 && now - r->taken >= r->o.max_ms * 1000)
+		return STOP_MAX_HOLD;
+	return STOP_NONE;
+}
+
+/* Run the watcher while CMD runs: forward signals to CMD, and stop it
+ * (SIGTERM, then SIGKILL in time before the lease could run out) when the
+ * lock is lost or --max-hold passes.  Returns once CMD has ended. */
+static void hold_supervise(hold_run *r)
+{
+	r->watch = g_thread_new("lockfsctl-watch", watcher, &r->h);
+	pid_t target = r->own_group ? -r->child : r->child; /* what signals go to */
 	int64_t kill_at = 0;
 	bool killed = false;
 	for (;;) {
 		siginfo_t si;
-		int sig = sleep_for_signal(&set, POLL_US, &si);
+		int sig = sleep_for_signal(&r->set, POLL_US, &si);
 		/* A terminal's signal reached CMD too (same process group); one sent
 		 * with kill(1) reached only us. */
 		if ((sig == SIGINT || sig == SIGTERM || sig == SIGHUP) &&
-		    (own_group || si.si_code != SI_KERNEL))
+		    (r->own_group || si.si_code != SI_KERNEL))
 			kill(target, sig);
-		pid_t w = waitpid(child, &status, WNOHANG);
-		if (w == child || (w < 0 && errno == ECHILD))
+		pid_t w = waitpid(r->child, &r->status, WNOHANG);
+		if (w == r->child || (w < 0 && errno == ECHILD))
 			break;
 		int64_t now = boot_us();
-		g_mutex_lock(&h.mu);
-		int64_t lease_end = h.lease_end_us;
-		int64_t term_before =
-		        CLAMP(h.lease_max_us / 5, KILL_MARGIN_US, KILL_MARGIN_US + KILL_AFTER_US);
-		g_mutex_unlock(&h.mu);
-		if (stop == STOP_NONE) {
-			g_mutex_lock(&h.mu);
-			if (!h.lost && lease_end && now >= lease_end - term_before) {
-				/* The mount has not renewed, or not said so: by the
-				 * last lease end it reported, the lease may run out
-				 * soon.  Stop CMD in time, whatever the mount does. */
-				h.lost = true;
-				h.why = g_strdup_printf(
-				        "its lease could run out in %" G_GINT64_FORMAT
-				        " ms and the mount has not reported it renewed%s",
-				        MAX(lease_end - now, 0) / 1000,
-				        h.away ? ": its lockfs mount went away and has not "
-				                 "come back"
-				               : "");
-			}
-			if (!h.lost && now - h.last_ok_us > o.ttl_ms * 1000) {
-				/* Unconfirmed for a whole ttl (a hung or failing mount):
-				 * the lease may be gone. */
-				h.lost = true;
-				g_autofree char *ttl = ctl_format_ms(o.ttl_ms);
-				if (h.away)
-					h.why = g_strdup_printf(
-					        "its lockfs mount went away and did not come "
-					        "back with it within --ttl %s",
-					        ttl);
-				else
-					h.why = g_strdup_printf(
-					        "it could not be confirmed for --ttl %s: %s", ttl,
-					        h.last_err ? g_strerror(h.last_err)
-					                   : "the mount did not answer");
-			}
-			bool lost = h.lost;
-			g_mutex_unlock(&h.mu);
-			if (lost)
-				stop = STOP_LOST;
-			else if (o.max_ms > 0 && now - taken >= o.max_ms * 1000)
-				stop = STOP_MAX_HOLD;
-			if (stop) {
+		g_mutex_lock(&r->h.mu);
+		int64_t lease_end = r->h.lease_end_us;
+		int64_t term_before = CLAMP(r->h.lease_max_us / 5, KILL_MARGIN_US,
+		                            KILL_MARGIN_US + KILL_AFTER_US);
+		g_mutex_unlock(&r->h.mu);
+		if (r->stop == STOP_NONE) {
+			r->stop = stop_reason(r, now, lease_end, term_before);
+			if (r->stop) {
 				kill(target, SIGTERM);
 				kill_at = now + KILL_AFTER_US;
 				if (lease_end)
 					kill_at = MIN(kill_at, lease_end - KILL_MARGIN_US);
 			}
 		}
-		if (stop != STOP_NONE && !killed &&
+		if (r->stop != STOP_NONE && !killed &&
 		    (now >= kill_at || (lease_end && now >= lease_end - KILL_MARGIN_US))) {
 			kill(target, SIGKILL);
 			killed = true;
 			/* Said when sent, not at exit (a release after a loss may
 			 * wait for the mount): a log can tell when CMD died. */
-			if (o.verbose)
+			if (r->o.verbose)
 				ctl_err("stopped the command with SIGKILL, %" G_GINT64_FORMAT
 				        " ms before the lease could run out",
 				        lease_end ? (lease_end - now) / 1000 : (int64_t)-1);
 		}
 	}
-	if (stop != STOP_NONE && own_group) {
+}
+
+/* CMD has ended: kill and reap what it left behind if it was stopped, and
+ * stop the watcher. */
+static void hold_stop(hold_run *r)
+{
+	if (r->stop != STOP_NONE && r->own_group) {
 		/* Whatever CMD started goes with it, reaped (we are its subreaper). */
-		kill(-child, SIGKILL);
+		kill(-r->child, SIGKILL);
 		int64_t reap_until = boot_us() + G_USEC_PER_SEC;
 		while (boot_us() < reap_until) {
 			pid_t w = waitpid(-1, NULL, WNOHANG);
@@ -1046,73 +1105,106 @@ int ctl_hold(int argc, char **argv)
 	}
 	/* A watcher stuck in a call to a hung mount is left behind (the process
 	 * ends soon), and so is what it uses. */
-	bool stuck;
-	g_mutex_lock(&h.mu);
-	h.stop = true;
-	g_cond_broadcast(&h.cond);
+	g_mutex_lock(&r->h.mu);
+	r->h.stop = true;
+	g_cond_broadcast(&r->h.cond);
 	int64_t until = g_get_monotonic_time() + G_USEC_PER_SEC;
-	while (!h.done && g_cond_wait_until(&h.cond, &h.mu, until))
+	while (!r->h.done && g_cond_wait_until(&r->h.cond, &r->h.mu, until))
 		;
-	stuck = !h.done;
-	g_mutex_unlock(&h.mu);
-	if (stuck)
-		g_thread_unref(th);
+	r->stuck = !r->h.done;
+	g_mutex_unlock(&r->h.mu);
+	if (r->stuck)
+		g_thread_unref(r->watch);
 	else
-		g_thread_join(th);
-	leave_h = stuck;
+		g_thread_join(r->watch);
+	r->leave_h = r->stuck;
+}
 
-	int r;
-	if (stop == STOP_MAX_HOLD) {
-		r = release(&h);
-		g_autofree char *max = ctl_format_ms(o.max_ms);
+/* Release the lock, say how the hold ended and set the exit code. */
+static void hold_report(hold_run *r)
+{
+	held *h = &r->h;
+	int64_t wait_us = r->stuck ? RELEASE_STUCK_WAIT_US : RELEASE_WAIT_US;
+	int rel;
+	if (r->stop == STOP_MAX_HOLD) {
+		rel = release(h);
+		g_autofree char *max = ctl_format_ms(r->o.max_ms);
 		ctl_err("the lock %s was held past --max-hold %s, so the command was stopped%s",
-		        t.path, max,
-		        r && r != ENOENT ? "; releasing it failed: run lockfsctl unlock" : "");
-		if (o.verbose && !r)
-			ctl_err("released %s", t.path);
-		rc = CTL_EXIT_MAX_HOLD;
-	} else if (stop == STOP_LOST) {
+		        r->t.path, max,
+		        rel && rel != ENOENT ? "; releasing it failed: run lockfsctl unlock" : "");
+		if (r->o.verbose && !rel)
+			ctl_err("released %s", r->t.path);
+		r->rc = CTL_EXIT_MAX_HOLD;
+	} else if (r->stop == STOP_LOST) {
 		/* Declared lost on failing checks, it may in fact still be ours
 		 * (a mount that only answered late): let it go then, or it stays
 		 * held, renewed, with nobody to unlink it.  A mount that still
 		 * hangs is given a few seconds. */
-		if (!release_within(&h, stuck ? RELEASE_STUCK_WAIT_US : RELEASE_WAIT_US))
-			leave_h = true;
+		if (!release_within(h, wait_us))
+			r->leave_h = true;
 		ctl_err("the lock %s was lost (%s), so the command was stopped: another "
 		        "may hold it now",
-		        t.path, h.why ? h.why : "?");
-		rc = CTL_EXIT_LOST;
-	} else if (h.lost || check_once(&h, false, &h.why) > 0) {
+		        r->t.path, h->why ? h->why : "?");
+		r->rc = CTL_EXIT_LOST;
+	} else if (h->lost || check_once(h, false, &h->why) > 0) {
 		/* Lost in the instant before CMD ended: its end was unprotected.
 		 * Its lost name is dropped all the same. */
-		if (!release_within(&h, stuck ? RELEASE_STUCK_WAIT_US : RELEASE_WAIT_US))
-			leave_h = true;
+		if (!release_within(h, wait_us))
+			r->leave_h = true;
 		ctl_err("the lock %s was lost (%s) before the command ended: another may hold it "
 		        "now",
-		        t.path, h.why ? h.why : "?");
-		rc = CTL_EXIT_LOST;
+		        r->t.path, h->why ? h->why : "?");
+		r->rc = CTL_EXIT_LOST;
 	} else {
-		r = release(&h);
-		if (r && r != ENOENT)
-			ctl_err("cannot release %s: %s; remove it with lockfsctl unlock %s", t.path,
-			        g_strerror(r), t.path);
-		else if (o.verbose && !r)
-			ctl_err("released %s", t.path);
-		rc = exit_code(status);
+		rel = release(h);
+		if (rel && rel != ENOENT)
+			ctl_err("cannot release %s: %s; remove it with lockfsctl unlock %s",
+			        r->t.path, g_strerror(rel), r->t.path);
+		else if (r->o.verbose && !rel)
+			ctl_err("released %s", r->t.path);
+		r->rc = exit_code(r->status);
 	}
-out:
-	sigprocmask(SIG_SETMASK, &old, NULL);
-	g_strfreev(envp);
-	if (!leave_h) {
-		g_free(h.path);
-		g_free(h.mount);
-		g_free(h.dir);
-		g_free(h.base);
-		g_free(h.fence);
-		g_free(h.why);
-		g_mutex_clear(&h.mu);
-		g_cond_clear(&h.cond);
+}
+
+/* Restore the signal mask and free what no thread still uses. */
+static void hold_finish(hold_run *r)
+{
+	sigprocmask(SIG_SETMASK, &r->old, NULL);
+	g_strfreev(r->envp);
+	if (!r->leave_h) {
+		g_free(r->h.path);
+		g_free(r->h.mount);
+		g_free(r->h.dir);
+		g_free(r->h.base);
+		g_free(r->h.fence);
+		g_free(r->h.why);
+		g_mutex_clear(&r->h.mu);
+		g_cond_clear(&r->h.cond);
 	}
-	ctl_target_clear(&t);
-	return rc;
+	ctl_target_clear(&r->t);
+	g_free(r->why);
+}
+
+/* The phases: wait for the lock, take it, spawn CMD, supervise it, stop
+ * what is left, report how it ended.  R lives on this stack frame: a thread
+ * left behind on a hung mount (leave_h) uses it until the process exits. */
+int ctl_hold(int argc, char **argv)
+{
+	hold_run r = { .rc = CTL_EXIT_OK };
+	if (!parse(argc, argv, &r.o, &r.rc))
+		return r.rc;
+
+	g_autoptr(GError) error = NULL;
+	if (!ctl_target_resolve(r.o.arg, &r.t, &error)) {
+		ctl_err("%s", error->message);
+		return CTL_EXIT_UNAVAILABLE;
+	}
+	hold_init(&r);
+	if (hold_wait(&r) && hold_take(&r) && hold_spawn(&r)) {
+		hold_supervise(&r);
+		hold_stop(&r);
+		hold_report(&r);
+	}
+	hold_finish(&r);
+	return r.rc;
 }

@@ -98,6 +98,75 @@ static void usage(void)
 	       "heartbeat and command.  --json prints one JSON object instead.\n");
 }
 
+/* The locks of every mount of MOUNTS into LOCKS, each mount read into SHOWN;
+ * ALL: MOUNTS is every lockfs mount, not the user's list.  The exit code. */
+static int read_mounts(GPtrArray *mounts, bool all, GPtrArray *shown, GPtrArray *locks)
+{
+	int rc = CTL_EXIT_OK;
+	for (guint m = 0; m < mounts->len; m++) {
+		const char *mount = mounts->pdata[m];
+		if (!all && !ctl_is_lockfs_mount(mount)) {
+			ctl_err("%s is not a lockfs mount (no .lockfs/status there); give a mount "
+			        "point, or no argument for every mount",
+			        mount);
+			rc = CTL_EXIT_ERROR;
+			continue;
+		}
+		int err = 0;
+		GPtrArray *found = ctl_read_all(mount, &err);
+		if (!found) {
+			ctl_err("cannot read %s/.lockfs/status: %s; %s", mount, g_strerror(err),
+			        err == EACCES ? "run as the mount's owner, or mount it with "
+			                        "allow_other"
+			                      : "check that its lockfs process is running");
+			rc = CTL_EXIT_ERROR;
+			continue;
+		}
+		g_ptr_array_add(shown, g_strdup(mount));
+		g_ptr_array_extend_and_steal(locks, found);
+	}
+	return rc;
+}
+
+static void print_json(GPtrArray *shown, GPtrArray *locks)
+{
+	g_autoptr(GString) out = g_string_new("{\"mounts\":[");
+	for (guint i = 0; i < shown->len; i++) {
+		if (i)
+			g_string_append_c(out, ',');
+		ctl_json_string(out, shown->pdata[i]);
+	}
+	g_string_append(out, "],\"locks\":[");
+	for (guint i = 0; i < locks->len; i++) {
+		g_string_append(out, i ? ",\n" : "\n");
+		json_lock(out, locks->pdata[i]);
+	}
+	g_string_append(out, "]}");
+	printf("%s\n", out->str);
+}
+
+/* LOCKS as JSON, a table, or a line saying there are none. */
+static void print_status(bool json, bool all, GPtrArray *shown, GPtrArray *locks)
+{
+	if (json) {
+		print_json(shown, locks);
+	} else if (locks->len) {
+		g_autoptr(GPtrArray) rows =
+		        g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
+		for (guint i = 0; i < locks->len; i++)
+			add_row(rows, locks->pdata[i]);
+		print_table(rows);
+	} else if (shown->len) {
+		g_autoptr(GString) list = g_string_new(NULL);
+		for (guint i = 0; i < shown->len; i++)
+			g_string_append_printf(list, "%s%s", i ? ", " : "",
+			                       (char *)shown->pdata[i]);
+		printf("no locks held in %s\n", list->str);
+	} else if (all) {
+		ctl_err("no lockfs mounts (none of type fuse.lockfs in /proc/self/mounts)");
+	}
+}
+
 int ctl_status(int argc, char **argv)
 {
 	bool json = false;
@@ -127,61 +196,10 @@ int ctl_status(int argc, char **argv)
 		mounts = ctl_list_mounts();
 	}
 
-	int rc = CTL_EXIT_OK;
 	g_autoptr(GPtrArray) shown = g_ptr_array_new_with_free_func(g_free);
 	g_autoptr(GPtrArray) locks = g_ptr_array_new_with_free_func((GDestroyNotify)ctl_lock_free);
-	for (guint m = 0; m < mounts->len; m++) {
-		const char *mount = mounts->pdata[m];
-		if (!all && !ctl_is_lockfs_mount(mount)) {
-			ctl_err("%s is not a lockfs mount (no .lockfs/status there); give a mount "
-			        "point, or no argument for every mount",
-			        mount);
-			rc = CTL_EXIT_ERROR;
-			continue;
-		}
-		int err = 0;
-		GPtrArray *found = ctl_read_all(mount, &err);
-		if (!found) {
-			ctl_err("cannot read %s/.lockfs/status: %s; %s", mount, g_strerror(err),
-			        err == EACCES ? "run as the mount's owner, or mount it with "
-			                        "allow_other"
-			                      : "check that its lockfs process is running");
-			rc = CTL_EXIT_ERROR;
-			continue;
-		}
-		g_ptr_array_add(shown, g_strdup(mount));
-		g_ptr_array_extend_and_steal(locks, found);
-	}
-
-	if (json) {
-		g_autoptr(GString) out = g_string_new("{\"mounts\":[");
-		for (guint i = 0; i < shown->len; i++) {
-			if (i)
-				g_string_append_c(out, ',');
-			ctl_json_string(out, shown->pdata[i]);
-		}
-		g_string_append(out, "],\"locks\":[");
-		for (guint i = 0; i < locks->len; i++) {
-			g_string_append(out, i ? ",\n" : "\n");
-			json_lock(out, locks->pdata[i]);
-		}
-		g_string_append(out, "]}");
-		printf("%s\n", out->str);
-	} else if (locks->len) {
-		g_autoptr(GPtrArray) rows =
-		        g_ptr_array_new_with_free_func((GDestroyNotify)g_strfreev);
-		for (guint i = 0; i < locks->len; i++)
-			add_row(rows, locks->pdata[i]);
-		print_table(rows);
-	} else if (shown->len) {
-		g_autoptr(GString) list = g_string_new(NULL);
-		for (guint i = 0; i < shown->len; i++)
-			g_string_append_printf(list, "%s%s", i ? ", " : "",
-			                       (char *)shown->pdata[i]);
-		printf("no locks held in %s\n", list->str);
-	} else if (all) {
-		ctl_err("no lockfs mounts (none of type fuse.lockfs in /proc/self/mounts)");
-	}
+	int rc = read_mounts(mounts, all, shown, locks);
+	print_status(json, all, shown, locks);
 	if (fflush(stdout) != 0)
 		rc = CTL_EXIT_ERROR;
 	return rc;

@@ -137,15 +137,12 @@ static int remove_name(const char *path, bool dir)
 	return (dir ? rmdir(path) : unlink(path)) == 0 ? 0 : errno;
 }
 
-static int unlock(const ctl_target *t, bool yes)
+/* Show who holds T (PATH and MOUNT escaped), its lstat in *ST and, in a
+ * mount, its record in *L: -1 when shown, else the exit code. */
+static int show_holder(const ctl_target *t, const char *path, const char *mount, struct stat *st,
+                       ctl_lock **l)
 {
-	g_autoptr(ctl_lock) l = NULL;
-	struct stat st;
-	/* Lock names, like holders, may come from another host. */
-	g_autofree char *path = ctl_escape(t->path);
-	g_autofree char *mount = ctl_escape(t->mount);
-	g_autofree char *fence = NULL, *new_fence = NULL;
-	if (lstat(t->path, &st) != 0) {
+	if (lstat(t->path, st) != 0) {
 		int e = errno;
 		if (e == ENOENT) {
 			ctl_err("%s is not held; nothing to break", path);
@@ -155,52 +152,59 @@ static int unlock(const ctl_target *t, bool yes)
 		        g_strerror(e));
 		return CTL_EXIT_ERROR;
 	}
-	if (t->mount) {
-		int e;
-		l = ctl_read_lock(t->mount, t->key, &e);
-		if (!l && e == ENOENT) {
-			ctl_err("%s is not a held lock (%s/.lockfs has no record of it); if it "
-			        "is a leftover file, remove it with rm",
-			        path, mount);
-			return CTL_EXIT_FAIL;
-		}
-		if (!l) {
-			ctl_err("cannot read the holder of %s from %s/.lockfs: %s; check that the "
-			        "mount's lockfs process is running",
-			        path, mount, g_strerror(e));
-			return CTL_EXIT_ERROR;
-		}
-		show_lockfs(l);
-		fence = ctl_escape(l->fence ? l->fence : "?");
-	} else {
-		show_plain(t->path, &st);
+	if (!t->mount) {
+		show_plain(t->path, st);
+		return -1;
 	}
-	fflush(stdout);
-
-	if (!yes && !ctl_confirm("break it?")) {
-		printf("not broken\n");
+	int e;
+	*l = ctl_read_lock(t->mount, t->key, &e);
+	if (!*l && e == ENOENT) {
+		ctl_err("%s is not a held lock (%s/.lockfs has no record of it); if it "
+		        "is a leftover file, remove it with rm",
+		        path, mount);
 		return CTL_EXIT_FAIL;
 	}
+	if (!*l) {
+		ctl_err("cannot read the holder of %s from %s/.lockfs: %s; check that the "
+		        "mount's lockfs process is running",
+		        path, mount, g_strerror(e));
+		return CTL_EXIT_ERROR;
+	}
+	show_lockfs(*l);
+	return -1;
+}
 
-	/* Break only what was shown: the lock may have changed hands while the
-	 * user read it. */
-	struct stat now;
+/* Break only what was shown (L, ST; FENCE escaped): the lock may have
+ * changed hands while the user read it.  -1 when it did not, with its
+ * lstat now in *NOW, else the exit code. */
+static int check_unchanged(const ctl_target *t, const char *path, const ctl_lock *l,
+                           const struct stat *st, const char *fence, struct stat *now)
+{
 	g_autoptr(ctl_lock) again = NULL;
+	g_autofree char *new_fence = NULL;
 	int e = 0;
-	if (lstat(t->path, &now) != 0 ||
+	if (lstat(t->path, now) != 0 ||
 	    (t->mount && !(again = ctl_read_lock(t->mount, t->key, &e)))) {
 		ctl_err("%s was released before it could be broken; nothing to do", path);
 		return CTL_EXIT_FAIL;
 	}
-	if (t->mount ? g_strcmp0(again->fence, l->fence) != 0 : now.st_ino != st.st_ino) {
+	if (t->mount ? g_strcmp0(again->fence, l->fence) != 0 : now->st_ino != st->st_ino) {
 		new_fence = ctl_escape(t->mount && again->fence ? again->fence : "-");
 		ctl_err("%s changed hands while you decided (fence %s, now %s); nothing "
 		        "was broken: run lockfsctl unlock again to see the new holder",
 		        path, t->mount ? fence : "-", new_fence);
 		return CTL_EXIT_FAIL;
 	}
+	return -1;
+}
 
-	bool dir = S_ISDIR(now.st_mode);
+/* Break T, still the lock shown: through its mount, or by removing the
+ * plain dot-lock.  -1 when broken, else the exit code. */
+static int break_lock(const ctl_target *t, const char *path, const ctl_lock *l,
+                      const struct stat *st, const char *fence, const struct stat *now)
+{
+	int e;
+	bool dir = S_ISDIR(now->st_mode);
 	if (t->mount) {
 		/* The daemon judges the request as it would an unlink by us, logs
 		 * and notifies it as a break whoever asks, and refuses it (ESTALE)
@@ -224,12 +228,38 @@ static int unlock(const ctl_target *t, bool yes)
 		if (l && l->user) {
 			owner = ctl_escape(l->user);
 		} else {
-			struct passwd *pw = getpwuid(st.st_uid);
+			struct passwd *pw = getpwuid(st->st_uid);
 			owner = g_strdup(pw ? pw->pw_name : "?");
 		}
 		g_autofree char *where = ctl_escape(t->dir);
 		return break_error(path, where, owner, e);
 	}
+	return -1;
+}
+
+/* Show, confirm, check again, break, say so. */
+static int unlock(const ctl_target *t, bool yes)
+{
+	g_autoptr(ctl_lock) l = NULL;
+	struct stat st, now;
+	/* Lock names, like holders, may come from another host. */
+	g_autofree char *path = ctl_escape(t->path);
+	g_autofree char *mount = ctl_escape(t->mount);
+	int rc = show_holder(t, path, mount, &st, &l);
+	if (rc >= 0)
+		return rc;
+	g_autofree char *fence = t->mount ? ctl_escape(l->fence ? l->fence : "?") : NULL;
+	fflush(stdout);
+
+	if (!yes && !ctl_confirm("break it?")) {
+		printf("not broken\n");
+		return CTL_EXIT_FAIL;
+	}
+	rc = check_unchanged(t, path, l, &st, fence, &now);
+	if (rc < 0)
+		rc = break_lock(t, path, l, &st, fence, &now);
+	if (rc >= 0)
+		return rc;
 	if (t->mount) {
 		g_autofree char *host = ctl_escape(l->host ? l->host : "?");
 		printf("broke %s (held by %s:%" G_GINT64_FORMAT ", fence %s); lockfs logged the "
