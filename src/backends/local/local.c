@@ -209,7 +209,7 @@ static int local_list(lockfs_backend *be, const char *prefix, lockfs_list_cb cb,
 }
 
 /* The local backend's locks live in this process: its lease token says
- * only whose it is; the record in state_dir (fs_restart.c) is what keeps a
+ * only whose it is; the record in state_dir (the daemon's fs_record.c) is what keeps a
  * lock across a restart, given back here through adopt(). */
 #define LOCAL_TOKEN "local"
 
