@@ -160,8 +160,10 @@ typedef struct {
 	uint64_t next_serial;     /* of lock grants */
 	int64_t stale_after_us;   /* set once */
 	int64_t heartbeat_min_us; /* set once */
-	GHashTable *held;         /* lease key → lock dentry holding it here */
-	GHashTable *saw_free;     /* "pid:key" → when that process last found KEY free */
+	/* lease key → lock dentry holding it here: fs_locks.c's index (fs_record.c,
+	 * below it, reads it; the files above go through locks_find/locks_foreach) */
+	GHashTable *held;
+	GHashTable *saw_free; /* "pid:key" → when that process last found KEY free */
 	/* key → lfs_lost: locks this mount lost lately, shown in .lockfs/ as
 	 * lost while nobody else holds the name (fs_locks.c). */
 	GHashTable *lost_recent;

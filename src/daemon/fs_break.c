@@ -120,7 +120,7 @@ int break_remote_for(lfs *fs, fuse_req_t req, const char *key, const char *fence
 	pthread_mutex_lock(&fs->mu);
 	if (r)
 		return r == -ENOENT ? -ENOENT : -EIO;
-	if (g_hash_table_lookup(fs->held, key))
+	if (locks_find(fs, key))
 		r = -ENOENT; /* taken here meanwhile: not the lock the caller meant */
 	else if (fence && lockfs_fence_cmp(fence, info.fence) != 0)
 		r = -ESTALE;
@@ -141,7 +141,7 @@ int break_request(lfs *fs, fuse_req_t req, const char *buf, size_t size)
 	fuse_ino_t parent = 0;
 	if (!lockfs_view_parse_break(buf, size, &key, &fence))
 		return -EINVAL;
-	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+	lfs_dentry *d = locks_find(fs, key);
 	if (!d && fs->shared) {
 		int r = break_remote_for(fs, req, key, fence);
 		g_free(key);

@@ -19,7 +19,7 @@
  * Called with fs->mu, which is let go while the backend answers. */
 static int info_for(lfs *fs, const char *key, lockfs_lock_info *out)
 {
-	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+	lfs_dentry *d = locks_find(fs, key);
 	if (d) {
 		locks_info_of(fs, d, out);
 		return 0;
@@ -104,6 +104,21 @@ static int by_key(gconstpointer a, gconstpointer b)
 	return strcmp(x->key, y->key);
 }
 
+struct held_under {
+	const char *prefix;
+	GPtrArray *out;
+};
+
+static void add_held_under(lfs *fs, lfs_dentry *d, void *user)
+{
+	struct held_under *h = user;
+	if (!g_str_has_prefix(d->lease->key, h->prefix))
+		return;
+	lockfs_lock_info *info = g_new0(lockfs_lock_info, 1);
+	locks_info_of(fs, d, info);
+	g_ptr_array_add(h->out, info);
+}
+
 /* Every lock under PREFIX: this mount's from its dentries, others' from the
  * backend (with fs->mu let go meanwhile). */
 static GPtrArray *all_locks(lfs *fs, const char *prefix)
@@ -115,22 +130,14 @@ static GPtrArray *all_locks(lfs *fs, const char *prefix)
 		pthread_mutex_lock(&fs->mu);
 		for (guint i = 0; i < remote->len; i++) {
 			lockfs_lock_info *info = remote->pdata[i];
-			if (g_hash_table_contains(fs->held, info->key))
+			if ((locks_find(fs, info->key) != NULL))
 				continue;
 			remote->pdata[i] = NULL;
 			g_ptr_array_add(out, info);
 		}
 	}
-	GHashTableIter it;
-	gpointer k, v;
-	g_hash_table_iter_init(&it, fs->held);
-	while (g_hash_table_iter_next(&it, &k, &v)) {
-		if (!g_str_has_prefix(k, prefix))
-			continue;
-		lockfs_lock_info *info = g_new0(lockfs_lock_info, 1);
-		locks_info_of(fs, v, info);
-		g_ptr_array_add(out, info);
-	}
+	struct held_under h = { prefix, out };
+	locks_foreach(fs, add_held_under, &h);
 	/* Locks lost here lately, where nobody holds the name now. */
 	g_autoptr(GHashTable) seen = g_hash_table_new(g_str_hash, g_str_equal);
 	for (guint i = 0; i < out->len; i++)
@@ -140,23 +147,28 @@ static GPtrArray *all_locks(lfs *fs, const char *prefix)
 	return out;
 }
 
+struct held_gauges {
+	metrics_gauges *g;
+	int64_t mono, oldest;
+};
+
+static void add_held_gauges(lfs *fs, lfs_dentry *d, void *user)
+{
+	struct held_gauges *h = user;
+	if (d->lost)
+		return;
+	h->g->locks_held++;
+	if ((fs->be->flags & LOCKFS_BACKEND_LEASES) && h->mono - d->renewed_mono > h->oldest)
+		h->oldest = h->mono - d->renewed_mono;
+}
+
 /* The gauges of .lockfs/metrics, from the model (fs->mu held). */
 static void render_metrics(lfs *fs, GString *out)
 {
 	metrics_gauges g = { .mountpoint = fs->mountpoint, .backend = fs->be->name };
-	int64_t oldest = 0, mono = lockfs_mono_us();
-	GHashTableIter it;
-	gpointer v;
-	g_hash_table_iter_init(&it, fs->held);
-	while (g_hash_table_iter_next(&it, NULL, &v)) {
-		lfs_dentry *d = v;
-		if (d->lost)
-			continue;
-		g.locks_held++;
-		if ((fs->be->flags & LOCKFS_BACKEND_LEASES) && mono - d->renewed_mono > oldest)
-			oldest = mono - d->renewed_mono;
-	}
-	g.renewal_age_s = oldest / 1e6;
+	struct held_gauges h = { &g, lockfs_mono_us(), 0 };
+	locks_foreach(fs, add_held_gauges, &h);
+	g.renewal_age_s = h.oldest / 1e6;
 	metrics_render(&g, out);
 }
 

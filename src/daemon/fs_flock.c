@@ -133,7 +133,7 @@ static const char *key_path(const char *path)
 
 static lfs_dentry *flock_dentry(lfs *fs, const lfs_flock *f)
 {
-	lfs_dentry *d = g_hash_table_lookup(fs->held, f->key);
+	lfs_dentry *d = locks_find(fs, f->key);
 	return d && d->serial == f->serial && d->dir == fs->flock_dir ? d : NULL;
 }
 
@@ -209,7 +209,7 @@ static int shared_holders(lfs *fs, fl_class cls, const char *path, const char *e
 			return r < 0 ? -EIO : r;
 		/* "None but ours" counts ours: it must have been held at the
 		 * server when asked, that is, its lease not yet maybe run out. */
-		lfs_dentry *own = g_hash_table_lookup(fs->held, except);
+		lfs_dentry *own = locks_find(fs, except);
 		return own && !own->lost && !locks_lease_expired(fs, own) ? r : -EIO;
 	}
 	count_ctx c = { except, 0 };
@@ -307,7 +307,7 @@ static int take_exclusive(lfs *fs, fl_class cls, const char *path, const char *o
 		return r == -EEXIST ? -EWOULDBLOCK : r;
 	uint64_t serial = (*d)->serial;
 	int others = shared_holders(fs, cls, path, own_sh);
-	*d = g_hash_table_lookup(fs->held, key);
+	*d = locks_find(fs, key);
 	if (!*d || (*d)->serial != serial || (*d)->lost)
 		return -EIO; /* lost while we looked */
 	if (others) {
@@ -330,7 +330,7 @@ static int take_shared(lfs *fs, fl_class cls, const char *path, bool had,
 	uint64_t serial = (*d)->serial;
 	/* Made shared from exclusive: the exclusive key is ours. */
 	int excl = had ? 0 : exclusive_held(fs, cls, path);
-	*d = g_hash_table_lookup(fs->held, key);
+	*d = locks_find(fs, key);
 	if (!*d || (*d)->serial != serial || (*d)->lost)
 		return -EIO;
 	if (excl) {
@@ -395,7 +395,7 @@ static int flock_try(lfs *fs, fl_class cls, lfs_node *n, const char *path, uint6
 		uint64_t serial = d->serial;
 		g_autofree char *key = g_strdup(d->lease->key);
 		drop_converted(fs, k, key, who->pid);
-		d = g_hash_table_lookup(fs->held, key);
+		d = locks_find(fs, key);
 		if (!d || d->serial != serial)
 			return -EIO;
 	}
@@ -528,7 +528,7 @@ void flock_adopt_orphan(lfs *fs, lfs_dentry *d)
 
 bool flock_orphan_key(lfs *fs, const char *key)
 {
-	lfs_dentry *d = g_hash_table_lookup(fs->held, key);
+	lfs_dentry *d = locks_find(fs, key);
 	for (guint i = 0; d && fs->flock_orphans && i < fs->flock_orphans->len; i++) {
 		lfs_flock_orphan *o = fs->flock_orphans->pdata[i];
 		if (o->serial == d->serial && strcmp(o->key, key) == 0)
@@ -543,7 +543,7 @@ static void check_orphans(lfs *fs, GPtrArray *keys)
 {
 	for (guint i = fs->flock_orphans ? fs->flock_orphans->len : 0; i-- > 0;) {
 		lfs_flock_orphan *o = fs->flock_orphans->pdata[i];
-		lfs_dentry *d = g_hash_table_lookup(fs->held, o->key);
+		lfs_dentry *d = locks_find(fs, o->key);
 		if (!d || d->serial != o->serial || d->dir != fs->flock_dir) {
 			orphan_drop_at(fs, i);
 		} else if (!orphan_alive(o)) {
@@ -576,7 +576,7 @@ static void beat_flocks(lfs *fs)
 		g_ptr_array_add(keys, g_strdup(((lfs_flock *)v)->key));
 	int64_t mono = lockfs_mono_us();
 	for (guint i = 0; i < keys->len; i++) {
-		lfs_dentry *d = g_hash_table_lookup(fs->held, keys->pdata[i]);
+		lfs_dentry *d = locks_find(fs, keys->pdata[i]);
 		if (d && d->dir == fs->flock_dir && !d->lost && mono - d->heartbeat_boot >= every)
 			locks_auto_beat(fs, d);
 	}
@@ -703,7 +703,7 @@ static gpointer watcher_main(gpointer data)
 			/* Held through this mount: its release wakes the waiters
 			 * itself, and a wait in line would only come first. */
 			pthread_mutex_lock(&fs->mu);
-			here = g_hash_table_contains(fs->held, key);
+			here = (locks_find(fs, key) != NULL);
 			pthread_mutex_unlock(&fs->mu);
 		}
 		if (here) {
@@ -994,8 +994,7 @@ int flock_posix_getlk(lfs *fs, lfs_node *n, uint64_t owner, struct flock *lk)
 	/* Held through this mount by another owner: known here, with no round
 	 * trip, and before a backend that writes its records after the grant
 	 * (tinystore) could describe it. */
-	lfs_dentry *mine =
-	        ex && (!own || strcmp(own, ex)) ? g_hash_table_lookup(fs->held, ex) : NULL;
+	lfs_dentry *mine = ex && (!own || strcmp(own, ex)) ? locks_find(fs, ex) : NULL;
 	if (mine && mine->dir == fs->flock_dir && !mine->lost) {
 		lk->l_type = F_WRLCK;
 		lk->l_whence = SEEK_SET;

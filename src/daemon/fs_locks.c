@@ -1380,6 +1380,64 @@ void locks_fini(lfs *fs)
 	fs->held = fs->busy = fs->saw_free = fs->lost_recent = NULL;
 }
 
+/* The dentry NAME in DIR, after expiring it if it is a stale lock. */
+lfs_dentry *locks_find_live(lfs *fs, lfs_node *dir, const char *name)
+{
+	lfs_dentry *d = dentry_find(dir, name);
+	if (!d || !d->lease)
+		return d;
+	/* A lease that may have run out is lost now, not at the next renewal
+	 * round: the backend may have granted the name elsewhere already. */
+	locks_lost_if_expired(fs, d);
+	/* A lookup does not wait for a call on a live lock (a renewal may hang
+	 * on the network): while one runs, the name stays as it is.  A lock
+	 * past stale_after must not pass for live because a renewal happens
+	 * to be running: that call is bounded by network_timeout, so wait for
+	 * it once and judge again. */
+	if (g_hash_table_contains(fs->busy, d->lease->key)) {
+		if (d->lost || !locks_past_stale(fs, d))
+			return d;
+		g_autofree char *key = g_strdup(d->lease->key);
+		bool idle = locks_wait_idle(fs, key); /* bounded: else shown as it is */
+		d = dentry_find(dir, name);
+		if (!idle || !d || !d->lease || g_hash_table_contains(fs->busy, d->lease->key))
+			return d;
+	}
+	if (d->lost ? locks_drop_lost(fs, d) : locks_expire_if_stale(fs, d))
+		return dentry_find(dir, name); /* a new holder may have taken it meanwhile */
+	return d;
+}
+
+void locks_init(lfs *fs)
+{
+	fs->held = g_hash_table_new(g_str_hash, g_str_equal);
+	fs->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+}
+
+bool locks_held_under(lfs *fs, const char *prefix)
+{
+	return locks_key_under(fs->held, prefix);
+}
+
+lfs_dentry *locks_find(lfs *fs, const char *key)
+{
+	return g_hash_table_lookup(fs->held, key);
+}
+
+void locks_foreach(lfs *fs, void (*fn)(lfs *fs, lfs_dentry *d, void *user), void *user)
+{
+	GHashTableIter it;
+	gpointer v;
+	g_hash_table_iter_init(&it, fs->held);
+	while (g_hash_table_iter_next(&it, NULL, &v))
+		fn(fs, v, user);
+}
+
+void locks_index(lfs *fs, lfs_dentry *d)
+{
+	g_hash_table_insert(fs->held, d->lease->key, d);
+}
+
 unsigned locks_held_count(lfs *fs)
 {
 	pthread_mutex_lock(&fs->mu);

@@ -74,6 +74,16 @@ void locks_stop(lfs *fs);
 void locks_fini(lfs *fs); /* at exit, after locks_stop: the lock layer's tables */
 /* How many locks this mount holds (takes fs->mu). */
 unsigned locks_held_count(lfs *fs);
+/* fs->held is this file's index of the lock dentries of this mount (the
+ * files below read it, the files above go through these; fs->mu held): */
+/* The dentry NAME in DIR, after expiring it if it is a stale lock. */
+lfs_dentry *locks_find_live(lfs *fs, lfs_node *dir, const char *name);
+void locks_init(lfs *fs);                           /* the index and the claims' table */
+lfs_dentry *locks_find(lfs *fs, const char *key);   /* KEY's lock dentry here, or NULL */
+bool locks_held_under(lfs *fs, const char *prefix); /* a lock held here under PREFIX */
+/* FN for each lock dentry held here (FN must not add or remove one). */
+void locks_foreach(lfs *fs, void (*fn)(lfs *fs, lfs_dentry *d, void *user), void *user);
+void locks_index(lfs *fs, lfs_dentry *d); /* D, taken back at a restart, is held here */
 int locks_check_writable(lfs *fs, lfs_node *n);
 /* What lock dentry D of this mount shows (.lockfs/, user.lockfs.*): OUT
  * to clear with lockfs_lock_info_clear (fs->mu held). */

@@ -157,34 +157,6 @@ static int check_name(const char *name)
 	return 0;
 }
 
-/* The dentry NAME in DIR, after expiring it if it is a stale lock. */
-static lfs_dentry *find_live(lfs *fs, lfs_node *dir, const char *name)
-{
-	lfs_dentry *d = dentry_find(dir, name);
-	if (!d || !d->lease)
-		return d;
-	/* A lease that may have run out is lost now, not at the next renewal
-	 * round: the backend may have granted the name elsewhere already. */
-	locks_lost_if_expired(fs, d);
-	/* A lookup does not wait for a call on a live lock (a renewal may hang
-	 * on the network): while one runs, the name stays as it is.  A lock
-	 * past stale_after must not pass for live because a renewal happens
-	 * to be running: that call is bounded by network_timeout, so wait for
-	 * it once and judge again. */
-	if (g_hash_table_contains(fs->busy, d->lease->key)) {
-		if (d->lost || !locks_past_stale(fs, d))
-			return d;
-		g_autofree char *key = g_strdup(d->lease->key);
-		bool idle = locks_wait_idle(fs, key); /* bounded: else shown as it is */
-		d = dentry_find(dir, name);
-		if (!idle || !d || !d->lease || g_hash_table_contains(fs->busy, d->lease->key))
-			return d;
-	}
-	if (d->lost ? locks_drop_lost(fs, d) : locks_expire_if_stale(fs, d))
-		return dentry_find(dir, name); /* a new holder may have taken it meanwhile */
-	return d;
-}
-
 /* A lock name not held here: held through another mount?  A stale one is
  * not shown, so that the acquisition that follows reaches the backend,
  * which breaks it by its own protocol.
@@ -288,7 +260,7 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		n = fs->control;
 	} else {
 		int64_t asked = lockfs_mono_us();
-		lfs_dentry *d = find_live(fs, dir, name);
+		lfs_dentry *d = locks_find_live(fs, dir, name);
 		if (d && d->lost) {
 			/* Shown while a call on its key runs (find_live).  When
 			 * that call grants the name anew, the unlink this lookup
@@ -643,7 +615,7 @@ static int make_node(lfs *fs, lfs_node *dir, const char *name, mode_t mode, mode
 		return -EROFS;
 	if (!S_ISDIR(dir->mode))
 		return -ENOTDIR;
-	if (find_live(fs, dir, name))
+	if (locks_find_live(fs, dir, name))
 		return -EEXIST;
 	if (target && strlen(target) >= PATH_MAX)
 		return -ENAMETOOLONG;
@@ -789,7 +761,7 @@ static int open_existing(lfs *fs, lfs_node *n, int flags, const struct lfs_calle
 static int open_taken(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c,
                       lfs_node **out)
 {
-	lfs_dentry *d = find_live(fs, dir, name);
+	lfs_dentry *d = locks_find_live(fs, dir, name);
 	if (d) {
 		*out = d->node;
 		return 0;
@@ -911,7 +883,7 @@ static void lfs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent, const
 		r = -EPERM;
 		goto out;
 	}
-	if (find_live(fs, dir, newname)) {
+	if (locks_find_live(fs, dir, newname)) {
 		r = -EEXIST;
 		goto out;
 	}
@@ -1072,7 +1044,7 @@ static int rename_mem(lfs *fs, lfs_node *dir, const char *name, lfs_node *newdir
 static int rename_to_lock(lfs *fs, lfs_node *dir, const char *name, lfs_node *newdir,
                           const char *newname, const struct lfs_caller *c)
 {
-	if (find_live(fs, newdir, newname))
+	if (locks_find_live(fs, newdir, newname))
 		return -EEXIST;
 	lfs_dentry *d = dentry_find(dir, name);
 	lfs_node *n = NULL;
@@ -1112,7 +1084,7 @@ static bool holds_locks(lfs *fs, lfs_node *dir, const char *name)
 	g_autofree char *prefix = g_strconcat(key, "/", NULL);
 	if (!locks_wait_idle_under(fs, prefix))
 		return true; /* bounded: a move or rmdir is refused, not a lock split */
-	return locks_key_under(fs->held, prefix);
+	return locks_held_under(fs, prefix);
 }
 
 /* Whether the directory NAME in DIR has locks in it, here or held through
@@ -1634,7 +1606,7 @@ static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 	lfs_dentry *d = node_lock_dentry(fs, node_of(fs, ino));
 	g_autofree char *fkey = kind ? flock_fence_key(fs, node_of(fs, ino), kind, tgid) : NULL;
 	if (kind)
-		d = fkey ? g_hash_table_lookup(fs->held, fkey) : NULL;
+		d = fkey ? locks_find(fs, fkey) : NULL;
 	/* As at a lookup: a lease that may have run out is lost now. */
 	int r = kind && (!d || locks_lost_if_expired(fs, d)) ? -ENODATA : 0;
 	/* Only the fence waits for its confirmation; the rest is at hand. */
@@ -1644,8 +1616,7 @@ static void lfs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name, size_
 		locks_confirm(fs, key, 0);
 		/* A fence the backend could not confirm (it did not answer) may
 		 * be older than another holder's since: never shown, EIO. */
-		d = kind ? g_hash_table_lookup(fs->held, key)
-		         : node_lock_dentry(fs, node_of(fs, ino));
+		d = kind ? locks_find(fs, key) : node_lock_dentry(fs, node_of(fs, ino));
 		if (kind && (!d || d->serial != serial || !d->lease || d->lost))
 			r = -ENODATA; /* lost meanwhile, or another's grant by now */
 		else if (d && d->lease && !d->fence_final && !d->lost)
@@ -1800,8 +1771,7 @@ lfs *lfs_new(const lockfs_settings *set, lockfs_backend *be, const char *mountpo
 	fs->mountpoint = g_strdup(mountpoint);
 	fs->suffix_len = strlen(set->suffix);
 	fs->disk_nodes = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
-	fs->held = g_hash_table_new(g_str_hash, g_str_equal);
-	fs->busy = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
+	locks_init(fs);
 	/* Claims are waited for with deadlines (locks_claim_bounded), which a
 	 * wall clock step must not stretch. */
 	pthread_condattr_t ca;

@@ -96,7 +96,7 @@ static lfs_dentry *install(lfs *fs, const lockfs_lockrec *rec, lockfs_lease *lea
 	/* Confirmed again where the backend confirms (the record may have
 	 * been written before the confirmation was). */
 	d->fence_final = !fs->be->confirm;
-	g_hash_table_insert(fs->held, lease->key, d);
+	locks_index(fs, d);
 	return d;
 }
 
@@ -439,7 +439,7 @@ void restart_gap_close(lfs *fs, GPtrArray *found, int under_fd)
 	pthread_mutex_lock(&fs->mu);
 	for (guint i = 0; i < found->len; i++) {
 		restart_gap_file *g = found->pdata[i];
-		if (g_hash_table_lookup(fs->held, g->key)) {
+		if (locks_find(fs, g->key)) {
 			gap_conflict(fs, g, "this mount's holder held it through the restart");
 			continue;
 		}
