@@ -1046,9 +1046,18 @@ static void test_unanswered_add(void)
 	g_assert_cmpint(a->acquire(a, "unanswered.lock", &who, NULL, 0, &l2, NULL), ==, -EIO);
 	lockfs_holder_clear(&who);
 	lockfs_lock_info info;
-	g_assert_cmpint(b->inspect(b, "unanswered.lock", &info), ==, 0);
-	g_assert_cmpstr(info.holder.host, ==, "hosta");
-	lockfs_lock_info_clear(&info);
+	/* The add reached the server, its answer did not: the entry is
+	 * there, hosta's -- unless a renewal round of hosta's (every second)
+	 * already sent its delete over the half-open link, as it may on a
+	 * loaded machine. */
+	int seen = b->inspect(b, "unanswered.lock", &info);
+	if (seen == 0) {
+		g_assert_cmpstr(info.holder.host, ==, "hosta");
+		lockfs_lock_info_clear(&info);
+	} else {
+		g_assert_cmpint(seen, ==, -ENOENT);
+		g_test_message("the unanswered add's entry was deleted before the link came back");
+	}
 	fault_proxy_ctl("forward", NULL);
 	/* The mount's renewals go on (a call on a connection the drop broke
 	 * may fail once); the entry must go within a round or two. */

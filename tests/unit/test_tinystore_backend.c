@@ -441,13 +441,14 @@ static void test_look_apart(void)
 	for (int i = 0; i < 3; i++)
 		t[i] = g_thread_new("look", look_many, &l[i]);
 	int64_t worst = 0;
-	int slow = 0;
+	int slow = 0, behind = 0;
 	for (int i = 0; i < 40; i++) {
 		int64_t t0 = lockfs_mono_us(), took;
 		g_assert_cmpint(a->renew(a, la), ==, 0);
 		took = lockfs_mono_us() - t0;
 		worst = MAX(worst, took);
 		slow += took >= 50000;
+		behind += took >= 100000;
 		g_usleep(20000); /* renewals spread over the looks' second */
 	}
 	for (int i = 0; i < 3; i++) {
@@ -459,8 +460,11 @@ static void test_look_apart(void)
 	        " us",
 	        slow, worst);
 	/* Behind the looks one would wait for several of them (each stands
-	 * in line 100 ms: 180-900 ms seen); beside them, a few ms. */
-	g_assert_cmpint(worst, <, 150000);
+	 * in line 100 ms: 180-900 ms seen), and nearly every renewal of the
+	 * looks' second would; beside them, a few ms, but for the odd one a
+	 * loaded machine (or a sanitizer build) delays. */
+	g_assert_cmpint(behind, <=, 4);
+	g_assert_cmpint(worst, <, 1000000);
 	give(a, la);
 	give(b, lb);
 	a->destroy(a);
