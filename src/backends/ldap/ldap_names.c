@@ -186,7 +186,7 @@ char *ll_dn_cn(const char *dn)
 	char *cn = NULL;
 	LDAPAVA *ava = ldn[0][0];
 	if (ava && !ldn[0][1] && !(ava->la_flags & LDAP_AVA_BINARY) && ava->la_attr.bv_len == 2 &&
-	    g_ascii_strncasecmp(ava->la_attr.bv_val, "cn", 2) == 0 &&
+	    g_ascii_strncasecmp(ava->la_attr.bv_val, "cn", 2) == 0 && ava->la_value.bv_val &&
 	    !memchr(ava->la_value.bv_val, '\0', ava->la_value.bv_len))
 		cn = g_strndup(ava->la_value.bv_val, ava->la_value.bv_len);
 	ldap_dnfree(ldn);
