@@ -572,7 +572,7 @@ ll_verdict ll_judge(const ll_lock *l, const ll_server_now *now, int64_t ttl_us,
 	} else if (since > ttl_us) {
 		return LL_EXPIRED;
 	}
-	if (stale_after_us > 0 && since + holder_idle(l) > stale_after_us)
+	if (stale_after_us > 0 && since > stale_after_us - holder_idle(l))
 		return LL_STALE;
 	return LL_HELD;
 }
