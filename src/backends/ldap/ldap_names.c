@@ -592,7 +592,7 @@ int64_t ll_lease_left_ms(const ll_lock *l, const ll_server_now *now, int64_t ttl
 	if (!w || !now->hi_us)
 		return ttl_us / 1000;
 	int64_t mid = now->lo_us + (now->hi_us - now->lo_us) / 2;
-	int64_t left = ttl_us - (mid - (w + res / 2));
+	int64_t left = ttl_us - MAX(mid - (w + res / 2), 0); /* a write in the future: all of it */
 	if (l->ttl_s >= 0 && !l->session)
 		left = MIN(left, l->ttl_s * G_USEC_PER_SEC);
 	return CLAMP(left, 0, ttl_us) / 1000;
