@@ -4,7 +4,7 @@
  *
  * Build with clang (see meson.build here):
  *   CC=clang meson setup build-fuzz && ninja -C build-fuzz tests/fuzz/fuzz_tinystore
- *   build-fuzz/tests/fuzz/fuzz_tinystore -max_len=4096 -rss_limit_mb=512 tests/fuzz/corpus
+ *   build-fuzz/tests/fuzz/fuzz_tinystore -max_len=4096 -rss_limit_mb=512 tests/fuzz/corpus/tinystore
  * A decoder that crashes, leaks, hangs or allocates past the limit is a bug. */
 #include "backends/tinystore/tinystore_codec.h"
 #include "backends/tinystore/tinystore_fuzz.h"

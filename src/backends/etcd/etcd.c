@@ -135,14 +135,21 @@ static bool ekv_from_json(JsonObject *o, ekv *kv)
 	return true;
 }
 
-/* The first kv of a range response, or false. */
-static bool first_kv(JsonObject *range, ekv *kv)
+/* The first kv of a range response for the key WANT, or false (also when
+ * the server answered with another key). */
+static bool first_kv(JsonObject *range, const char *want, ekv *kv)
 {
 	JsonArray *kvs = etcd_json_array(range, "kvs");
 	if (!kvs || json_array_get_length(kvs) == 0)
 		return false;
 	JsonNode *n = json_array_get_element(kvs, 0);
-	return JSON_NODE_HOLDS_OBJECT(n) && ekv_from_json(json_node_get_object(n), kv);
+	if (!JSON_NODE_HOLDS_OBJECT(n) || !ekv_from_json(json_node_get_object(n), kv))
+		return false;
+	if (strcmp(kv->key, want) != 0) {
+		ekv_clear(kv);
+		return false;
+	}
+	return true;
 }
 
 /* The range response inside a txn's RESPONSES[i]. */
@@ -362,7 +369,7 @@ static void verify_mine(etcd_backend *b, int64_t deadline)
 			for (guint i = 0; i < n; i++) {
 				held_key *h = &g_array_index(held, held_key, from + i);
 				ekv kv;
-				bool have = first_kv(txn_range(o, i), &kv);
+				bool have = first_kv(txn_range(o, i), h->key, &kv);
 				if (!have || kv.create_rev != h->create_rev)
 					mark_broken(b, h->key, h->create_rev);
 				if (have)
@@ -520,7 +527,7 @@ static int get_key(etcd_backend *b, const char *full, int64_t deadline, ekv *kv)
 	             &out);
 	if (r)
 		return r == -ESTALE ? -EIO : r;
-	bool found = first_kv(json_node_get_object(out), kv);
+	bool found = first_kv(json_node_get_object(out), full, kv);
 	json_node_unref(out);
 	return found ? 0 : -ENOENT;
 }
@@ -688,7 +695,7 @@ static int put_record(etcd_take *t)
 			return p->create_rev > 0 ? 0 : -EIO;
 		}
 		ekv kv;
-		bool have = first_kv(txn_range(o, 0), &kv);
+		bool have = first_kv(txn_range(o, 0), t->full, &kv);
 		json_node_unref(reply);
 		if (!have) /* deleted between the compare and the range: cannot be */
 			return -EIO;

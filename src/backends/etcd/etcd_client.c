@@ -570,8 +570,11 @@ int64_t etcd_json_int(JsonObject *o, const char *member, int64_t def)
 	}
 	if (t == G_TYPE_INT64)
 		return json_node_get_int(n);
-	if (t == G_TYPE_DOUBLE)
-		return (int64_t)json_node_get_double(n);
+	if (t == G_TYPE_DOUBLE) {
+		/* Out of int64's range (or NaN): no number of ours. */
+		double d = json_node_get_double(n);
+		return d >= -0x1p63 && d < 0x1p63 ? (int64_t)d : def;
+	}
 	return def;
 }
 

@@ -149,6 +149,6 @@ bool etcd_record_stale(const etcd_record *r, int64_t now_low_ms, int64_t stale_a
 		return false;
 	/* server_ms is the high end of the writer's reading and now_low_ms the
 	 * low end of ours: the age is never overestimated. */
-	int64_t age = now_low_ms - r->server_ms + r->idle_ms;
-	return age > stale_after_ms;
+	int64_t age = now_low_ms - r->server_ms;
+	return age > stale_after_ms - r->idle_ms;
 }

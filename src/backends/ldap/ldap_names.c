@@ -186,7 +186,7 @@ char *ll_dn_cn(const char *dn)
 	char *cn = NULL;
 	LDAPAVA *ava = ldn[0][0];
 	if (ava && !ldn[0][1] && !(ava->la_flags & LDAP_AVA_BINARY) && ava->la_attr.bv_len == 2 &&
-	    g_ascii_strncasecmp(ava->la_attr.bv_val, "cn", 2) == 0 &&
+	    g_ascii_strncasecmp(ava->la_attr.bv_val, "cn", 2) == 0 && ava->la_value.bv_val &&
 	    !memchr(ava->la_value.bv_val, '\0', ava->la_value.bv_len))
 		cn = g_strndup(ava->la_value.bv_val, ava->la_value.bv_len);
 	ldap_dnfree(ldn);
@@ -596,7 +596,7 @@ ll_verdict ll_judge(const ll_lock *l, const ll_server_now *now, int64_t ttl_us,
 	} else if (since > ttl_us) {
 		return LL_EXPIRED;
 	}
-	if (stale_after_us > 0 && since + holder_idle(l) > stale_after_us)
+	if (stale_after_us > 0 && since > stale_after_us - holder_idle(l))
 		return LL_STALE;
 	return LL_HELD;
 }
@@ -616,7 +616,7 @@ int64_t ll_lease_left_ms(const ll_lock *l, const ll_server_now *now, int64_t ttl
 	if (!w || !now->hi_us)
 		return ttl_us / 1000;
 	int64_t mid = now->lo_us + (now->hi_us - now->lo_us) / 2;
-	int64_t left = ttl_us - (mid - (w + res / 2));
+	int64_t left = ttl_us - MAX(mid - (w + res / 2), 0); /* a write in the future: all of it */
 	if (l->ttl_s >= 0 && !l->session)
 		left = MIN(left, l->ttl_s * G_USEC_PER_SEC);
 	return CLAMP(left, 0, ttl_us) / 1000;
