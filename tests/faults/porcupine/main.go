@@ -50,11 +50,24 @@ type input struct {
 	section string
 }
 
+// Fences are decimal strings: tinystore's are wider than 64 bits.
+type fence string
+
+// greater: f > g as numbers (no leading zeros); "" and "0" are none.
+func (f fence) greater(g fence) bool {
+	if len(f) != len(g) {
+		return len(f) > len(g)
+	}
+	return f > g
+}
+
+func (f fence) none() bool { return f == "" || f == "0" }
+
 type state struct {
 	writer  int    // -1: none
 	readers string // sorted client numbers, comma-separated
-	maxAll  int64
-	maxX    int64
+	maxAll  fence
+	maxX    fence
 }
 
 func readersOf(s string) []int {
@@ -82,21 +95,21 @@ func step(st interface{}, in interface{}, out interface{}) (bool, interface{}) {
 	s := st.(state)
 	i := in.(input)
 	if i.acquire {
-		fence := out.(int64)
+		fence := out.(fence)
 		if s.writer >= 0 {
 			return false, s
 		}
 		if !i.shared {
-			if s.readers != "" || (fence != 0 && fence <= s.maxAll) {
+			if s.readers != "" || (!fence.none() && !fence.greater(s.maxAll)) {
 				return false, s
 			}
 			s.writer = i.client
-			if fence != 0 {
+			if !fence.none() {
 				s.maxAll, s.maxX = fence, fence
 			}
 			return true, s
 		}
-		if fence != 0 && fence <= s.maxX {
+		if !fence.none() && !fence.greater(s.maxX) {
 			return false, s
 		}
 		rs := readersOf(s.readers)
@@ -106,7 +119,7 @@ func step(st interface{}, in interface{}, out interface{}) (bool, interface{}) {
 			}
 		}
 		s.readers = joinReaders(append(rs, i.client))
-		if fence > s.maxAll {
+		if fence.greater(s.maxAll) {
 			s.maxAll = fence
 		}
 		return true, s
@@ -155,13 +168,13 @@ var model = porcupine.Model{
 			m = "s"
 		}
 		if i.acquire {
-			return fmt.Sprintf("%s acquire(%s) -> fence %d [%s]", i.res, m, out.(int64), i.section)
+			return fmt.Sprintf("%s acquire(%s) -> fence %s [%s]", i.res, m, out.(fence), i.section)
 		}
 		return fmt.Sprintf("%s release(%s) [%s]", i.res, m, i.section)
 	},
 	DescribeState: func(st interface{}) string {
 		s := st.(state)
-		return fmt.Sprintf("writer %d, readers [%s], last fence %d", s.writer, s.readers, s.maxAll)
+		return fmt.Sprintf("writer %d, readers [%s], last fence %s", s.writer, s.readers, s.maxAll)
 	},
 }
 
@@ -189,8 +202,8 @@ func load(path string) ([]porcupine.Operation, map[string]int, error) {
 		}
 		call, err1 := strconv.ParseInt(f[4], 10, 64)
 		ret, err2 := strconv.ParseInt(f[5], 10, 64)
-		fence, err3 := strconv.ParseInt(f[6], 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil || (f[3] != "acquire" && f[3] != "release") {
+		fc := fence(strings.TrimLeft(f[6], "0"))
+		if err1 != nil || err2 != nil || strings.Trim(f[6], "0123456789") != "" || f[6] == "" || (f[3] != "acquire" && f[3] != "release") {
 			return nil, nil, fmt.Errorf("%s:%d: unreadable: %q", path, line, t)
 		}
 		if ret < call {
@@ -206,9 +219,9 @@ func load(path string) ([]porcupine.Operation, map[string]int, error) {
 			sec = f[7]
 		}
 		in := input{res: f[1], acquire: f[3] == "acquire", shared: f[2] == "s", client: c, section: sec}
-		var out interface{} = fence
+		var out interface{} = fc
 		if !in.acquire {
-			out = int64(0)
+			out = fence("")
 		}
 		ops = append(ops, porcupine.Operation{ClientId: c, Input: in, Call: call, Output: out, Return: ret})
 		perRes[f[1]]++
