@@ -619,7 +619,12 @@ def main():
             s = by_acq[i]
             if s.t_acq < t - 60_000_000_000:
                 break
-            if s.host == host and s.fence is not None and t < (s.t_x or s.end or t_end) and \
+            # R.lock is held until its release returned (an rm is the
+            # release); a flock or POSIX lock until its work ended: the
+            # unlock follows at once, and lockfs does not declare lost a lock
+            # its owner let go while the server did not answer.
+            held_until = (s.t_x or s.end or t_end) if s.res == "R.lock" else (s.end or t_end)
+            if s.host == host and s.fence is not None and t < held_until and \
                     not declared_by(host, s.res, s.fence, t):
                 out.append((s.res, s.fence))
         return out
@@ -676,6 +681,7 @@ def main():
             except FileNotFoundError:
                 pass
         held = held_at(h, n.t0)
+        next_t0 = min((m.t0 for m in nems if m.t0 > n.t0), default=t_end + after_ns)
         st = {"held": len(held), "kept": 0, "granted_elsewhere": 0, "lost": 0, "not_kept": 0,
               "refused": len(refused), "stopped_ms": mark_ms(n, "stopped"), "serving_ms": serving}
 
@@ -709,7 +715,11 @@ def main():
                                         f"failed after the restart, {s.desc(t0)}")
             else:
                 evs = [t for t, kind, _ in side_ev.get((h, key), []) if kind in ("L", "R") and t > n.t0]
-                until = min(evs) if evs else t_end
+                # Kept until its keeper found it gone or let it go, and no
+                # longer than until the next fault began: what that one did
+                # to it is that one's (a restart followed by a pause of the
+                # same host: the pause's losses are not the restart's).
+                until = min(min(evs) if evs else t_end, next_t0)
                 others = [(t, th, tf, "a prober") for t, th, tf, kind in takes.get(key, [])
                           if kind == "G" and th != h and n.t0 <= t < until]
                 for t, state in side_l.get((h, key), []):
@@ -724,7 +734,8 @@ def main():
                 if bkey == key and pfence == fence and n.t0 <= t <= w_end:
                     bad = True
                     not_kept(t, f"restart did not keep {key} (fence {fence}): {bh} {what} it at {fmt_t(t, t0)}")
-            decl = [t for t, lh in lost_of.get((key, fence), []) if lh == h and n.t0 <= t <= max(until, w_end)]
+            decl = [t for t, lh in lost_of.get((key, fence), [])
+                    if lh == h and n.t0 <= t <= min(max(until, w_end), next_t0)]
             # After a loss declared (a slow restart), a grant is no second holder.
             others = [o for o in others if not (decl and min(decl) <= o[0])]
             # The first grant is the second holder; later ones add nothing.
@@ -744,6 +755,7 @@ def main():
                 st["kept"] += 1
         restart_stats[n.id] = st
 
+    lock_sec = {(s.res, s.fence): s for s in fenced_all if s.res != "R.lock"}
     fault_lost = []  # (nemesis, delay_ns from fault start, host, key)
     cut = []  # (nemesis, host, key, fence, delay_ns or None)
     per = []
@@ -769,6 +781,12 @@ def main():
         down = (n.marks[0][0] if n.base == "server-kill" and n.marks else (n.t1 or t_end)) - n.t0
         if n.base in ("partition-holder", "reset-holder", "server-pause", "server-kill") and down >= ttl_ns:
             for h, key, fence, t in held:
+                # A flock or POSIX lock whose owner let it go (its work ended
+                # well) before it could be lost has no loss to declare: lockfs
+                # releases it, whenever the server answers.
+                s_own = lock_sec.get((key, fence))
+                if t is None and s_own is not None and s_own.how == "ok" and s_own.end < n.t0 + ttl_ns:
+                    continue
                 cut.append((n, h, key, fence, t - n.t0 if t is not None else None))
         insp = [us for t, h, k, us in slow_inspect if n.t0 <= t <= w_end]
         in_win = [s for s in secs if n.t0 <= s.t_ws <= w_end]
