@@ -755,7 +755,7 @@ def main():
                 st["kept"] += 1
         restart_stats[n.id] = st
 
-    lock_sec = {(s.res, s.fence): s for s in fenced_all if s.res != "R.lock"}
+    lock_sec = {(s.res, s.fence): s for s in fenced_all}
     fault_lost = []  # (nemesis, delay_ns from fault start, host, key)
     cut = []  # (nemesis, host, key, fence, delay_ns or None)
     per = []
@@ -781,12 +781,17 @@ def main():
         down = (n.marks[0][0] if n.base == "server-kill" and n.marks else (n.t1 or t_end)) - n.t0
         if n.base in ("partition-holder", "reset-holder", "server-pause", "server-kill") and down >= ttl_ns:
             for h, key, fence, t in held:
-                # A flock or POSIX lock whose owner let it go (its work ended
-                # well) before it could be lost has no loss to declare: lockfs
-                # releases it, whenever the server answers.
+                # A lock whose owner let it go before it could be lost has no
+                # loss to declare: a flock or POSIX lock once its work ended
+                # well (lockfs releases it whenever the server answers), R.lock
+                # once its release returned 0 (seen once the flock and fcntl
+                # holders were hit: the fault then begins while a short
+                # section of R.lock may be ending).
                 s_own = lock_sec.get((key, fence))
-                if t is None and s_own is not None and s_own.how == "ok" and s_own.end < n.t0 + ttl_ns:
-                    continue
+                if t is None and s_own is not None and s_own.how == "ok":
+                    let_go = s_own.end if s_own.res != "R.lock" else (s_own.t_x if s_own.rc == "0" else None)
+                    if let_go is not None and let_go < n.t0 + ttl_ns:
+                        continue
                 cut.append((n, h, key, fence, t - n.t0 if t is not None else None))
         insp = [us for t, h, k, us in slow_inspect if n.t0 <= t <= w_end]
         in_win = [s for s in secs if n.t0 <= s.t_ws <= w_end]
