@@ -680,6 +680,9 @@ export FAULTS_SHORT_MIN_MS FAULTS_SHORT_MAX_MS FAULTS_LONG_MS
 # .lockfs/flock/F and .lockfs/posix/P), so each file is one resource of the
 # checker (flock:F, posix:P), beside R.lock.
 FAULTS_FLOCK_FILE=${FAULTS_FLOCK_FILE:-F}
+# Between two of their sections a flock or fcntl worker waits this long.
+FAULTS_LOCKF_PAUSE_MIN_MS=${FAULTS_LOCKF_PAUSE_MIN_MS:-100}
+FAULTS_LOCKF_PAUSE_MAX_MS=${FAULTS_LOCKF_PAUSE_MAX_MS:-300}
 FAULTS_POSIX_FILE=${FAULTS_POSIX_FILE:-P}
 
 # _ph COMMAND...: one command to this worker's posix-holder.py, its answer in
@@ -830,7 +833,7 @@ lockf_worker() { # WID HOST TOOL (flock | fcntl)
         # once), and keep these two workers from crowding out the rest: at
         # 10-60 ms they ran 10,000 of 15,000 sections of a short run on
         # tinystore, and the hosts were slow to recover after the faults.
-        nap $((RANDOM % 200 + 100))
+        nap $((FAULTS_LOCKF_PAUSE_MIN_MS + RANDOM % (FAULTS_LOCKF_PAUSE_MAX_MS - FAULTS_LOCKF_PAUSE_MIN_MS + 1)))
     done
     [[ $tool == fcntl ]] && _ph quit
 }
