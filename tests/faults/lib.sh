@@ -224,7 +224,7 @@ faults_unfreeze() {
     local h p
     touch "$RUN/stop" 2>/dev/null
     for h in "${FAULTS_HOST_LIST[@]}"; do
-        _is_ours "${H_PID[$h]}" lockfs && kill -CONT "${H_PID[$h]}" 2>/dev/null
+        _is_ours "${H_PID[$h]:-}" lockfs && kill -CONT "${H_PID[$h]}" 2>/dev/null
         printf '+0s\n' >"$RUN/$h.clock" 2>/dev/null
         proxy_ctl "$h" forward >/dev/null 2>&1
     done
