@@ -61,7 +61,7 @@ def fmt_t(ns, t0):
 
 class Section:
     __slots__ = ("id", "host", "tool", "fence", "t_try", "t_acq", "t_ws", "long", "attr_us",
-                 "t_we", "how", "t_x", "t_k", "rc", "end_src")
+                 "t_we", "how", "t_x", "t_k", "rc", "end_src", "res", "mode")
 
     def __init__(self, f):
         self.id, self.host, self.tool = f[1], f[2], f[3]
@@ -69,6 +69,10 @@ class Section:
         self.t_try, self.t_acq, self.t_ws = int(f[5]), int(f[6]), int(f[7])
         self.long = f[8] == "1"
         self.attr_us = int(f[9]) if len(f) > 9 and f[9].isdigit() else 0
+        # The resource (R.lock; flock:F, posix:P for the flock and fcntl
+        # workers) and the mode (x exclusive, s shared).
+        self.res = f[10] if len(f) > 10 and f[10] else "R.lock"
+        self.mode = f[11] if len(f) > 11 and f[11] in ("x", "s") else "x"
         self.t_we = None
         self.how = None
         self.t_x = None
@@ -86,7 +90,9 @@ class Section:
 
     def desc(self, t0):
         e = self.end
-        return (f"{self.id} ({self.host}, {self.tool}{', long' if self.long else ''}, fence "
+        return (f"{self.id} ({self.host}, {self.tool}"
+                f"{'' if self.res == 'R.lock' else ' ' + self.res + (' shared' if self.mode == 's' else ' exclusive')}"
+                f"{', long' if self.long else ''}, fence "
                 f"{self.fence if self.fence is not None else '?'}, work {fmt_t(self.t_ws, t0)}.."
                 f"{fmt_t(e, t0) if e else '?'}{'' if self.end_src == 'E' else ' [end: ' + str(self.end_src) + ']'}"
                 f"{', ended ' + self.how if self.how and self.how != 'ok' else ''})")
@@ -127,6 +133,22 @@ def by_label(per):
     return out
 
 
+KEY_RES_RE = re.compile(r"^\.lockfs/(flock|posix)(?:-sh)?/(.+?)(?://.*)?$")
+
+
+def key_res(key):
+    """The checker's resource of a lockfs key: .lockfs/flock/F and
+    .lockfs/flock-sh/F//ID are flock:F, the posix ones posix:F; a lock
+    name is itself."""
+    m = KEY_RES_RE.match(key)
+    return f"{m.group(1)}:{m.group(2)}" if m else key
+
+
+def conflict(a, b):
+    """Two sections exclude each other: the same resource, not both shared."""
+    return a.res == b.res and (a.mode == "x" or b.mode == "x")
+
+
 def read_tsv(path):
     try:
         with open(path, errors="replace") as fh:
@@ -149,6 +171,9 @@ def main():
                          "interval; its server lease is that much longer): a cut's losses are "
                          "due within ttl plus this")
     ap.add_argument("--json")
+    ap.add_argument("--history", help="write the sections as a history of acquire/release operations "
+                                      "(one a line, tab-separated: client resource mode op call_ns "
+                                      "return_ns fence section) for tests/faults/porcupine")
     ap.add_argument("--strict", action="store_true",
                     help="a violation under a nemesis fails; without it, it is a TODO")
     a = ap.parse_args()
@@ -338,7 +363,10 @@ def main():
     for s in secs:
         active = [p for p in active if p.end > s.t_ws]
         for p in active:
-            overlaps.append((p, s, min(p.end, s.end) - s.t_ws))
+            # Shared sections of one resource may overlap each other, never
+            # an exclusive one; different resources never conflict.
+            if conflict(p, s):
+                overlaps.append((p, s, min(p.end, s.end) - s.t_ws))
         active.append(s)
     # One line per section that others overlapped: a long one may overlap
     # many short ones.
@@ -361,34 +389,49 @@ def main():
                               f"{first_s.desc(t0)}", kind="overlap", amount_ms=ms(span))
 
     # Fence order, in the order the work began.
-    fenced = [s for s in secs if s.fence is not None]
+    # Per resource: an exclusive section's fence is larger than every
+    # earlier section's, a shared one's larger than every earlier exclusive
+    # one's (shared sections are not ordered among themselves).
+    fenced_all = [s for s in secs if s.fence is not None]
     inversions = []
-    for p, s in zip(fenced, fenced[1:]):
-        if s.fence <= p.fence:
+    top_all, top_x = {}, {}  # resource -> the section with the largest fence so far (any, exclusive)
+    for s in fenced_all:
+        p = top_all.get(s.res) if s.mode == "x" else top_x.get(s.res)
+        if p is not None and s.fence <= p.fence:
             inversions.append((p, s))
             add(s.t_ws, f"fence order: {s.desc(t0)} began after {p.desc(t0)} with a fence not larger",
                 kind="inversion")
+        if s.res not in top_all or s.fence > top_all[s.res].fence:
+            top_all[s.res] = s
+        if s.mode == "x" and (s.res not in top_x or s.fence > top_x[s.res].fence):
+            top_x[s.res] = s
+    # R.lock's sections (all exclusive), for what follows.
+    fenced = [s for s in fenced_all if s.res == "R.lock"]
 
-    # Stale runs: S still working when a section with a larger fence began.
-    by_fence = sorted(fenced, key=lambda s: s.fence)
+    # Stale runs: S still working when a section with a larger fence began
+    # (per resource, among its exclusive sections: a shared one working when
+    # an exclusive one began is an overlap).
     stale = []
-    suffix_min = [None] * len(by_fence)
-    best = None
-    for i in range(len(by_fence) - 1, -1, -1):
-        suffix_min[i] = best
-        s = by_fence[i]
-        if best is None or s.t_ws < best.t_ws:
-            best = s
-    for i, s in enumerate(by_fence):
-        nxt = suffix_min[i]
-        # The first later grant of a larger fence; equal fences are inversions.
-        if nxt is not None and nxt.fence > s.fence and nxt.t_ws < s.end:
-            stale.append((s, nxt, s.end - nxt.t_ws))
-            add(nxt.t_ws, f"stale run: {s.desc(t0)} kept working {ms(s.end - nxt.t_ws):.1f} ms after "
-                          f"{nxt.desc(t0)} was granted R.lock", kind="stale", amount_ms=ms(s.end - nxt.t_ws))
+    for res in sorted({s.res for s in fenced_all}):
+        by_fence_r = sorted((s for s in fenced_all if s.res == res and s.mode == "x"), key=lambda s: s.fence)
+        suffix_min = [None] * len(by_fence_r)
+        best = None
+        for i in range(len(by_fence_r) - 1, -1, -1):
+            suffix_min[i] = best
+            s = by_fence_r[i]
+            if best is None or s.t_ws < best.t_ws:
+                best = s
+        for i, s in enumerate(by_fence_r):
+            nxt = suffix_min[i]
+            # The first later grant of a larger fence; equal fences are inversions.
+            if nxt is not None and nxt.fence > s.fence and nxt.t_ws < s.end:
+                stale.append((s, nxt, s.end - nxt.t_ws))
+                add(nxt.t_ws, f"stale run: {s.desc(t0)} kept working {ms(s.end - nxt.t_ws):.1f} ms after "
+                              f"{nxt.desc(t0)} was granted {res}", kind="stale", amount_ms=ms(s.end - nxt.t_ws))
+    by_fence = sorted(fenced, key=lambda s: s.fence)
     dup = defaultdict(list)
-    for s in fenced:
-        dup[s.fence].append(s)
+    for s in fenced_all:
+        dup[(s.res, s.fence)].append(s)
     dups = [v for v in dup.values() if len(v) > 1]
 
     # ------------------------------------------------------------ lost vs granted elsewhere
@@ -422,6 +465,8 @@ def main():
     lost_of = defaultdict(list)  # (key, fence) -> [(t, host)]
     for t, host, key, fence, why in lost:
         lost_of[(key, fence)].append((t, host))
+        if key_res(key) != key:
+            lost_of[(key_res(key), fence)].append((t, host))
     resumed = []  # (host, key, ms from resume to the declaration): a stopped lockfs
     # declares nothing; it must do so at once when it runs again
 
@@ -466,6 +511,22 @@ def main():
                 continue
             nxt = by_fence[i]
         judge_late("R.lock", host, fence, t, nxt.host, nxt.fence, nxt.t_acq, f", section {nxt.id}")
+    # flock and POSIX locks: a loss declared after the next conflicting
+    # section (a larger fence; exclusive, or any after an exclusive one) was
+    # granted.
+    for t, host, key, fence, why in lost:
+        res = key_res(key)
+        if res == key:
+            continue
+        mine = [s for s in fenced_all if s.res == res and s.host == host and s.fence == fence]
+        if not mine:
+            continue
+        s0 = mine[0]
+        later = [s for s in fenced_all if s.fence > fence and conflict(s, s0) and s.t_acq > s0.t_acq]
+        if not later:
+            continue
+        nxt = min(later, key=lambda s: s.t_acq)
+        judge_late(key, host, fence, t, nxt.host, nxt.fence, nxt.t_acq, f", section {nxt.id}")
     # Side locks: every prober grant against the owner's previous take.
     side_grants = 0
     for key, evs in takes.items():
@@ -558,9 +619,14 @@ def main():
             s = by_acq[i]
             if s.t_acq < t - 60_000_000_000:
                 break
-            if s.host == host and s.fence is not None and t < (s.t_x or s.end or t_end) and \
-                    not declared_by(host, "R.lock", s.fence, t):
-                out.append(("R.lock", s.fence))
+            # R.lock is held until its release returned (an rm is the
+            # release); a flock or POSIX lock until its work ended: the
+            # unlock follows at once, and lockfs does not declare lost a lock
+            # its owner let go while the server did not answer.
+            held_until = (s.t_x or s.end or t_end) if s.res == "R.lock" else (s.end or t_end)
+            if s.host == host and s.fence is not None and t < held_until and \
+                    not declared_by(host, s.res, s.fence, t):
+                out.append((s.res, s.fence))
         return out
 
     # ------------------------------------------------------------ restarts
@@ -615,6 +681,7 @@ def main():
             except FileNotFoundError:
                 pass
         held = held_at(h, n.t0)
+        next_t0 = min((m.t0 for m in nems if m.t0 > n.t0), default=t_end + after_ns)
         st = {"held": len(held), "kept": 0, "granted_elsewhere": 0, "lost": 0, "not_kept": 0,
               "refused": len(refused), "stopped_ms": mark_ms(n, "stopped"), "serving_ms": serving}
 
@@ -627,11 +694,15 @@ def main():
 
         for key, fence in held:
             bad = False
+            if key != key_res(key) or ":" in key:
+                # A flock or POSIX lock (issue 28): its descriptor is the old
+                # mount's; a restart does not keep it (not in the schedules).
+                continue
             if key == "R.lock":
-                mine = [s for s in secs if s.host == h and s.fence == fence and s.t_acq <= n.t0]
+                mine = [s for s in secs if s.res == "R.lock" and s.host == h and s.fence == fence and s.t_acq <= n.t0]
                 until = max((s.end or t_end) for s in mine) if mine else t_end
                 others = [(s.t_acq, s.host, s.fence, f"section {s.id}") for s in secs
-                          if s.fence != fence and n.t0 <= s.t_acq < until]
+                          if s.res == "R.lock" and s.fence != fence and n.t0 <= s.t_acq < until]
                 # Its holder rode the restart: a check that failed after it
                 # (the lock not taken back, a heartbeat refused) is a lock the
                 # restart did not keep.
@@ -644,7 +715,11 @@ def main():
                                         f"failed after the restart, {s.desc(t0)}")
             else:
                 evs = [t for t, kind, _ in side_ev.get((h, key), []) if kind in ("L", "R") and t > n.t0]
-                until = min(evs) if evs else t_end
+                # Kept until its keeper found it gone or let it go, and no
+                # longer than until the next fault began: what that one did
+                # to it is that one's (a restart followed by a pause of the
+                # same host: the pause's losses are not the restart's).
+                until = min(min(evs) if evs else t_end, next_t0)
                 others = [(t, th, tf, "a prober") for t, th, tf, kind in takes.get(key, [])
                           if kind == "G" and th != h and n.t0 <= t < until]
                 for t, state in side_l.get((h, key), []):
@@ -659,7 +734,8 @@ def main():
                 if bkey == key and pfence == fence and n.t0 <= t <= w_end:
                     bad = True
                     not_kept(t, f"restart did not keep {key} (fence {fence}): {bh} {what} it at {fmt_t(t, t0)}")
-            decl = [t for t, lh in lost_of.get((key, fence), []) if lh == h and n.t0 <= t <= max(until, w_end)]
+            decl = [t for t, lh in lost_of.get((key, fence), [])
+                    if lh == h and n.t0 <= t <= min(max(until, w_end), next_t0)]
             # After a loss declared (a slow restart), a grant is no second holder.
             others = [o for o in others if not (decl and min(decl) <= o[0])]
             # The first grant is the second holder; later ones add nothing.
@@ -679,6 +755,7 @@ def main():
                 st["kept"] += 1
         restart_stats[n.id] = st
 
+    lock_sec = {(s.res, s.fence): s for s in fenced_all}
     fault_lost = []  # (nemesis, delay_ns from fault start, host, key)
     cut = []  # (nemesis, host, key, fence, delay_ns or None)
     per = []
@@ -704,6 +781,17 @@ def main():
         down = (n.marks[0][0] if n.base == "server-kill" and n.marks else (n.t1 or t_end)) - n.t0
         if n.base in ("partition-holder", "reset-holder", "server-pause", "server-kill") and down >= ttl_ns:
             for h, key, fence, t in held:
+                # A lock whose owner let it go before it could be lost has no
+                # loss to declare: a flock or POSIX lock once its work ended
+                # well (lockfs releases it whenever the server answers), R.lock
+                # once its release returned 0 (seen once the flock and fcntl
+                # holders were hit: the fault then begins while a short
+                # section of R.lock may be ending).
+                s_own = lock_sec.get((key, fence))
+                if t is None and s_own is not None and s_own.how == "ok":
+                    let_go = s_own.end if s_own.res != "R.lock" else (s_own.t_x if s_own.rc == "0" else None)
+                    if let_go is not None and let_go < n.t0 + ttl_ns:
+                        continue
                 cut.append((n, h, key, fence, t - n.t0 if t is not None else None))
         insp = [us for t, h, k, us in slow_inspect if n.t0 <= t <= w_end]
         in_win = [s for s in secs if n.t0 <= s.t_ws <= w_end]
@@ -869,8 +957,35 @@ def main():
     if no_end:
         emit("diag", f"{len(no_end)} sections had no end record at all (their worker was killed)")
 
+    # Per tool and mode, and how often shared sections overlapped each other
+    # (readers that may overlap: the workload shows they did).
+    per_tool = defaultdict(lambda: defaultdict(int))
+    for s in secs:
+        per_tool[s.tool][s.mode] += 1
+    shared_pairs = 0
+    act = []
+    for s in secs:
+        if s.mode != "s":
+            continue
+        act = [p for p in act if p.end > s.t_ws]
+        shared_pairs += sum(1 for p in act if p.res == s.res)
+        act.append(s)
+    emit("note", "sections per tool: " + ", ".join(
+        f"{t} {sum(v.values())}" + (f" ({v.get('x', 0)} exclusive, {v.get('s', 0)} shared)" if v.get("s") else "")
+        for t, v in sorted(per_tool.items())) + f"; {shared_pairs} pairs of shared sections overlapped")
+    if a.history:
+        with open(a.history, "w") as fh:
+            for s in secs:
+                client = s.id.rsplit(".", 1)[0]
+                end = s.end if s.end is not None else t_end
+                ret = max(end, s.t_x or end)
+                fence = s.fence if s.fence is not None else 0
+                fh.write(f"{client}\t{s.res}\t{s.mode}\tacquire\t{s.t_try}\t{s.t_ws}\t{fence}\t{s.id}\n")
+                fh.write(f"{client}\t{s.res}\t{s.mode}\trelease\t{end}\t{ret}\t0\t{s.id}\n")
+
     if a.json:
         summary = {
+            "per_tool": {t: dict(v) for t, v in per_tool.items()}, "shared_overlapping_pairs": shared_pairs,
             "sections": len(secs), "hosts": dict(by_host), "long_sections": sum(1 for s in secs if s.long),
             "overlapping_pairs": len(overlaps), "overlaps": len(spans),
             "longest_overlap_ms": round(ms(max(spans, default=0)), 1),

@@ -1,0 +1,120 @@
+#!/bin/bash
+# tests/faults/checkers.t — both checkers of the fault suite catch what they
+# are there to catch (issue 28): check.py and Porcupine (porcupine/, a
+# linearizability checker against a mutex with fences, readers-writer for
+# shared locks) are fed hand-made records, as the workers write them, of
+#   * a good history: R.lock handed over, two shared flocks of F overlapping
+#     each other, then an exclusive one;
+#   * two exclusive sections of R.lock that overlap;
+#   * an exclusive flock that overlaps a shared one;
+#   * a fence that goes backwards on R.lock;
+#   * an exclusive flock whose fence is below an earlier shared one's;
+# and each must pass the first and fail the others.  Needs no mount and no
+# server; Porcupine's points SKIP (saying why) without Go or its module.
+# Run by tests/fs/96-fault-checkers.t.
+set -u
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=../lib/tap.sh
+. "$here/../lib/tap.sh"
+PYTHON=${PYTHON:-/usr/bin/python3}
+top=$(mktemp -d "${TMPDIR:-/tmp}/lockfs-checkers.XXXXXX") || BAIL_OUT "mktemp failed"
+at_exit "rm -rf -- '$top'"
+
+T=1700000000000000000
+ms() { echo $((T + $1 * 1000000)); } # ms into the history, as ns
+
+# sec RUN WID ID HOST TOOL FENCE TRY_MS START_MS END_MS [RES MODE]: one
+# section's B, E and X records in RUN/w.WID.log.
+sec() {
+    local run=$1 wid=$2 id=$3 h=$4 tool=$5 fence=$6 try=$7 ws=$8 we=$9 res=${10:-} mode=${11:-}
+    printf 'B\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t0\t100%s\n' "$id" "$h" "$tool" "$fence" "$(ms "$try")" \
+        "$(ms "$ws")" "$(ms "$ws")" "${res:+$'\t'$res$'\t'$mode}" >>"$run/w.$wid.log"
+    printf 'E\t%s\t%s\tok\n' "$id" "$(ms "$we")" >>"$run/w.$wid.log"
+    printf 'X\t%s\t%s\t0\t\n' "$id" "$(ms $((we + 5)))" >>"$run/w.$wid.log"
+}
+
+# history NAME OVERRIDES...: the good history, with one line changed by
+# each "ID:FIELD=VALUE" (fence, ws, we).
+history() {
+    local run=$top/$1 id wid h tool fence try ws we res mode o
+    shift
+    mkdir -p "$run"
+    : >"$run/nemesis.log"
+    : >"$run/hosts.tsv"
+    while read -r id wid h tool fence try ws we res mode; do
+        for o in "$@"; do
+            [[ ${o%%:*} == "$id" ]] || continue
+            o=${o#*:}
+            case ${o%%=*} in
+            fence) fence=${o#*=} ;;
+            ws) ws=${o#*=} ;;
+            we) we=${o#*=} ;;
+            esac
+        done
+        [[ $res == - ]] && res='' mode=''
+        sec "$run" "$wid" "$id" "$h" "$tool" "$fence" "$try" "$ws" "$we" "$res" "$mode"
+    done <<'H'
+h1-1-setc.1 h1-1-setc h1 setc 10 90 100 200 - -
+h2-2-ln.1 h2-2-ln h2 ln 11 150 300 400 - -
+h1-3-flock.1 h1-3-flock h1 flock 20 90 100 300 flock:F s
+h2-4-flock.1 h2-4-flock h2 flock 21 140 150 350 flock:F s
+h3-5-flock.1 h3-5-flock h3 flock 22 200 400 450 flock:F x
+h3-6-setc.1 h3-6-setc h3 setc 12 420 500 600 - -
+H
+    printf '%s' "$run"
+}
+
+porc='' porc_skip=''
+porc=$("$here/porcupine/build" 2>&1)
+case $? in
+0) ;;
+77) porc_skip=$porc porc='' ;;
+*) porc_skip='' ;;
+esac
+
+# judge NAME WANT(pass|fail) WHAT RUN
+judge() {
+    local name=$1 want=$2 what=$3 run=$4 out verdict rc
+    out=$("$PYTHON" "$here/check.py" "$run" --ttl 3 --history "$run/history.tsv" 2>&1)
+    verdict=$(printf '%s\n' "$out" | awk -F'\t' '$2 ~ /^with no fault active:/ { print $1 }')
+    if [[ $want == pass ]]; then
+        is "$verdict" ok "check.py passes $what"
+    else
+        is "$verdict" "not ok" "check.py fails $what"
+        like "$(printf '%s\n' "$out" | grep -E '^diag' | head -n 3)" "$5" "... saying so ($5)"
+    fi
+    [[ $verdict == ok || $verdict == "not ok" ]] || diag "$out"
+    if [[ -n $porc ]]; then
+        "$porc" "$run/history.tsv" >"$run/porcupine.out" 2>&1
+        rc=$?
+        if [[ $want == pass ]]; then
+            is "$rc" 0 "Porcupine passes $what"
+        else
+            is "$rc" 1 "Porcupine fails $what (not linearizable)"
+        fi
+        ((rc == 0 || rc == 1)) || diag "$(cat "$run/porcupine.out")"
+        [[ $want == fail ]] && like "$(grep -F "${6:-R.lock}:" "$run/porcupine.out")" "^${6:-R.lock}: .*NOT linearizable" \
+            "... on ${6:-R.lock}"
+    elif [[ -n $porc_skip ]]; then
+        skip "Porcupine on $what: $porc_skip"
+    else
+        fail "Porcupine on $what: cannot build tests/faults/porcupine: $porc"
+    fi
+}
+
+run=$(history good)
+judge good pass "a good history (R.lock handed over, shared flocks overlapping each other, then an exclusive one)" "$run"
+is "$(wc -l <"$run/history.tsv")" 12 "check.py wrote the history: an acquire and a release per section"
+like "$(head -n 1 "$run/history.tsv")" $'^h1-1-setc\tR\\.lock\tx\tacquire\t[0-9]+\t[0-9]+\t10\th1-1-setc\\.1$' \
+    "... as client, resource, mode, op, call, return, fence, section"
+
+judge overlap fail "two exclusive sections of R.lock that overlap" "$(history overlap h2-2-ln.1:ws=150)" 'overlap'
+judge shared-x fail "an exclusive flock that overlaps a shared one" "$(history shared-x h3-5-flock.1:ws=320)" \
+    'overlap' flock:F
+judge inversion fail "a fence that goes backwards on R.lock" "$(history inversion h2-2-ln.1:fence=9)" 'fence order'
+judge shared-inv fail "an exclusive flock whose fence is below an earlier shared one's" \
+    "$(history shared-inv h3-5-flock.1:fence=19)" 'fence order' flock:F
+# Shared ones need not be in fence order among themselves.
+judge shared-order pass "two shared flocks whose fences are out of order with each other" \
+    "$(history shared-order h2-4-flock.1:fence=19)"
+done_testing
