@@ -996,6 +996,16 @@ static int take_grant(ts_backend *tb, int64_t deadline, const char *key, ts_leas
                       const ts_held *held, int64_t sent)
 {
 	int64_t at = lockfs_mono_us();
+	if (!tb->main.conn) {
+		/* The connection that answered was dropped since (a later frame
+		 * timed out): no server clock to judge the grant's epoch by, so
+		 * it is not used -- let go of it, or left to its ttl. */
+		lockfs_log(G_LOG_LEVEL_WARNING, key,
+		           "tinystore: the connection of a grant was lost before it could be "
+		           "checked: not used");
+		lease_call(tb, &tb->main, deadline, TS_LOCKS_RELEASE, key, held->lease, true);
+		return -EIO;
+	}
 	int64_t at_server = ts_conn_server_ms(tb->main.conn, at);
 	lp->rec.server_ms = server_now_ms(tb);
 	memcpy(lp->rec.lease, held->lease, TS_ID_SIZE);
@@ -1487,6 +1497,9 @@ static int ts_look(lockfs_backend *be, const char *key, unsigned mine)
 	g_mutex_lock(&tb->look_mu);
 	int r = hold_on(tb, &tb->lookl, deadline, &q, &h);
 	int64_t at = lockfs_mono_us(), at_server = 0;
+	if (r == 0 && !tb->lookl.conn)
+		r = -EIO; /* its connection was dropped since: no server clock; the
+		           * hold runs out with its ttl */
 	if (r == 0) {
 		at_server = ts_conn_server_ms(tb->lookl.conn, at);
 		/* Left to its second of ttl if this fails: a refusal meanwhile. */
