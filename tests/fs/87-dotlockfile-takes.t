@@ -87,31 +87,41 @@ if [[ ${LOCKFS_TEST_STRACE:-0} == 1 ]]; then
     fi
 fi
 
-# The mailbox's inode on the disk, past lockfs: movemail renames a new
-# mailbox over the old one.
-box_ino() { [[ -n ${SPOOL:-} ]] && stat -c %i "$SPOOL/user1" 2>/dev/null; }
+# The mailbox's inode and birth time on the disk, past lockfs: movemail
+# renames a new mailbox over the old one (whose inode number the next may
+# reuse; not its birth time).
+box_ino() { [[ -n ${SPOOL:-} ]] && stat -c '%i %w' "$SPOOL/user1" 2>/dev/null; }
 
-# A take that failed while movemail renamed the mailbox (its inode changed
-# during the take) may fail on any disk: liblockfile's is_maillock (in
-# dotlockfile, and in lockfile_create and lockfile_remove when the spool
-# refuses the user) looks at the mailbox, finds no mailbox between
-# movemail's rename(mailbox, muX) and rename(muY, mailbox), takes the lock
-# for an ordinary one, and the user, who may not write the spool without
-# dotlockfile's group mail, gets EACCES: exit 2 for a take, 1 or 255 for
-# a release.  Such a status counts as "race", not as an error of lockfs;
-# every other status but 0 and 4 is one.
-#
-# release ID MOUNT KIND: let the lock go, again while that race makes it
-# fail (a release that fails leaves the lock held for 5 minutes).
+# A take that failed while movemail renamed the mailbox (its inode
+# changed during the take, or it was not there) may fail on any disk:
+# liblockfile's is_maillock (in dotlockfile, and in lockfile_create and
+# lockfile_remove when the spool refuses the user) looks at the mailbox,
+# finds none between movemail's rename(mailbox, muX) and rename(muY,
+# mailbox), takes the lock for an ordinary file's, and the user, who may
+# not write the spool without dotlockfile's group mail, gets EACCES: exit 2
+# for a take; for a release, dotlockfile -u exits 1, and lockfile-remove
+# exits 0 with the lock left in place (is_maillock's lstat leaves ENOENT in
+# errno, which lockfile_remove takes for "already gone").  Such a take
+# counts as "race", not as an error of lockfs; every other status but 0
+# and 4 is one.
+raced() { [[ -z $1 || $1 != "$(box_ino)" || -z $(box_ino) ]]; }
+
+# release ID MOUNT KIND: let the lock go, again while that race leaves it
+# held (it would stay held for 5 minutes).
 release() {
-    local m=$2 kind=$3 i0 k
-    for ((k = 0; k < 5; k++)); do
+    local m=$2 kind=$3 i0 k mine
+    mine=$(stat -c %i "$m/user1.lock")
+    for ((k = 0; k < 20; k++)); do
+        ((k)) && sleep 0.01
         i0=$(box_ino)
         case $kind in
         dotlockfile) timeout 20 "${AS[@]}" dotlockfile -u "$m/user1.lock" ;;
         lockfile-progs) timeout 20 "${AS[@]}" lockfile-remove "$m/user1" ;;
-        esac && return 0
-        [[ $i0 == "$(box_ino)" ]] && return 1
+        esac
+        local rc=$?
+        raced "$i0" || return $rc
+        # still this take's lock?
+        ((rc == 0)) && [[ $(stat -c %i "$m/user1.lock" 2>/dev/null) != "$mine" ]] && return 0
         echo "race" >>"$TESTDIR/races.$1"
     done
     return 1
@@ -141,14 +151,14 @@ worker() {
             rc=$?
             ;;
         esac
-        if ((rc == 2)) && [[ $i0 != "$(box_ino)" ]]; then
+        if ((rc == 2)) && raced "$i0"; then
             rc=race
         elif ((rc == 0)); then
             "${AS[@]}" bash -c 'printf "From %s@spool Thu Jan  1 00:00:00 2026\n\n%s\n\n" "$1" "$1" >>"$2"' _ "$id.$n" "$m/user1"
             release "$id" "$m" "$kind" || rc=100
         fi
         if ((${#STRACE[@]})); then
-            [[ $rc == 0 || $rc == 4 ]] && rm -f "$TESTDIR/st.$id.$n"
+            [[ $rc == 0 || $rc == 4 || $rc == race ]] && rm -f "$TESTDIR/st.$id.$n"
         fi
         rcs[$rc]=$((${rcs[$rc]:-0} + 1))
         # held: back off a little, as an MDA does, so that movemail gets in
@@ -195,7 +205,7 @@ print(k)' "$A" "$TESTDIR/stop" >"$TESTDIR/out/rc" 2>>"$TESTDIR/out/err"
 
 : >"$TESTDIR/odd"
 chmod 0666 "$TESTDIR/odd"
-export -f worker mover release box_ino
+export -f worker mover release box_ino raced
 export TESTDIR SECS A PYTHON SPOOL
 STRACE_W=${STRACE[*]:-} AS_W=${AS[*]:-} MOVER_W=${MOVER[*]:-}
 export STRACE_W AS_W MOVER_W
