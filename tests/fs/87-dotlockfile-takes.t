@@ -2,14 +2,23 @@
 # 87-dotlockfile-takes.t — thousands of dot-lock takes from two hosts on one
 # name, as a mail spool sees them: every take by dotlockfile and
 # lockfile-progs ends in "got it" or "held" (exit 0 or 4), never in an
-# error a plain disk would not give (dotlockfile's exit 2, "cannot create
-# temporary lockfile", was seen about once in 1,200 takes on tinystore).
+# error a plain disk would not give.
 #
 # As root the two hosts are two lockfs mounts (host=hA, host=hB) over two
 # bind mounts of one spool directory, passthrough, as /var/mail on two NFS
-# clients; unprivileged (no bind mounts) two mounts without passthrough.
-# LOCKFS_TEST_STRACE=1 runs every dotlockfile under strace -f and keeps the
+# clients (LOCKFS_TEST_TAKES_PLAIN=1: the bind mounts alone, no lockfs, to
+# compare); the takers are a user outside group mail who owns the mailbox,
+# and the same user, in group mail, runs mailutils movemail on hA, which
+# empties the mailbox by renaming a new one over it (issue 26: dotlockfile's
+# exit 2, "cannot create temporary lockfile", about once in 1,200 takes on
+# tinystore).  That exit 2 is liblockfile's own race with movemail's
+# renames, on any disk (see "race" below): it is counted apart, every other
+# status fails.  Unprivileged (no bind mounts): two mounts without
+# passthrough, no movemail.
+# LOCKFS_TEST_STRACE=1 runs every dotlockfile under strace and keeps the
 # trace of each unexpected exit (slower: fewer takes).
+# LOCKFS_TEST_TAKES_MOVEMAIL=0: no movemail; LOCKFS_TEST_TAKES_RENAMER=1:
+# movemail's rename pair alone, in a tight loop (many races).
 set -u
 TEST_TIMEOUT=300
 . "$(dirname "$0")/../lib/mount.sh"
