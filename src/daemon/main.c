@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/vfs.h>
 #include <unistd.h>
@@ -203,6 +204,29 @@ static void start_logging(lockfs_main *m)
 		daemon_fork();
 }
 
+/* lockfs keeps a descriptor for every disk file the kernel knows and one
+ * for each open one: a spool of a few hundred mailboxes passes the usual
+ * soft limit of 1024, and EMFILE would reach the clients as an error of
+ * open, stat or create (a take's temp file: dotlockfile's exit 2).  The
+ * soft limit goes up to the hard one, as libfuse's passthrough_hp does. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rlim_t was = rl.rlim_cur;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+		lockfs_log(G_LOG_LEVEL_WARNING, NULL,
+		           "cannot raise the limit of open files from %llu to %llu: %s",
+		           (unsigned long long)was, (unsigned long long)rl.rlim_max,
+		           g_strerror(errno));
+	else
+		lockfs_log(G_LOG_LEVEL_INFO, NULL,
+		           "raised the limit of open files from %llu to %llu",
+		           (unsigned long long)was, (unsigned long long)rl.rlim_max);
+}
+
 /* The mount point and the directory underneath, and what a previous
  * lockfs's absence left on it (the gap). */
 static void open_mount_point(lockfs_main *m)
@@ -341,6 +365,7 @@ int main(int argc, char **argv)
 	if (code >= 0)
 		return code;
 	start_logging(&m);
+	raise_nofile();
 	open_mount_point(&m);
 	open_model(&m);
 	mount_session(&m, argv[0]);
