@@ -167,6 +167,9 @@ typedef struct {
 	/* key → lfs_lost: locks this mount lost lately, shown in .lockfs/ as
 	 * lost while nobody else holds the name (fs_locks.c). */
 	GHashTable *lost_recent;
+	/* key → lfs_late: the holder this mount last lost each key from, for a
+	 * minute, so that its late release breaks no later grant (fs_locks.c). */
+	GHashTable *late_guard;
 	/* How long the kernel may trust attributes: 0 where other hosts change
 	 * locks; otherwise every change goes through the kernel, or through
 	 * lockfs, which invalidates what it changed (fs_inval). */

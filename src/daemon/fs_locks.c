@@ -691,6 +691,33 @@ static void lost_free(gpointer p)
 	g_free(l);
 }
 
+/* Who this mount lost KEY from lately (or failed to release it for): its
+ * late release must not break a lock taken after, whether that is the next
+ * grant of KEY or a later one (a lost holder's rm may come seconds late,
+ * after several short holds by others).  late_guard: key → lfs_late. */
+typedef struct {
+	pid_t pid, ppid;
+	uid_t uid;
+	int64_t at_mono;
+} lfs_late;
+
+static void late_note(lfs *fs, const char *key, const lockfs_holder *h, pid_t ppid, int64_t mono)
+{
+	if (!fs->late_guard)
+		fs->late_guard = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, g_free);
+	if (g_hash_table_size(fs->late_guard) >= LOST_SHOWN_MAX) {
+		GHashTableIter it;
+		gpointer v;
+		g_hash_table_iter_init(&it, fs->late_guard);
+		while (g_hash_table_iter_next(&it, NULL, &v))
+			if (mono - ((lfs_late *)v)->at_mono > LATE_RELEASE_US)
+				g_hash_table_iter_remove(&it);
+	}
+	lfs_late *l = g_new(lfs_late, 1);
+	*l = (lfs_late){ (pid_t)h->pid, ppid, h->uid, mono };
+	g_hash_table_replace(fs->late_guard, g_strdup(key), l);
+}
+
 /* A new entry of lost_recent for KEY, held by H (fence FENCE, parent PPID). */
 static lfs_lost *lost_add(lfs *fs, const char *key, const lockfs_holder *h, int64_t heartbeat_us,
                           const char *fence, pid_t ppid, bool released)
@@ -708,6 +735,7 @@ static lfs_lost *lost_add(lfs *fs, const char *key, const lockfs_holder *h, int6
 		if (g_hash_table_size(fs->lost_recent) >= LOST_SHOWN_MAX)
 			g_hash_table_remove_all(fs->lost_recent);
 	}
+	late_note(fs, key, h, ppid, mono);
 	lfs_lost *l = g_new0(lfs_lost, 1);
 	l->at_mono = mono;
 	l->ppid = ppid;
@@ -758,12 +786,12 @@ void locks_note_lost(lfs *fs, const char *key, const lockfs_holder *h, const cha
  * if that was within LATE_RELEASE_US (late_release). */
 static void lost_before(lfs *fs, lfs_dentry *d)
 {
-	lfs_lost *l = fs->lost_recent ? g_hash_table_lookup(fs->lost_recent, d->lease->key) : NULL;
+	lfs_late *l = fs->late_guard ? g_hash_table_lookup(fs->late_guard, d->lease->key) : NULL;
 	if (!l || d->granted_mono - l->at_mono > LATE_RELEASE_US)
 		return;
-	d->prev_lost_pid = (pid_t)l->info.holder.pid;
+	d->prev_lost_pid = l->pid;
 	d->prev_lost_ppid = l->ppid;
-	d->prev_lost_uid = l->info.holder.uid;
+	d->prev_lost_uid = l->uid;
 }
 
 /* KEY's entry in lost_recent while it is shown (10 minutes), else NULL. */
@@ -1377,6 +1405,9 @@ void locks_fini(lfs *fs)
 		g_hash_table_destroy(fs->saw_free);
 	if (fs->lost_recent)
 		g_hash_table_destroy(fs->lost_recent);
+	if (fs->late_guard)
+		g_hash_table_destroy(fs->late_guard);
+	fs->late_guard = NULL;
 	fs->held = fs->busy = fs->saw_free = fs->lost_recent = NULL;
 }
 

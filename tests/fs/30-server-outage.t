@@ -32,7 +32,8 @@
 #    meanwhile waiting in its socket: once it runs again, another mount takes
 #    the lock within 2 s, not a ttl later (the holder's mount releases a lost
 #    lease the server kept: design.md).
-# 6. A late release of a lost lock leaves the next holder's lock alone.
+# 6. A late release of a lost lock leaves the next holder's lock alone, and any
+#    holder's for a minute, however many grants came between (6b).
 # 7. A holder's rm while the server hangs answers EIO and lets the lock go:
 #    it is released once the server answers, long before it would run out.
 # 8. A lockfsctl hold whose lock is lost stops its command and unlinks the
@@ -419,6 +420,33 @@ ok "late release: ... logged" log_has "removed r\.lock, whose lock of pid $late6
 is "$(fsop1 unlink "$P/r.lock")" OK "late release: the new holder's own rm releases it"
 close_fd "$rfd_num"
 exec {go6}>&-
+
+# 6b. The same, with a short hold by another process between the loss and the
+# lock the late rm meets: the lost holder's rm may come seconds late, after
+# several grants, and must not release any of them (the fault suite found a
+# dotlockfile -u, 2.6 s after its loss, releasing the second grant since).
+mkfifo "$TESTDIR/go6b"
+exec {go6b}<>"$TESTDIR/go6b"
+bash -c 'set -C; echo $$ >"$1" || exit 1; read -r _ <"$2"; "$3" "$4" unlink "$1" >"$5"' _ \
+    "$P/r.lock" "$TESTDIR/go6b" "$PYTHON" "$TESTLIB/fsop.py" "$TESTDIR/late6b.out" &
+late6b=$!
+ok "late release after a short hold: a shell on hostP takes r.lock" wait_until 10 held_by "$P" r.lock hostP
+open_fd "$P/r.lock"
+rfd=$FD_PATH rfd_num=$FD_NUM
+server_pause
+ok "late release after a short hold: hostP declares r.lock lost" wait_until 10 is_lost "$rfd"
+server_resume
+ok "late release after a short hold: back, another process takes r.lock" wait_until 10 takes "$P/r.lock"
+is "$(fsop1 unlink "$P/r.lock")" OK "late release after a short hold: ... and lets it go"
+ok "late release after a short hold: a third process takes r.lock" wait_until 10 takes "$P/r.lock"
+fr=$(xattr "$P/r.lock" user.lockfs.fence)
+echo go >&"$go6b"
+wait "$late6b"
+is "$(cat "$TESTDIR/late6b.out")" ENOENT "late release after a short hold: the shell's rm of r.lock answers ENOENT"
+is "$(xattr "$P/r.lock" user.lockfs.fence)" "$fr" "late release after a short hold: ... and the third holder keeps r.lock"
+is "$(fsop1 unlink "$P/r.lock")" OK "late release after a short hold: the third holder's own rm releases it"
+close_fd "$rfd_num"
+exec {go6b}>&-
 
 # ---------------------------------------------------------------- 7. release while hung
 
