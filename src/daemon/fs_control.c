@@ -185,7 +185,8 @@ char *control_render(lfs *fs, lfs_node *n, size_t *len, int *err)
 		g_autoptr(GPtrArray) infos = all_locks(fs, "", NULL);
 		for (guint i = 0; i < infos->len; i++)
 			status_line(fs, infos->pdata[i], out);
-	} else if (n->ctl_path) {
+	} else if (n->ctl_path && *n->ctl_path && !n->ctl_break) {
+		/* (.lockfs/break, written to, shows nothing: no backend call) */
 		lockfs_lock_info info;
 		int r = info_for(fs, n->ctl_path, &info);
 		if (r == 0) {
