@@ -1412,7 +1412,7 @@ static void dirlist_free(lfs *fs, lfs_dirlist *l)
 		node_maybe_free(fs, l->dir);
 	}
 	UNLOCK(fs);
-	remote_view_touch(fs, l->view, true);
+	remote_view_close(fs, l->view);
 	g_array_free(l->ents, TRUE);
 	g_free(l);
 }
@@ -1525,7 +1525,6 @@ static void lfs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 {
 	(void)ino;
 	lfs_dirlist *l = (lfs_dirlist *)(uintptr_t)fi->fh;
-	remote_view_touch(F(req), l->view, false); /* still reading it */
 	char *buf = g_malloc(size);
 	size_t used = 0;
 	for (guint i = off; i < l->ents->len; i++) {
@@ -1549,7 +1548,6 @@ static void lfs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size, off_t o
 	(void)ino;
 	lfs *fs = F(req);
 	lfs_dirlist *l = (lfs_dirlist *)(uintptr_t)fi->fh;
-	remote_view_touch(fs, l->view, false);
 	char *buf = g_malloc(size);
 	size_t used = 0;
 	LOCK(fs);

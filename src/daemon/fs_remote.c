@@ -299,18 +299,19 @@ GPtrArray *remote_list(lfs *fs, const char *prefix, int *err)
 }
 
 /* What one listing (readdir) showed the process that read it: that
- * process's lookups of those names believe it while it reads the listing
- * and for list_cache after, so that `ls -l` never stats a name it was just
- * shown into ENOENT, however long the listing takes; at most VIEW_MAX_US
- * after the listing, and never past a change this mount made of the key
- * since (what remote_get would not believe either).  Other processes go on
+ * process's lookups of those names believe it while its directory handle is
+ * open and for list_cache after the close, so that `ls -l` never stats a
+ * name it was just shown into ENOENT, however long the listing takes or
+ * however late the lister is scheduled; at most VIEW_MAX_US after the
+ * listing, and never past a change this mount made of the key since (what
+ * remote_get would not believe either).  Other processes go on
  * with list_cache: a take elsewhere still sees a release within it. */
 #define VIEW_MAX_US (5 * G_USEC_PER_SEC)
 
 struct remote_view {
 	pid_t tgid;
 	int64_t asked_mono; /* when the listing was asked for */
-	int64_t until_mono; /* believed until then (moved on at every read) */
+	int64_t until_mono; /* once closed: believed until then */
 	bool closed;        /* its directory handle is gone: freed once past until */
 	GHashTable *infos;  /* key -> lockfs_lock_info * */
 };
@@ -350,7 +351,6 @@ remote_view *remote_view_new(lfs *fs, pid_t tgid, int64_t asked, const GPtrArray
 		g_hash_table_replace(v->infos, copy->key, copy);
 	}
 	int64_t now = lockfs_mono_us();
-	v->until_mono = now + fs->set->list_cache_ms * 1000;
 	g_mutex_lock(&fs->remote_mu);
 	views_prune(fs, now);
 	g_ptr_array_add(fs->remote_views, v);
@@ -358,13 +358,13 @@ remote_view *remote_view_new(lfs *fs, pid_t tgid, int64_t asked, const GPtrArray
 	return v;
 }
 
-void remote_view_touch(lfs *fs, remote_view *v, bool closing)
+void remote_view_close(lfs *fs, remote_view *v)
 {
 	if (!v)
 		return;
 	g_mutex_lock(&fs->remote_mu);
 	v->until_mono = lockfs_mono_us() + fs->set->list_cache_ms * 1000;
-	v->closed = v->closed || closing;
+	v->closed = true;
 	g_mutex_unlock(&fs->remote_mu);
 }
 
@@ -380,8 +380,9 @@ int remote_view_get(lfs *fs, pid_t tgid, const char *key, lockfs_lock_info *out)
 	for (guint i = fs->remote_views->len; r && i-- > 0;) {
 		remote_view *v = fs->remote_views->pdata[i];
 		const lockfs_lock_info *info;
-		if (v->tgid != tgid || now >= v->until_mono || now >= v->asked_mono + VIEW_MAX_US ||
-		    v->asked_mono <= changed || !(info = g_hash_table_lookup(v->infos, key)))
+		if (v->tgid != tgid || (v->closed && now >= v->until_mono) ||
+		    now >= v->asked_mono + VIEW_MAX_US || v->asked_mono <= changed ||
+		    !(info = g_hash_table_lookup(v->infos, key)))
 			continue;
 		remote_info_copy(out, info);
 		r = 0;

@@ -24,12 +24,12 @@ GPtrArray *remote_list(lfs *fs, const char *prefix, int *err);
 
 /* A listing as its reader saw it (fs_remote.c, "What one listing showed"):
  * made from the INFOS a readdir of process TGID listed, asked for at ASKED;
- * touched at every read of the listing and when its handle goes (CLOSING:
- * then freed by fs_remote once nobody believes it).  NULL: nothing listed. */
+ * closed when its directory handle goes (then freed by fs_remote once
+ * nobody believes it).  NULL: nothing listed. */
 typedef struct remote_view remote_view;
 remote_view *remote_view_new(lfs *fs, pid_t tgid, int64_t asked, const GPtrArray *infos);
-void remote_view_touch(lfs *fs, remote_view *v, bool closing);
-/* KEY as the last listing TGID is still reading showed it: 0 (*OUT), or
+void remote_view_close(lfs *fs, remote_view *v);
+/* KEY as a listing TGID still believes showed it: 0 (*OUT), or
  * -ENOENT when no such listing named it. */
 int remote_view_get(lfs *fs, pid_t tgid, const char *key, lockfs_lock_info *out);
 void remote_info_free(gpointer p);
