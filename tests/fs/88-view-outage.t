@@ -31,6 +31,13 @@ FAULTS_NET_TIMEOUT=1s
 . "$here/../faults/lib.sh"
 FAULTS_REAL_LOCKFS=$LOCKFS_BIN
 faults_setup "$VIEW_BACKEND"
+# The proxies' control sockets live in $RUN, whose path under the runner's
+# TMPDIR may not fit in a Unix socket address: a short name for it.
+_short=$(mktemp -d /tmp/lkv.XXXXXX) || BAIL_OUT "mktemp -d /tmp/lkv.XXXXXX failed"
+at_exit 'rm -rf -- "$_short"'
+ln -s -- "$RUN" "$_short/r"
+RUN=$_short/r
+H_PID[hA]='' H_PID[hB]='' # (faults_unfreeze at exit, should a start fail)
 at_exit faults_unfreeze
 host_start hA none || BAIL_OUT "cannot start hA (proxy and mount)"
 host_start hB none || BAIL_OUT "cannot start hB (proxy and mount)"
