@@ -188,6 +188,7 @@ typedef struct {
 	GMutex remote_mu;
 	GHashTable *remote;
 	int64_t remote_cleared_mono; /* when the table was last emptied (its cap) */
+	GPtrArray *remote_views;     /* listings their readers still believe */
 	/* fs_leases.c: the renew thread (leases_start, leases_stop), which
 	 * sleeps on renew_cond under fs->renew_mu; renew_stop: fs->renew_mu. */
 	GThread *renew_thread;

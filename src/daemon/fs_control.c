@@ -120,13 +120,16 @@ static void add_held_under(lfs *fs, lfs_dentry *d, void *user)
 }
 
 /* Every lock under PREFIX: this mount's from its dentries, others' from the
- * backend (with fs->mu let go meanwhile). */
-static GPtrArray *all_locks(lfs *fs, const char *prefix)
+ * backend (with fs->mu let go meanwhile).  ERR (may be NULL): -EIO when the
+ * backend could not list (then only this mount's locks are there). */
+static GPtrArray *all_locks(lfs *fs, const char *prefix, int *err)
 {
 	GPtrArray *out = g_ptr_array_new_with_free_func(remote_info_free);
+	if (err)
+		*err = 0;
 	if (fs->shared) {
 		pthread_mutex_unlock(&fs->mu);
-		g_autoptr(GPtrArray) remote = remote_list(fs, prefix);
+		g_autoptr(GPtrArray) remote = remote_list(fs, prefix, err);
 		pthread_mutex_lock(&fs->mu);
 		for (guint i = 0; i < remote->len; i++) {
 			lockfs_lock_info *info = remote->pdata[i];
@@ -172,20 +175,25 @@ static void render_metrics(lfs *fs, GString *out)
 	metrics_render(&g, out);
 }
 
-char *control_render(lfs *fs, lfs_node *n, size_t *len)
+char *control_render(lfs *fs, lfs_node *n, size_t *len, int *err)
 {
 	GString *out = g_string_new(NULL);
+	*err = 0;
 	if (n->ctl_metrics) {
 		render_metrics(fs, out);
 	} else if (n->ctl_status) {
-		g_autoptr(GPtrArray) infos = all_locks(fs, "");
+		g_autoptr(GPtrArray) infos = all_locks(fs, "", NULL);
 		for (guint i = 0; i < infos->len; i++)
 			status_line(fs, infos->pdata[i], out);
-	} else if (n->ctl_path) {
+	} else if (n->ctl_path && *n->ctl_path && !n->ctl_break) {
+		/* (.lockfs/break, written to, shows nothing: no backend call) */
 		lockfs_lock_info info;
-		if (info_for(fs, n->ctl_path, &info) == 0) {
+		int r = info_for(fs, n->ctl_path, &info);
+		if (r == 0) {
 			lock_text(fs, &info, out);
 			lockfs_lock_info_clear(&info);
+		} else if (r != -ENOENT) {
+			*err = -EIO; /* not "nobody holds it": nobody could say */
 		}
 	}
 	*len = out->len;
@@ -220,15 +228,20 @@ int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out)
 	g_autofree char *key =
 	        *dir->ctl_path ? g_strconcat(dir->ctl_path, "/", name, NULL) : g_strdup(name);
 	lockfs_lock_info info;
-	if (name_is_lock(fs, name) && info_for(fs, key, &info) == 0) {
+	int r = name_is_lock(fs, name) ? info_for(fs, key, &info) : -ENOENT;
+	if (r == 0) {
 		lockfs_lock_info_clear(&info);
 		*out = control_node(fs, key, S_IFREG | 0444);
 		return 0;
 	}
+	/* A backend that could not answer leaves the name unknown, not free:
+	 * EIO, as a lookup of the lock name itself answers. */
+	if (r != -ENOENT)
+		return -EIO;
 	g_autofree char *prefix = g_strconcat(key, "/", NULL);
-	g_autoptr(GPtrArray) under = all_locks(fs, prefix);
+	g_autoptr(GPtrArray) under = all_locks(fs, prefix, &r);
 	if (!under->len)
-		return -ENOENT;
+		return r ? -EIO : -ENOENT;
 	*out = control_node(fs, key, S_IFDIR | 0555);
 	return 0;
 }
@@ -237,7 +250,7 @@ int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *type
 {
 	g_autofree char *prefix =
 	        *dir->ctl_path ? g_strconcat(dir->ctl_path, "/", NULL) : g_strdup("");
-	g_autoptr(GPtrArray) infos = all_locks(fs, prefix);
+	g_autoptr(GPtrArray) infos = all_locks(fs, prefix, NULL);
 	g_autoptr(GHashTable) seen = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, NULL);
 	unsigned reg = S_IFREG >> 12, dirt = S_IFDIR >> 12;
 	if (dir == fs->control) {

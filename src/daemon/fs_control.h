@@ -5,7 +5,9 @@
 #include "fs.h"
 
 int control_lookup(lfs *fs, lfs_node *dir, const char *name, lfs_node **out);
-char *control_render(lfs *fs, lfs_node *n, size_t *len);
+/* The content of control file N; *ERR -EIO (and empty content) when the
+ * backend could not say what it shows. */
+char *control_render(lfs *fs, lfs_node *n, size_t *len, int *err);
 int control_readdir_names(lfs *fs, lfs_node *dir, GPtrArray *names, GArray *types);
 
 #endif

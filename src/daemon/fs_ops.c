@@ -71,8 +71,9 @@ typedef struct {
 } lfs_dirent;
 
 typedef struct {
-	GArray *ents;  /* lfs_dirent */
-	lfs_node *dir; /* pinned too */
+	GArray *ents;      /* lfs_dirent */
+	lfs_node *dir;     /* pinned too */
+	remote_view *view; /* other mounts' locks listed, as its reader saw them */
 } lfs_dirlist;
 
 #define LOCK(fs) pthread_mutex_lock(&(fs)->mu)
@@ -171,7 +172,8 @@ static int check_name(const char *name)
  * such a lookup is ENOENT, not EIO, while the backend does not answer: the
  * unlink would answer ENOENT anyway (break_unlink_remote), and an EIO has the rm
  * retried until the name has a new holder here. */
-static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lfs_node **out)
+static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, pid_t tgid,
+                         lfs_node **out)
 {
 	if (!fs->shared)
 		return -ENOENT;
@@ -199,7 +201,11 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, lf
 		return 0;
 	}
 	pthread_mutex_unlock(&fs->mu);
-	int r = remote_get(fs, key, false, &info);
+	/* What a listing this process is reading showed it, else what the
+	 * backend says (list_cache). */
+	int r = remote_view_get(fs, tgid, key, &info);
+	if (r)
+		r = remote_get(fs, key, false, &info);
 	pthread_mutex_lock(&fs->mu);
 	dir->nlookup--;
 	d = dentry_find(dir, name);
@@ -273,8 +279,8 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			n = d->node;
 		else if (!name_is_lock(fs, name))
 			r = dir->kind == NODE_DISK ? node_lookup_disk(fs, dir, name, &n) : -ENOENT;
-		else if ((r = lookup_remote(fs, dir, name, fuse_req_ctx(req)->uid, &n)) ==
-		                 -ENOENT ||
+		else if ((r = lookup_remote(fs, dir, name, fuse_req_ctx(req)->uid,
+		                            lockfs_tgid(fuse_req_ctx(req)->pid), &n)) == -ENOENT ||
 		         r == -EIO)
 			/* A failed look shows no lock either: liblockfile
 			 * unlinks a name whose stat() fails (locks_unseen_by). */
@@ -766,7 +772,7 @@ static int open_taken(lfs *fs, lfs_node *dir, const char *name, const struct lfs
 		*out = d->node;
 		return 0;
 	}
-	return lookup_remote(fs, dir, name, c->uid, out);
+	return lookup_remote(fs, dir, name, c->uid, 0, out); /* (no listing's view) */
 }
 
 /* Make NAME for lfs_create, or find it taken: 0 with *MADE, 0 with the
@@ -1100,7 +1106,7 @@ static bool has_locks_in(lfs *fs, lfs_node *dir, const char *name)
 	g_autofree char *prefix = g_strconcat(key, "/", NULL);
 	dir->nlookup++;
 	pthread_mutex_unlock(&fs->mu);
-	g_autoptr(GPtrArray) infos = remote_list(fs, prefix);
+	g_autoptr(GPtrArray) infos = remote_list(fs, prefix, NULL);
 	pthread_mutex_lock(&fs->mu);
 	dir->nlookup--;
 	for (guint i = 0; i < infos->len; i++)
@@ -1167,10 +1173,17 @@ static void lfs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 			 * show none, and cost the backend nothing). */
 			if (!n->ctl_metrics)
 				locks_confirm(fs, NULL, 0);
-			lfs_handle *h = handle_new(n, -1);
-			h->snap = control_render(fs, n, &h->snap_len);
-			fi->fh = (uintptr_t)h;
-			fi->direct_io = 1;
+			size_t len;
+			char *snap = control_render(fs, n, &len, &r);
+			if (r) {
+				g_free(snap); /* the backend could not say: EIO */
+			} else {
+				lfs_handle *h = handle_new(n, -1);
+				h->snap = snap;
+				h->snap_len = len;
+				fi->fh = (uintptr_t)h;
+				fi->direct_io = 1;
+			}
 		}
 		UNLOCK(fs);
 		if (r)
@@ -1399,6 +1412,7 @@ static void dirlist_free(lfs *fs, lfs_dirlist *l)
 		node_maybe_free(fs, l->dir);
 	}
 	UNLOCK(fs);
+	remote_view_close(fs, l->view);
 	g_array_free(l->ents, TRUE);
 	g_free(l);
 }
@@ -1427,15 +1441,19 @@ static void list_disk(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 	closedir(dp);
 }
 
-/* Locks held through other mounts in DIR (stale ones are not shown). */
-static void list_remote(lfs *fs, lfs_node *dir, lfs_dirlist *l)
+/* Locks held through other mounts in DIR (stale ones are not shown).  What
+ * is listed, the process TGID that reads the listing is shown by lookups
+ * too while it reads (remote_view_new): never a name, then `?` in ls -l. */
+static void list_remote(lfs *fs, lfs_node *dir, lfs_dirlist *l, pid_t tgid)
 {
 	g_autofree char *prefix = node_key(fs, dir, "");
 	dir->nlookup++;
 	pthread_mutex_unlock(&fs->mu);
-	g_autoptr(GPtrArray) infos = remote_list(fs, prefix);
+	int64_t asked = lockfs_mono_us();
+	g_autoptr(GPtrArray) infos = remote_list(fs, prefix, NULL);
 	pthread_mutex_lock(&fs->mu);
 	dir->nlookup--;
+	g_autoptr(GPtrArray) shown = g_ptr_array_new();
 	for (guint i = 0; i < infos->len; i++) {
 		const lockfs_lock_info *info = infos->pdata[i];
 		const char *name = info->key + strlen(prefix);
@@ -1444,7 +1462,9 @@ static void list_remote(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 			continue;
 		mode_t mode = info->holder.mode ? info->holder.mode : S_IFREG;
 		list_add(l, name, remote_ino(info->key), mode, NULL);
+		g_ptr_array_add(shown, infos->pdata[i]);
 	}
+	l->view = remote_view_new(fs, tgid, asked, shown);
 }
 
 static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1487,7 +1507,7 @@ static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 				}
 			}
 			if (fs->shared)
-				list_remote(fs, dir, l);
+				list_remote(fs, dir, l, lockfs_tgid(fuse_req_ctx(req)->pid));
 		}
 	}
 	UNLOCK(fs);

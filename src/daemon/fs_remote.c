@@ -64,17 +64,22 @@ void remote_info_copy(lockfs_lock_info *dst, const lockfs_lock_info *src)
 	dst->content = src->content ? g_memdup2(src->content, src->content_len + 1) : NULL;
 }
 
+static void view_free(gpointer p);
+
 void remote_init(lfs *fs)
 {
 	g_mutex_init(&fs->remote_mu);
 	fs->remote = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, entry_free);
 	fs->remote_cleared_mono = 0;
+	fs->remote_views = g_ptr_array_new_with_free_func(view_free);
 }
 
 void remote_fini(lfs *fs)
 {
 	g_hash_table_destroy(fs->remote);
 	fs->remote = NULL;
+	g_ptr_array_free(fs->remote_views, TRUE);
+	fs->remote_views = NULL;
 	g_mutex_clear(&fs->remote_mu);
 }
 
@@ -259,21 +264,131 @@ static void collect(const lockfs_lock_info *info, void *user)
 	g_ptr_array_add(user, copy);
 }
 
-GPtrArray *remote_list(lfs *fs, const char *prefix)
+GPtrArray *remote_list(lfs *fs, const char *prefix, int *err)
 {
 	GPtrArray *out = g_ptr_array_new_with_free_func(remote_info_free);
+	if (err)
+		*err = 0;
 	if (!fs->shared)
 		return out;
 	int64_t asked = lockfs_mono_us();
-	if (fs->be->list(fs->be, prefix, collect, out) != 0)
+	if (fs->be->list(fs->be, prefix, collect, out) != 0) {
+		/* Nothing of a listing that failed: a name it named, which no
+		 * lookup could then confirm, would show as `?` in ls -l. */
+		g_ptr_array_set_size(out, 0);
+		if (err)
+			*err = -EIO;
 		return out;
+	}
 	g_mutex_lock(&fs->remote_mu);
-	for (guint i = 0; i < out->len; i++) {
+	for (guint i = 0; i < out->len;) {
 		lockfs_lock_info *info = out->pdata[i];
 		store_locked(fs, info->key, 0, info, fs->set->list_cache_ms * 1000, asked, false);
+		/* Asked before this mount let the lock go: lookups believe
+		 * that release now (remote_note_free), so the listing leaves
+		 * it out rather than name what they deny. */
+		remote_entry *e = g_hash_table_lookup(fs->remote, info->key);
+		if (e && e->r == -ENOENT && e->changed_mono >= asked &&
+		    lockfs_mono_us() < e->until_mono)
+			g_ptr_array_remove_index(out, i);
+		else
+			i++;
 	}
 	g_mutex_unlock(&fs->remote_mu);
 	return out;
+}
+
+/* What one listing (readdir) showed the process that read it: that
+ * process's lookups of those names believe it while its directory handle is
+ * open and for list_cache after the close, so that `ls -l` never stats a
+ * name it was just shown into ENOENT, however long the listing takes or
+ * however late the lister is scheduled; at most VIEW_MAX_US after the
+ * listing, and never past a change this mount made of the key since (what
+ * remote_get would not believe either).  Other processes go on
+ * with list_cache: a take elsewhere still sees a release within it. */
+#define VIEW_MAX_US (5 * G_USEC_PER_SEC)
+
+struct remote_view {
+	pid_t tgid;
+	int64_t asked_mono; /* when the listing was asked for */
+	int64_t until_mono; /* once closed: believed until then */
+	bool closed;        /* its directory handle is gone: freed once past until */
+	GHashTable *infos;  /* key -> lockfs_lock_info * */
+};
+
+static void view_free(gpointer p)
+{
+	remote_view *v = p;
+	g_hash_table_destroy(v->infos);
+	g_free(v);
+}
+
+/* Drop the views of closed handles that nobody believes any more.
+ * remote_mu held. */
+static void views_prune(lfs *fs, int64_t now)
+{
+	for (guint i = 0; i < fs->remote_views->len;) {
+		remote_view *v = fs->remote_views->pdata[i];
+		if (v->closed && (now >= v->until_mono || now >= v->asked_mono + VIEW_MAX_US))
+			g_ptr_array_remove_index_fast(fs->remote_views, i);
+		else
+			i++;
+	}
+}
+
+remote_view *remote_view_new(lfs *fs, pid_t tgid, int64_t asked, const GPtrArray *infos)
+{
+	if (!fs->shared || !infos->len)
+		return NULL;
+	remote_view *v = g_new0(remote_view, 1);
+	v->tgid = tgid;
+	v->asked_mono = asked;
+	v->infos = g_hash_table_new_full(g_str_hash, g_str_equal, NULL, remote_info_free);
+	for (guint i = 0; i < infos->len; i++) {
+		const lockfs_lock_info *info = infos->pdata[i];
+		lockfs_lock_info *copy = g_new0(lockfs_lock_info, 1);
+		remote_info_copy(copy, info);
+		g_hash_table_replace(v->infos, copy->key, copy);
+	}
+	int64_t now = lockfs_mono_us();
+	g_mutex_lock(&fs->remote_mu);
+	views_prune(fs, now);
+	g_ptr_array_add(fs->remote_views, v);
+	g_mutex_unlock(&fs->remote_mu);
+	return v;
+}
+
+void remote_view_close(lfs *fs, remote_view *v)
+{
+	if (!v)
+		return;
+	g_mutex_lock(&fs->remote_mu);
+	v->until_mono = lockfs_mono_us() + fs->set->list_cache_ms * 1000;
+	v->closed = true;
+	g_mutex_unlock(&fs->remote_mu);
+}
+
+int remote_view_get(lfs *fs, pid_t tgid, const char *key, lockfs_lock_info *out)
+{
+	if (!fs->shared)
+		return -ENOENT;
+	int r = -ENOENT;
+	int64_t now = lockfs_mono_us();
+	g_mutex_lock(&fs->remote_mu);
+	remote_entry *e = g_hash_table_lookup(fs->remote, key);
+	int64_t changed = e ? e->changed_mono : fs->remote_cleared_mono;
+	for (guint i = fs->remote_views->len; r && i-- > 0;) {
+		remote_view *v = fs->remote_views->pdata[i];
+		const lockfs_lock_info *info;
+		if (v->tgid != tgid || (v->closed && now >= v->until_mono) ||
+		    now >= v->asked_mono + VIEW_MAX_US || v->asked_mono <= changed ||
+		    !(info = g_hash_table_lookup(v->infos, key)))
+			continue;
+		remote_info_copy(out, info);
+		r = 0;
+	}
+	g_mutex_unlock(&fs->remote_mu);
+	return r;
 }
 
 uint64_t remote_ino(const char *key)

@@ -17,8 +17,21 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out);
  * Called without fs->mu. */
 void remote_note_refused(lfs *fs, const char *key);
 
-/* Every lock under PREFIX (lockfs_lock_info *, free with remote_info_free). */
-GPtrArray *remote_list(lfs *fs, const char *prefix);
+/* Every lock under PREFIX (lockfs_lock_info *, free with remote_info_free),
+ * but one this mount let go of after the listing was asked for.  ERR (may be
+ * NULL): 0, or -EIO when the backend could not list (then nothing). */
+GPtrArray *remote_list(lfs *fs, const char *prefix, int *err);
+
+/* A listing as its reader saw it (fs_remote.c, "What one listing showed"):
+ * made from the INFOS a readdir of process TGID listed, asked for at ASKED;
+ * closed when its directory handle goes (then freed by fs_remote once
+ * nobody believes it).  NULL: nothing listed. */
+typedef struct remote_view remote_view;
+remote_view *remote_view_new(lfs *fs, pid_t tgid, int64_t asked, const GPtrArray *infos);
+void remote_view_close(lfs *fs, remote_view *v);
+/* KEY as a listing TGID still believes showed it: 0 (*OUT), or
+ * -ENOENT when no such listing named it. */
+int remote_view_get(lfs *fs, pid_t tgid, const char *key, lockfs_lock_info *out);
 void remote_info_free(gpointer p);
 void remote_info_copy(lockfs_lock_info *dst, const lockfs_lock_info *src);
 /* Under fs->mu: a read-only node showing INFO (copied). */
