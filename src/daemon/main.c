@@ -222,7 +222,7 @@ static void raise_nofile(void)
 		           (unsigned long long)was, (unsigned long long)rl.rlim_max,
 		           g_strerror(errno));
 	else
-		lockfs_log(G_LOG_LEVEL_INFO, NULL,
+		lockfs_log(G_LOG_LEVEL_DEBUG, NULL,
 		           "raised the limit of open files from %llu to %llu",
 		           (unsigned long long)was, (unsigned long long)rl.rlim_max);
 }
