@@ -133,7 +133,10 @@ moves=$(awk '$1 == 0 { print $2 }' "$SDIR/rc.movemail")
 # error; anything else is one.
 is "$(grep -v 'cannot lock: Conflict with previous locker' "$SDIR/movemail.err")" "" \
     "movemail said nothing but, at times, that the lock was held"
-cmp_ok "${moves:-0}" -ge 3 "movemail ran and succeeded on hA (${moves:-0} times)"
+# It tries once a second while four deliverers take the lock back to back, so
+# how often it gets in is their timing (2 of a run seen unprivileged on
+# tinystore, on a loaded machine): at least once, beside the last move below.
+cmp_ok "${moves:-0}" -ge 1 "movemail ran and succeeded on hA (${moves:-0} times)"
 run 30 "$PYTHON" "$TESTLIB/spool-check.py" "$SDIR/delivered" "$SDIR/moved" "$SPOOL_DISK/user1"
 is "$RC" 0 "every message moved or left exactly once and whole: $OUT${ERR:+ ($ERR)}"
 
