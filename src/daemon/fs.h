@@ -189,6 +189,11 @@ typedef struct {
 	GHashTable *remote;
 	int64_t remote_cleared_mono; /* when the table was last emptied (its cap) */
 	GPtrArray *remote_views;     /* listings their readers still believe */
+	/* The backend's change notifications (watch()), which end what the
+	 * table says of a key as soon as another mount changes it. */
+	GThread *remote_watcher;
+	GCond remote_watch_cond;
+	bool remote_watch_stop;
 	/* fs_leases.c: the renew thread (leases_start, leases_stop), which
 	 * sleeps on renew_cond under fs->renew_mu; renew_stop: fs->renew_mu. */
 	GThread *renew_thread;

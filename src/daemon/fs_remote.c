@@ -69,6 +69,7 @@ static void view_free(gpointer p);
 void remote_init(lfs *fs)
 {
 	g_mutex_init(&fs->remote_mu);
+	g_cond_init(&fs->remote_watch_cond);
 	fs->remote = g_hash_table_new_full(g_str_hash, g_str_equal, g_free, entry_free);
 	fs->remote_cleared_mono = 0;
 	fs->remote_views = g_ptr_array_new_with_free_func(view_free);
@@ -81,6 +82,7 @@ void remote_fini(lfs *fs)
 	g_ptr_array_free(fs->remote_views, TRUE);
 	fs->remote_views = NULL;
 	g_mutex_clear(&fs->remote_mu);
+	g_cond_clear(&fs->remote_watch_cond);
 }
 
 /* Keep what the backend answered to a question asked at ASKED (mono µs):
@@ -124,6 +126,69 @@ void remote_forget(lfs *fs, const char *key)
 	if (!fs->shared)
 		return;
 	store(fs, key, NOTHING, NULL, 0, 0, true);
+}
+
+/* ---- the backend's notifications ----
+ * A release elsewhere is seen here when the table forgets the key: until
+ * then a lookup answers from it, and the kernel's lookup before an O_EXCL
+ * create or a link() refuses the name for up to list_cache.  etcd's watch
+ * reports a change within one notification; tinystore and LDAP have none
+ * that lockfs can use (lockfs.conf(5), list_cache), and keep to list_cache.
+ * A watch is made again every VIEW_WATCH_MS (so that exit waits no longer
+ * than that); what changed between two watches is covered by forgetting
+ * everything when the new one is in place. */
+#define VIEW_WATCH_MS 1000
+#define VIEW_WATCH_PAUSE_US G_USEC_PER_SEC
+
+static void on_view_change(const char *key, void *user)
+{
+	lfs *fs = user;
+	if (key) {
+		remote_forget(fs, key);
+		return;
+	}
+	g_mutex_lock(&fs->remote_mu);
+	g_hash_table_remove_all(fs->remote);
+	fs->remote_cleared_mono = lockfs_mono_us();
+	g_mutex_unlock(&fs->remote_mu);
+}
+
+static gpointer view_watch_main(gpointer data)
+{
+	lfs *fs = data;
+	g_mutex_lock(&fs->remote_mu);
+	while (!fs->remote_watch_stop) {
+		g_mutex_unlock(&fs->remote_mu);
+		int64_t began = lockfs_mono_us();
+		int r = fs->be->watch(fs->be, "", VIEW_WATCH_MS, on_view_change, fs);
+		g_mutex_lock(&fs->remote_mu);
+		/* Broken, or ended by the server well before its time: made
+		 * again at once, it could spin. */
+		if (r || lockfs_mono_us() - began < VIEW_WATCH_MS * 1000 / 2)
+			g_cond_wait_until(&fs->remote_watch_cond, &fs->remote_mu,
+			                  g_get_monotonic_time() + VIEW_WATCH_PAUSE_US);
+	}
+	g_mutex_unlock(&fs->remote_mu);
+	return NULL;
+}
+
+void remote_watch_start(lfs *fs)
+{
+	if (!fs->shared || !fs->be->watch || fs->set->list_cache_ms <= 0)
+		return;
+	fs->remote_watcher = g_thread_new("lockfs-view", view_watch_main, fs);
+}
+
+void remote_watch_stop(lfs *fs)
+{
+	if (!fs->remote_watcher)
+		return;
+	g_mutex_lock(&fs->remote_mu);
+	fs->remote_watch_stop = true;
+	g_cond_signal(&fs->remote_watch_cond);
+	g_mutex_unlock(&fs->remote_mu);
+	g_thread_join(fs->remote_watcher);
+	fs->remote_watcher = NULL;
 }
 
 /* A key held, but nobody says by whom (the tinystore CLI's locks, a holder

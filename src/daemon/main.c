@@ -13,6 +13,7 @@
 #include "fs_locks.h"
 #include "fs_ops.h"
 #include "fs_record.h"
+#include "fs_remote.h"
 #include "fs_restart.h"
 #include "holder.h"
 #include "lockstate.h"
@@ -317,6 +318,7 @@ static void take_back_and_start(lockfs_main *m)
 	inval_start(fs);
 	leases_start(fs);
 	flock_start(fs);
+	remote_watch_start(fs);
 	m->status = service_status_text(fs);
 	daemon_ready(m->status, m->log_fd);
 	service_status_start(fs);
@@ -342,6 +344,7 @@ static void stop(lockfs_main *m)
 {
 	lfs *fs = m->fs;
 	service_stopping(fs);
+	remote_watch_stop(fs);
 	flock_stop(fs);
 	leases_stop(fs);
 	locks_stop(fs);
