@@ -142,8 +142,18 @@ is "$RC" 0 "every message moved or left exactly once and whole: $OUT${ERR:+ ($ER
 
 is "$(st '%a %u %g' "$SPOOL_DISK/user1")" "660 $BOX_UID $SPOOL_GRP" \
     "the mailbox on the disk: 0660, the user's, the spool's group"
+# spool_lock_diag: who holds the mailbox's lock, and its last grants and
+# releases on each host (the audit lines), for a failure's report.
+spool_lock_diag() {
+    local h
+    for h in A B; do
+        local m=${!h} log=${h}_LOG
+        diag "$h: $(getfattr -d -m user.lockfs --absolute-names "$m/user1.lock" 2>&1 | tr '\n' ' ')"
+        diag "$h: $(grep -F 'user1.lock' "${!log}" | tail -n 6)"
+    done
+}
 free_on() { [[ $(fsop1 lstat "$1/user1.lock") == ENOENT ]]; }
-ok "no lock left, seen on hA" wait_until 5 free_on "$A"
-ok "no lock left, seen on hB" wait_until 5 free_on "$B"
+ok "no lock left, seen on hA" wait_until 5 free_on "$A" || spool_lock_diag
+ok "no lock left, seen on hB" wait_until 5 free_on "$B" || spool_lock_diag
 is "$(cd "$SPOOL_DISK" && ls -A | grep -vx user1)" "" "nothing but the mailbox in the spool"
 done_testing
