@@ -54,6 +54,7 @@ typedef struct {
 	                           * else $XDG_STATE_HOME/lockfs or ~/.local/state/lockfs */
 	char *notify;               /* command run for every break and lost lock, or NULL */
 	char *log_file;             /* once mounted, stderr and the log go here, or NULL */
+	char *metrics_file;         /* .lockfs/metrics copied here every renew_ms, or NULL */
 	mode_t dir_mode;            /* mode of the in-memory root directory, 01777 */
 	uid_t dir_uid;              /* owner of the in-memory root, the mounting user; */
 	gid_t dir_gid;              /* the keys take numbers or names */

@@ -86,6 +86,8 @@ static const general_key general_keys[] = {
 	  .offset = offsetof(lockfs_settings, notify), .def = "" },
 	{ .name = "log_file", .kind = KIND_PATH,
 	  .offset = offsetof(lockfs_settings, log_file), .def = "" },
+	{ .name = "metrics_file", .kind = KIND_PATH,
+	  .offset = offsetof(lockfs_settings, metrics_file), .def = "" },
 	{ .name = "dir_mode", .kind = KIND_MODE,
 	  .offset = offsetof(lockfs_settings, dir_mode), .def = "1777" },
 	{ .name = "dir_uid", .kind = KIND_UID, .offset = offsetof(lockfs_settings, dir_uid) },
@@ -734,6 +736,7 @@ static void settings_clear(lockfs_settings *s)
 	g_free(s->state_dir);
 	g_free(s->notify);
 	g_free(s->log_file);
+	g_free(s->metrics_file);
 	g_free(s->log_level);
 	memset(s, 0, sizeof(*s));
 }

@@ -165,8 +165,7 @@ static void add_held_gauges(lfs *fs, lfs_dentry *d, void *user)
 		h->oldest = h->mono - d->renewed_mono;
 }
 
-/* The gauges of .lockfs/metrics, from the model (fs->mu held). */
-static void render_metrics(lfs *fs, GString *out)
+void control_metrics(lfs *fs, GString *out)
 {
 	metrics_gauges g = { .mountpoint = fs->mountpoint, .backend = fs->be->name };
 	struct held_gauges h = { &g, lockfs_mono_us(), 0 };
@@ -180,7 +179,7 @@ char *control_render(lfs *fs, lfs_node *n, size_t *len, int *err)
 	GString *out = g_string_new(NULL);
 	*err = 0;
 	if (n->ctl_metrics) {
-		render_metrics(fs, out);
+		control_metrics(fs, out);
 	} else if (n->ctl_status) {
 		g_autoptr(GPtrArray) infos = all_locks(fs, "", NULL);
 		for (guint i = 0; i < infos->len; i++)

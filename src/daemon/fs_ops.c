@@ -1868,3 +1868,12 @@ const char *lfs_backend_name(const lfs *fs)
 {
 	return fs->be->name;
 }
+
+char *lfs_metrics_text(lfs *fs)
+{
+	GString *out = g_string_new(NULL);
+	LOCK(fs);
+	control_metrics(fs, out);
+	UNLOCK(fs);
+	return g_string_free(out, FALSE);
+}

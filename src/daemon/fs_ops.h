@@ -15,5 +15,7 @@ void lfs_free(lfs *fs);
 const char *lfs_mountpoint(const lfs *fs);
 /* The backend's name, as the log and systemd's status say it. */
 const char *lfs_backend_name(const lfs *fs);
+/* What .lockfs/metrics shows now, to free: for metrics_file (metrics_file.c). */
+char *lfs_metrics_text(lfs *fs);
 
 #endif

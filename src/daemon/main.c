@@ -18,6 +18,7 @@
 #include "holder.h"
 #include "lockstate.h"
 #include "log.h"
+#include "metrics_file.h"
 #include "service.h"
 
 #include <errno.h>
@@ -228,6 +229,23 @@ static void raise_nofile(void)
 		           (unsigned long long)was, (unsigned long long)rl.rlim_max);
 }
 
+/* A metrics_file inside the mount would be written through lockfs itself,
+ * at start and at exit when nothing answers: lockfs would wait for itself. */
+static void check_metrics_file(const char *path, const char *abs)
+{
+	if (!path)
+		return;
+	g_autofree char *dir = g_path_get_dirname(path);
+	g_autofree char *real = realpath(dir, NULL);
+	g_autofree char *canon = g_canonicalize_filename(real ? real : dir, "/");
+	size_t n = strlen(abs);
+	if (strncmp(canon, abs, n) == 0 && (canon[n] == '\0' || canon[n] == '/'))
+		die(EXIT_USAGE,
+		    "metrics_file %s is inside the mount point %s; name a file outside it, "
+		    "in node_exporter's textfile directory",
+		    path, abs);
+}
+
 /* The mount point and the directory underneath, and what a previous
  * lockfs's absence left on it (the gap). */
 static void open_mount_point(lockfs_main *m)
@@ -237,6 +255,7 @@ static void open_mount_point(lockfs_main *m)
 	m->abs = realpath(mountpoint, NULL);
 	if (!m->abs)
 		die(EXIT_MOUNT, "cannot use mount point %s: %s", mountpoint, g_strerror(errno));
+	check_metrics_file(m->set->metrics_file, m->abs);
 	/* Taken before mounting: the directory underneath stays reachable. */
 	m->under_fd = open(m->abs, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (m->under_fd < 0)
@@ -319,6 +338,9 @@ static void take_back_and_start(lockfs_main *m)
 	leases_start(fs);
 	flock_start(fs);
 	remote_watch_start(fs);
+	/* Every renew interval: the effective one, ttl/3 when the key is 0. */
+	if (m->set->metrics_file)
+		metrics_file_start(fs, m->set->metrics_file, m->set->renew_ms);
 	m->status = service_status_text(fs);
 	daemon_ready(m->status, m->log_fd);
 	service_status_start(fs);
@@ -349,6 +371,7 @@ static void stop(lockfs_main *m)
 	leases_stop(fs);
 	locks_stop(fs);
 	inval_stop(fs);
+	metrics_file_stop(); /* written once more, with the model at rest */
 	fuse_session_unmount(m->se);
 	fuse_remove_signal_handlers(m->se);
 	fuse_session_destroy(m->se);

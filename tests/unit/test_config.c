@@ -126,6 +126,7 @@ static void test_defaults(void)
 	g_assert_cmpstr(s->host, ==, g_get_host_name());
 	g_assert_null(s->notify);
 	g_assert_null(s->log_file);
+	g_assert_null(s->metrics_file);
 	g_assert_cmpint(s->dir_mode, ==, 01777);
 	g_assert_cmpint(s->dir_uid, ==, getuid());
 	g_assert_cmpint(s->dir_gid, ==, getgid());
@@ -234,7 +235,8 @@ static void test_file_unknown(void)
 	                  ":2: key 'frobnicate' in [lockfs]: unknown key; the keys of "
 	                  "[lockfs] are backend, suffix, ttl, renew_interval, stale_after, "
 	                  "network_timeout, heartbeat_min_interval, list_cache, host, "
-	                  "state_dir, notify, log_file, dir_mode, dir_uid, dir_gid, passthrough, "
+	                  "state_dir, notify, log_file, metrics_file, dir_mode, dir_uid, dir_gid, "
+	                  "passthrough, "
 	                  "allow_other, foreground, debug, log_level, audit");
 	/* A key in the wrong group is pointed to the right one. */
 	expect_file_error("[ldap]\nttl=30s\n", LOCKFS_CONFIG_ERROR_UNKNOWN,
@@ -283,6 +285,9 @@ static void test_file_bad_value(void)
 	expect_file_error("[lockfs]\nlog_file=lockfs.log\n", LOCKFS_CONFIG_ERROR_VALUE,
 	                  ":2: key 'log_file' in [lockfs]: 'lockfs.log' is not an absolute "
 	                  "path; write one starting with /");
+	expect_file_error("[lockfs]\nmetrics_file=lockfs.prom\n", LOCKFS_CONFIG_ERROR_VALUE,
+	                  ":2: key 'metrics_file' in [lockfs]: 'lockfs.prom' is not an "
+	                  "absolute path; write one starting with /");
 	/* Only an optional path may be empty. */
 	expect_file_error("[lockfs]\nstate_dir=\n", LOCKFS_CONFIG_ERROR_VALUE,
 	                  ":2: key 'state_dir' in [lockfs]: '' is not an absolute path; "
@@ -795,6 +800,7 @@ static void test_ids_by_name(void)
 	set_option(cfg, "audit=no");
 	set_option(cfg, "state_dir=/tmp/x");
 	set_option(cfg, "log_file=/tmp/x.log");
+	set_option(cfg, "metrics_file=/tmp/x.prom");
 	set_option(cfg, "host=h");
 	g_assert_true(lockfs_config_finish(cfg, &err));
 	const lockfs_settings *s = lockfs_config_settings(cfg);
@@ -805,6 +811,7 @@ static void test_ids_by_name(void)
 	g_assert_false(s->audit);
 	g_assert_cmpstr(s->state_dir, ==, "/tmp/x");
 	g_assert_cmpstr(s->log_file, ==, "/tmp/x.log");
+	g_assert_cmpstr(s->metrics_file, ==, "/tmp/x.prom");
 	g_assert_cmpstr(s->host, ==, "h");
 	expect_option_error(cfg, "dir_gid=no-such-group-lockfs", LOCKFS_CONFIG_ERROR_VALUE,
 	                    "mount option 'dir_gid=no-such-group-lockfs': no group named "
