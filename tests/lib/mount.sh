@@ -342,8 +342,18 @@ _lockfs_start_detached() {
     _lockfs_stem_of[$LOCKFS_PID]=$stem
 }
 
+# _lockfs_mounted MNT: the mount lockfs_start made is there: a FUSE mount at
+# MNT whose device is not the one MNT had before ($_lockfs_dev_below).  A
+# mount stacked over another lockfs (tests/lib/spool.sh) would otherwise
+# look ready at once, and the test's first calls would reach the mount
+# underneath.  (A dead mount there answers no stat: nothing to tell apart.)
+_lockfs_mounted() {
+    local dev
+    is_fuse_mounted "$1" && dev=$(timeout 5 stat -c %d -- "$1" 2>/dev/null) && [[ $dev != "$_lockfs_dev_below" ]]
+}
+
 _lockfs_ready() {
-    is_fuse_mounted "$1" && timeout 5 cat -- "$1/.lockfs/status" >/dev/null 2>&1
+    _lockfs_mounted "$1" && timeout 5 cat -- "$1/.lockfs/status" >/dev/null 2>&1
 }
 
 lockfs_start() {
@@ -378,6 +388,7 @@ lockfs_start() {
     local x
     for x in "${opts[@]}"; do o+=",$x"; done
     LOCKFS_LOG=$TESTDIR/lockfs$_lockfs_seq.log
+    _lockfs_dev_below=$(timeout 5 stat -c %d -- "$mnt" 2>/dev/null)
     # env --default-signal: bash starts background jobs with SIGINT ignored,
     # and libfuse leaves an ignored signal ignored; the daemon must see
     # SIGINT/SIGTERM as a terminal would deliver them.
