@@ -194,6 +194,10 @@ typedef struct {
 	GThread *remote_watcher;
 	GCond remote_watch_cond;
 	bool remote_watch_stop;
+	/* Where the backend has only wait_free(): the key last refused here,
+	 * waited on until remote_wait_until (mono µs). */
+	char *remote_wait_key;
+	int64_t remote_wait_until;
 	/* fs_leases.c: the renew thread (leases_start, leases_stop), which
 	 * sleeps on renew_cond under fs->renew_mu; renew_stop: fs->renew_mu. */
 	GThread *renew_thread;

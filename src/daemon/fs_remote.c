@@ -81,6 +81,7 @@ void remote_fini(lfs *fs)
 	fs->remote = NULL;
 	g_ptr_array_free(fs->remote_views, TRUE);
 	fs->remote_views = NULL;
+	g_clear_pointer(&fs->remote_wait_key, g_free);
 	g_mutex_clear(&fs->remote_mu);
 	g_cond_clear(&fs->remote_watch_cond);
 }
@@ -132,8 +133,13 @@ void remote_forget(lfs *fs, const char *key)
  * A release elsewhere is seen here when the table forgets the key: until
  * then a lookup answers from it, and the kernel's lookup before an O_EXCL
  * create or a link() refuses the name for up to list_cache.  etcd's watch
- * reports a change within one notification; tinystore and LDAP have none
- * that lockfs can use (lockfs.conf(5), list_cache), and keep to list_cache.
+ * reports a change within one notification.  tinystore has no watch, but a
+ * hold that stands in line (wait_free()) is granted the moment a key is let
+ * go: the key last refused here or found held by another is waited on for
+ * list_cache, as a waiter in line would be (one key: the next takes its
+ * place).  LDAP has
+ * nothing lockfs can use (lockfs.conf(5), list_cache) and keeps to
+ * list_cache.
  * A watch is made again every VIEW_WATCH_MS (so that exit waits no longer
  * than that); what changed between two watches is covered by forgetting
  * everything when the new one is in place. */
@@ -172,11 +178,59 @@ static gpointer view_watch_main(gpointer data)
 	return NULL;
 }
 
+/* KEY, refused here or found held by another at NOW, is the one the view's
+ * waiter waits on (view_wait_main).  remote_mu held. */
+static void wait_on_locked(lfs *fs, const char *key, int64_t now)
+{
+	if (!fs->remote_watcher || fs->be->watch)
+		return;
+	if (g_strcmp0(fs->remote_wait_key, key) != 0) {
+		g_free(fs->remote_wait_key);
+		fs->remote_wait_key = g_strdup(key);
+	}
+	fs->remote_wait_until = now + fs->set->list_cache_ms * 1000;
+	g_cond_signal(&fs->remote_watch_cond);
+}
+
+/* The key refused or found held last, until it is found free or
+ * list_cache has passed (the view asks the backend again then anyway). */
+static gpointer view_wait_main(gpointer data)
+{
+	lfs *fs = data;
+	g_mutex_lock(&fs->remote_mu);
+	while (!fs->remote_watch_stop) {
+		int64_t now = lockfs_mono_us();
+		if (!fs->remote_wait_key || now >= fs->remote_wait_until) {
+			g_clear_pointer(&fs->remote_wait_key, g_free);
+			g_cond_wait(&fs->remote_watch_cond, &fs->remote_mu);
+			continue;
+		}
+		char *key = g_strdup(fs->remote_wait_key);
+		int ms = (int)MIN((fs->remote_wait_until - now) / 1000 + 1, VIEW_WATCH_MS);
+		g_mutex_unlock(&fs->remote_mu);
+		int r = fs->be->wait_free(fs->be, key, ms);
+		if (r == 1)
+			remote_forget(fs, key);
+		g_mutex_lock(&fs->remote_mu);
+		if (r == 1 && g_strcmp0(key, fs->remote_wait_key) == 0)
+			g_clear_pointer(&fs->remote_wait_key, g_free);
+		if (r < 0)
+			g_cond_wait_until(&fs->remote_watch_cond, &fs->remote_mu,
+			                  g_get_monotonic_time() + VIEW_WATCH_PAUSE_US);
+		g_free(key);
+	}
+	g_mutex_unlock(&fs->remote_mu);
+	return NULL;
+}
+
 void remote_watch_start(lfs *fs)
 {
-	if (!fs->shared || !fs->be->watch || fs->set->list_cache_ms <= 0)
+	if (!fs->shared || fs->set->list_cache_ms <= 0)
 		return;
-	fs->remote_watcher = g_thread_new("lockfs-view", view_watch_main, fs);
+	if (fs->be->watch)
+		fs->remote_watcher = g_thread_new("lockfs-view", view_watch_main, fs);
+	else if (fs->be->wait_free && (fs->be->flags & LOCKFS_BACKEND_UNDESCRIBED))
+		fs->remote_watcher = g_thread_new("lockfs-view", view_wait_main, fs);
 }
 
 void remote_watch_stop(lfs *fs)
@@ -283,7 +337,11 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
 	}
 	if (r != 0 && r != -ENOENT)
 		return -EIO;
-	store(fs, key, r, &info, for_us, asked, false);
+	g_mutex_lock(&fs->remote_mu);
+	store_locked(fs, key, r, &info, for_us, asked, false);
+	if (r == 0)
+		wait_on_locked(fs, key, asked);
+	g_mutex_unlock(&fs->remote_mu);
 	if (r == 0)
 		*out = info;
 	return r;
@@ -308,8 +366,10 @@ void remote_note_refused(lfs *fs, const char *key)
 	g_mutex_lock(&fs->remote_mu);
 	store_locked(fs, key, NOTHING, NULL, 0, 0, true);
 	remote_entry *e = g_hash_table_lookup(fs->remote, key);
+	int64_t now = lockfs_mono_us();
 	if (e)
-		e->refused_mono = lockfs_mono_us();
+		e->refused_mono = now;
+	wait_on_locked(fs, key, now);
 	g_mutex_unlock(&fs->remote_mu);
 }
 
