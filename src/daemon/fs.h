@@ -188,6 +188,7 @@ typedef struct {
 	GMutex remote_mu;
 	GHashTable *remote;
 	int64_t remote_cleared_mono; /* when the table was last emptied (its cap) */
+	int64_t remote_heard_mono;   /* when the backend last said anything may have changed */
 	GPtrArray *remote_views;     /* listings their readers still believe */
 	/* The backend's change notifications (watch()), which end what the
 	 * table says of a key as soon as another mount changes it. */

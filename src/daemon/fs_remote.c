@@ -35,6 +35,8 @@ typedef struct {
 	int r;                 /* 0 held, -ENOENT free, NOTHING: believe nothing */
 	int64_t until_mono;    /* believed until then */
 	int64_t changed_mono;  /* when this mount last changed the key, or 0 */
+	int64_t asked_mono;    /* when the answer was asked */
+	int64_t heard_mono;    /* when the backend last said it changed, or 0 */
 	int64_t refused_mono;  /* when a take here was last refused, or 0 */
 } remote_entry;
 
@@ -95,12 +97,15 @@ static void store_locked(lfs *fs, const char *key, int r, const lockfs_lock_info
 	int64_t now = lockfs_mono_us();
 	remote_entry *old = g_hash_table_lookup(fs->remote, key);
 	int64_t last_change = old ? old->changed_mono : fs->remote_cleared_mono;
-	if (!changed && asked <= last_change)
-		return; /* asked before our own change of the key: it may predate it */
+	int64_t heard = MAX(old ? old->heard_mono : 0, fs->remote_heard_mono);
+	if (!changed && asked <= MAX(last_change, heard))
+		return; /* asked before a change of the key: it may predate it */
 	remote_entry *e = g_new0(remote_entry, 1);
 	e->r = r;
 	e->until_mono = now + for_us;
 	e->changed_mono = changed ? now : last_change;
+	e->asked_mono = changed ? now : asked;
+	e->heard_mono = old ? old->heard_mono : 0;
 	e->refused_mono = old ? old->refused_mono : 0;
 	if (r == 0)
 		remote_info_copy(&e->info, info);
@@ -146,16 +151,33 @@ void remote_forget(lfs *fs, const char *key)
 #define VIEW_WATCH_MS 1000
 #define VIEW_WATCH_PAUSE_US G_USEC_PER_SEC
 
+/* What the table says of KEY (NULL: of every key) is not believed any
+ * more, nor any answer asked before now.  Unlike this mount's own changes
+ * (changed_mono), a change elsewhere leaves the listings their readers
+ * believe alone (remote_view_get): they were true when listed. */
 static void on_view_change(const char *key, void *user)
 {
 	lfs *fs = user;
-	if (key) {
-		remote_forget(fs, key);
-		return;
-	}
+	int64_t now = lockfs_mono_us();
 	g_mutex_lock(&fs->remote_mu);
-	g_hash_table_remove_all(fs->remote);
-	fs->remote_cleared_mono = lockfs_mono_us();
+	if (!key) {
+		fs->remote_heard_mono = now;
+	} else {
+		remote_entry *e = g_hash_table_lookup(fs->remote, key);
+		if (!e && g_hash_table_size(fs->remote) < CACHE_MAX) {
+			e = g_new0(remote_entry, 1);
+			e->changed_mono = fs->remote_cleared_mono;
+			g_hash_table_replace(fs->remote, g_strdup(key), e);
+		}
+		if (e) {
+			if (e->r == 0)
+				lockfs_lock_info_clear(&e->info);
+			e->r = NOTHING;
+			e->heard_mono = now;
+		} else {
+			fs->remote_heard_mono = now; /* the table is full: all of it */
+		}
+	}
 	g_mutex_unlock(&fs->remote_mu);
 }
 
@@ -210,7 +232,7 @@ static gpointer view_wait_main(gpointer data)
 		g_mutex_unlock(&fs->remote_mu);
 		int r = fs->be->wait_free(fs->be, key, ms);
 		if (r == 1)
-			remote_forget(fs, key);
+			on_view_change(key, fs);
 		g_mutex_lock(&fs->remote_mu);
 		if (r == 1 && g_strcmp0(key, fs->remote_wait_key) == 0)
 			g_clear_pointer(&fs->remote_wait_key, g_free);
@@ -291,7 +313,8 @@ int remote_get(lfs *fs, const char *key, bool fresh, lockfs_lock_info *out)
 		int r = 1;
 		g_mutex_lock(&fs->remote_mu);
 		remote_entry *e = g_hash_table_lookup(fs->remote, key);
-		if (e && e->r != NOTHING && lockfs_mono_us() < e->until_mono) {
+		if (e && e->r != NOTHING && lockfs_mono_us() < e->until_mono &&
+		    e->asked_mono > fs->remote_heard_mono) {
 			r = e->r;
 			if (r == 0)
 				remote_info_copy(out, &e->info);
