@@ -302,8 +302,9 @@ static int lock_open_file(const char *file, int fd, bool posix)
 	return 0;
 }
 
-/* N times: open (creating) the file, lock it (above), close.  On the floor
- * the kernel keeps flocks and POSIX locks itself. */
+/* N times: open (creating) the file, lock it (above), close.  The floor
+ * (noopfs) grants flocks and POSIX locks at once, so the same lock requests
+ * reach both. */
 static int cycle_open_lock(const struct cycle_paths *p, long n, bool posix)
 {
 	for (long i = 0; i < n; i++) {

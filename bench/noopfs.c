@@ -328,6 +328,36 @@ static void nfs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	fuse_reply_err(req, 0);
 }
 
+/* flock(2) and fcntl(2) locks: granted at once, so that the kernel sends
+ * them here as it sends them to lockfs (which takes them in its backend)
+ * instead of keeping them itself: the fair floor of lockbench's flock and
+ * fcntl cycles.  Nothing is recorded; a floor never refuses. */
+static void nfs_flock(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, int op)
+{
+	(void)ino;
+	(void)fi;
+	(void)op;
+	fuse_reply_err(req, 0);
+}
+
+static void nfs_getlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock)
+{
+	(void)ino;
+	(void)fi;
+	lock->l_type = F_UNLCK;
+	fuse_reply_lock(req, lock);
+}
+
+static void nfs_setlk(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi, struct flock *lock,
+                      int sleep)
+{
+	(void)ino;
+	(void)fi;
+	(void)lock;
+	(void)sleep;
+	fuse_reply_err(req, 0);
+}
+
 static void nfs_write(fuse_req_t req, fuse_ino_t ino, const char *buf, size_t size, off_t off,
                       struct fuse_file_info *fi)
 {
@@ -607,6 +637,9 @@ static const struct fuse_lowlevel_ops ops = {
 	.releasedir = nfs_releasedir,
 	.access = nfs_access,
 	.statfs = nfs_statfs,
+	.flock = nfs_flock,
+	.getlk = nfs_getlk,
+	.setlk = nfs_setlk,
 };
 
 static void usage(const char *prog)
