@@ -120,8 +120,12 @@ static inline gpointer lockfs_tsan_async_queue_pop(GAsyncQueue *q)
 typedef struct {
 	GFunc func;
 	gpointer user_data;
-	char done;
 } lockfs_tsan_pool;
+
+/* What the workers release when done: per file, as are the pools' run and
+ * free here.  Not in the pool: its last worker frees the GThreadPool inside
+ * g_thread_pool_free, after a read of it there would be (to TSan) racy. */
+__attribute__((unused)) static char lockfs_tsan_pool_done;
 
 static inline void lockfs_tsan_pool_run(gpointer data, gpointer user_data)
 {
@@ -129,7 +133,7 @@ static inline void lockfs_tsan_pool_run(gpointer data, gpointer user_data)
 
 	__tsan_acquire(p);
 	p->func(data, p->user_data);
-	__tsan_release(&p->done);
+	__tsan_release(&lockfs_tsan_pool_done);
 }
 
 static inline GThreadPool *lockfs_tsan_pool_new(GFunc func, gpointer user_data, gint max,
@@ -150,11 +154,9 @@ static inline gboolean lockfs_tsan_pool_push(GThreadPool *pool, gpointer data, G
 
 static inline void lockfs_tsan_pool_free(GThreadPool *pool, gboolean now, gboolean wait)
 {
-	lockfs_tsan_pool *p = pool->user_data;
-
 	(g_thread_pool_free)(pool, now, wait);
 	if (wait)
-		__tsan_acquire(&p->done);
+		__tsan_acquire(&lockfs_tsan_pool_done);
 }
 
 #define g_thread_pool_new(f, u, m, e, err) lockfs_tsan_pool_new((f), (u), (m), (e), (err))
