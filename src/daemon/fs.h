@@ -38,7 +38,10 @@
  * are never held together.  Backend calls are made without fs->mu
  * (UNLOCKED below), on a key claimed first (locks_claim: fs->busy,
  * fs->cond).  GLib's queues (fs->inval, the renew pool) and metrics.c's
- * atomics lock for themselves.  service.c's status_mu guards only its own
+ * atomics lock for themselves.  Every flag one thread sets to stop another
+ * is read under the mutex it is written under (none is read bare); a
+ * ThreadSanitizer build checks it (src/common/tsan_glib.h lets it see
+ * GMutex, GCond and those queues).  service.c's status_mu guards only its own
  * thread's stop flag.
  */
 #ifndef LOCKFS_FS_H
@@ -191,7 +194,10 @@ typedef struct {
 	int64_t remote_heard_mono;   /* when the backend last said anything may have changed */
 	GPtrArray *remote_views;     /* listings their readers still believe */
 	/* The backend's change notifications (watch()), which end what the
-	 * table says of a key as soon as another mount changes it. */
+	 * table says of a key as soon as another mount changes it; its thread
+	 * is remote_watch_start's and remote_watch_stop's, and
+	 * remote_watch_stop (the flag) is read and written under
+	 * fs->remote_mu, with remote_watch_cond. */
 	GThread *remote_watcher;
 	GCond remote_watch_cond;
 	bool remote_watch_stop;
@@ -200,7 +206,8 @@ typedef struct {
 	char *remote_wait_key;
 	int64_t remote_wait_until;
 	/* fs_leases.c: the renew thread (leases_start, leases_stop), which
-	 * sleeps on renew_cond under fs->renew_mu; renew_stop: fs->renew_mu. */
+	 * sleeps on renew_cond under fs->renew_mu; renew_stop is read and
+	 * written under fs->renew_mu only. */
 	GThread *renew_thread;
 	/* Workers of the renewal round: made under fs->mu (fs_locks.c),
 	 * freed by locks_renew_stop once the renew thread has ended. */
@@ -216,10 +223,10 @@ typedef struct {
 	lfs_node *flock_dir; /* set once */
 	GHashTable *flocks;  /* "owner:node" → lfs_flock; fs->mu */
 	/* The waiters' queue: flock_cond, flock_waiters, flock_watch_cond,
-	 * flock_trying, flock_stop and each waiter's interrupted, changed,
-	 * next_try and backoff are under flock_mu, taken under fs->mu or
-	 * alone, never held while fs->mu is taken.  The two threads are
-	 * flock_start's and flock_stop's. */
+	 * flock_trying, flock_stop (read by both threads under it too) and
+	 * each waiter's interrupted, changed, next_try and backoff are under
+	 * flock_mu, taken under fs->mu or alone, never held while fs->mu is
+	 * taken.  The two threads are flock_start's and flock_stop's. */
 	GMutex flock_mu;
 	GCond flock_cond;
 	GQueue flock_waiters;

@@ -556,6 +556,21 @@ lockfs_stop() {
     return 0
 }
 
+# A ThreadSanitizer build (scripts/test --tsan) writes its reports to the
+# daemon's stderr, its log, and goes on: the daemons are all stopped here, so
+# every report is in; one fails the file (its exit status), with the report.
+_tsan_check_logs() {
+    local pid log n
+    for pid in "${_lockfs_pids[@]}"; do
+        log=${_lockfs_log_of[$pid]:-}
+        [[ -n $log && -s $log ]] || continue
+        n=$(grep -c 'WARNING: ThreadSanitizer' "$log") || continue
+        diag "lockfs (pid $pid): $n ThreadSanitizer report(s) in $log:"
+        diag "$(grep -A 30 'WARNING: ThreadSanitizer' "$log" | head -n 200)"
+        _tap_late_failure=1
+    done
+}
+
 _mount_cleanup() {
     local pid mnt
     # Keep the daemons' logs visible when something failed: they hold the
@@ -575,6 +590,7 @@ _mount_cleanup() {
     for mnt in "${_lockfs_mnts[@]}"; do
         is_mounted_any "$mnt" && _unmount_force "$mnt"
     done
+    _tsan_check_logs
     _faketime_cleanup
     eval "$_backend_stop"
     if _keeping_testdir; then

@@ -34,6 +34,7 @@ _tap_skipped=0      # tests skipped
 _tap_planned=''     # declared plan, if any
 _tap_done=0         # done_testing reached
 _tap_atexit=()      # cleanup commands
+_tap_late_failure=0 # set by cleanup: something failed after the last test point
 
 # Description text must stay on one line and must not start a directive.
 _tap_clean() {
@@ -214,6 +215,10 @@ _tap_on_exit() {
     local rc=$?
     trap - EXIT
     _tap_run_atexit
+    if ((_tap_late_failure && rc == 0)); then
+        printf '# a failure found in cleanup (see above): exit status 1\n' >&2
+        rc=1
+    fi
     if ((_tap_done == 0)); then
         printf '# test script exited with status %s before done_testing (%s tests run)\n' \
             "$rc" "$_tap_n" >&2

@@ -1005,10 +1005,11 @@ static void test_tls_users(void)
 	t.cert = g_hash_table_lookup(vars, "ETCD_CERT_FILE");
 	t.key = g_hash_table_lookup(vars, "ETCD_KEY_FILE");
 	g_assert_true(g_str_has_prefix(t.url, "https://"));
-	g_autofree char *o_ep = t.o_ep = g_strdup_printf("etcd_endpoints=%s", t.url);
-	g_autofree char *o_ca = t.o_ca = g_strdup_printf("etcd_ca_file=%s", t.ca);
-	g_autofree char *o_cert = t.o_cert = g_strdup_printf("etcd_cert_file=%s", t.cert);
-	g_autofree char *o_key = t.o_key = g_strdup_printf("etcd_key_file=%s", t.key);
+	g_autofree char *o_ep G_GNUC_UNUSED = t.o_ep = g_strdup_printf("etcd_endpoints=%s", t.url);
+	g_autofree char *o_ca G_GNUC_UNUSED = t.o_ca = g_strdup_printf("etcd_ca_file=%s", t.ca);
+	g_autofree char *o_cert G_GNUC_UNUSED = t.o_cert =
+	        g_strdup_printf("etcd_cert_file=%s", t.cert);
+	g_autofree char *o_key G_GNUC_UNUSED = t.o_key = g_strdup_printf("etcd_key_file=%s", t.key);
 	tls_certificates(&t);
 	tls_add_users(&t);
 	tls_users_sign_in(&t);

@@ -157,8 +157,8 @@ static void test_refused(void)
 		"G 1 a.lock 1 local x 1 0 0 0 100644 0 0 0 0 0 h % % %\n",   /* pid */
 		"G 1 a.lock 1 local 1 1 0 99999999999 0 100644 0 0 0 0 0 h % % %\n", /* uid */
 		"G 1 a.lock 1 local 1 1 0 0 0 9 0 0 0 0 0 h % % ~\n",                /* content */
-		"G 1 a.lock 1111111111111111111111111111111111111111 local 1 1 0 0 0 1 0 0 0 0 "
-		"0 h % % %\n",   /* fence too long */
+		("G 1 a.lock 1111111111111111111111111111111111111111 local 1 1 0 0 0 1 0 0 0 0 "
+		 "0 h % % %\n"), /* fence too long; () for clang's -Wstring-concatenation */
 		"G  1 a.lock\n", /* empty field */
 		"X 1\n",
 		"R x\n",
