@@ -342,14 +342,19 @@ _lockfs_start_detached() {
     _lockfs_stem_of[$LOCKFS_PID]=$stem
 }
 
-# _lockfs_mounted MNT: the mount lockfs_start made is there: a FUSE mount at
-# MNT whose device is not the one MNT had before ($_lockfs_dev_below).  A
-# mount stacked over another lockfs (tests/lib/spool.sh) would otherwise
-# look ready at once, and the test's first calls would reach the mount
-# underneath.  (A dead mount there answers no stat: nothing to tell apart.)
+# _lockfs_mounted MNT: the mount lockfs_start made is there.  Stacked over a
+# live lockfs (tests/lib/spool.sh), that one's mount would look ready at
+# once and the test's first calls reach it: then the new mount is the one
+# whose device is not that one's ($_lockfs_dev_below, set only when a live
+# lockfs answered at MNT before the start).  Over a dead mount, which the new
+# lockfs unmounts, or none, any FUSE mount is the new one (and the device
+# could not tell: a dead mount's attributes may still be cached, and its
+# device number is free again for the next mount).
 _lockfs_mounted() {
     local dev
-    is_fuse_mounted "$1" && dev=$(timeout 5 stat -c %d -- "$1" 2>/dev/null) && [[ $dev != "$_lockfs_dev_below" ]]
+    is_fuse_mounted "$1" || return 1
+    [[ -z $_lockfs_dev_below ]] && return 0
+    dev=$(timeout 5 stat -c %d -- "$1" 2>/dev/null) && [[ $dev != "$_lockfs_dev_below" ]]
 }
 
 _lockfs_ready() {
@@ -388,7 +393,10 @@ lockfs_start() {
     local x
     for x in "${opts[@]}"; do o+=",$x"; done
     LOCKFS_LOG=$TESTDIR/lockfs$_lockfs_seq.log
-    _lockfs_dev_below=$(timeout 5 stat -c %d -- "$mnt" 2>/dev/null)
+    _lockfs_dev_below=
+    if timeout 5 cat -- "$mnt/.lockfs/status" >/dev/null 2>&1; then
+        _lockfs_dev_below=$(timeout 5 stat -c %d -- "$mnt" 2>/dev/null)
+    fi
     # env --default-signal: bash starts background jobs with SIGINT ignored,
     # and libfuse leaves an ignored signal ignored; the daemon must see
     # SIGINT/SIGTERM as a terminal would deliver them.
