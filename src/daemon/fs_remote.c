@@ -142,9 +142,8 @@ void remote_forget(lfs *fs, const char *key)
  * hold that stands in line (wait_free()) is granted the moment a key is let
  * go: the key last refused here or found held by another is waited on for
  * list_cache, as a waiter in line would be (one key: the next takes its
- * place).  LDAP has
- * nothing lockfs can use (lockfs.conf(5), list_cache) and keeps to
- * list_cache.
+ * place).  LDAP has nothing lockfs can use (lockfs.conf(5), list_cache)
+ * and keeps to list_cache.
  * A watch is made again every VIEW_WATCH_MS (so that exit waits no longer
  * than that); what changed between two watches is covered by forgetting
  * everything when the new one is in place. */
@@ -206,11 +205,13 @@ static void wait_on_locked(lfs *fs, const char *key, int64_t now)
 {
 	if (!fs->remote_watcher || fs->be->watch)
 		return;
-	if (g_strcmp0(fs->remote_wait_key, key) != 0) {
-		g_free(fs->remote_wait_key);
-		fs->remote_wait_key = g_strdup(key);
-	}
 	fs->remote_wait_until = now + fs->set->list_cache_ms * 1000;
+	/* The same key: the waiter is on it, and sees the new time when its
+	 * wait ends (at most VIEW_WATCH_MS); no wake-up per lookup. */
+	if (g_strcmp0(fs->remote_wait_key, key) == 0)
+		return;
+	g_free(fs->remote_wait_key);
+	fs->remote_wait_key = g_strdup(key);
 	g_cond_signal(&fs->remote_watch_cond);
 }
 

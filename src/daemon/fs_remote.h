@@ -8,8 +8,9 @@
 void remote_init(lfs *fs);
 void remote_fini(lfs *fs); /* at exit */
 void remote_forget(lfs *fs, const char *key);
-/* Where the backend has watch(): a thread that forgets what the table says
- * of each key another mount changes, as the backend reports it. */
+/* Where the backend can tell of a change (etcd's watch(), tinystore's
+ * wait_free()): a thread that forgets what the table says of a key another
+ * mount changed, as the backend reports it. */
 void remote_watch_start(lfs *fs);
 void remote_watch_stop(lfs *fs);
 /* This mount just released KEY: free, as far as lookups within list_cache go. */
