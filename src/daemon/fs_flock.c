@@ -591,19 +591,23 @@ static gpointer waiters_main(gpointer data)
 	while (!fs->flock_stop) {
 		int64_t now = g_get_monotonic_time(), wake = next_beat;
 		flock_waiter *due = NULL;
+		bool due_interrupted = false;
 		for (GList *l = fs->flock_waiters.head; l; l = l->next) {
 			flock_waiter *w = l->data;
 			if (w->interrupted || w->next_try <= now) {
 				due = w;
+				/* Read here, under flock_mu: interrupted() may set it
+				 * the moment the mutex is let go. */
+				due_interrupted = w->interrupted;
 				g_queue_delete_link(&fs->flock_waiters, l);
-				fs->flock_trying = due->interrupted ? NULL : due;
+				fs->flock_trying = due_interrupted ? NULL : due;
 				break;
 			}
 			wake = MIN(wake, w->next_try);
 		}
 		if (due) {
 			g_mutex_unlock(&fs->flock_mu);
-			if (due->interrupted)
+			if (due_interrupted)
 				finish(fs, due, -EINTR);
 			else
 				try_waiter(fs, due);
