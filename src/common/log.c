@@ -106,13 +106,23 @@ static GLogWriterOutput writer(GLogLevelFlags level, const GLogField *fields, gs
 	/* Messages name locks and holders, which other hosts chose: escaped as
 	 * in .lockfs/ (spaces kept), a message is one line and sends the
 	 * terminal or log reader no control of its own. */
-	g_autofree char *msg = lockfs_escape_text(raw);
 	static const char *names[] = { "error", "warning", "info", "debug" };
 	int rank = level_rank(level);
-	if (log_out == OUT_SYSLOG)
+	if (log_out == OUT_SYSLOG) {
+		g_autofree char *msg = lockfs_escape_text(raw);
 		syslog(lockfs_log_priority(level), "%s", msg);
-	else
-		fprintf(stderr, "%s: %s: %s\n", log_ident, names[rank], msg);
+		return G_LOG_WRITER_HANDLED;
+	}
+	/* "IDENT: LEVEL: MESSAGE\n" made here and written at once (stderr is
+	 * unbuffered: one write(2), as fprintf made it, without its cost). */
+	g_autoptr(GString) line = g_string_sized_new(strlen(raw) + 32);
+	g_string_append(line, log_ident);
+	g_string_append(line, ": ");
+	g_string_append(line, names[rank]);
+	g_string_append(line, ": ");
+	lockfs_escape_append(line, raw, strlen(raw), LOCKFS_ESCAPE_KEEP_SPACE);
+	g_string_append_c(line, '\n');
+	fwrite(line->str, 1, line->len, stderr);
 	return G_LOG_WRITER_HANDLED;
 }
 
@@ -148,9 +158,8 @@ bool lockfs_log_enabled(GLogLevelFlags level)
 
 static void log_fields(GLogLevelFlags level, const char *event, const char *key,
                        const lockfs_holder *holder, const lockfs_holder *breaker, const char *fence,
-                       const char *fmt, va_list ap)
+                       const char *msg)
 {
-	g_autofree char *msg = g_strdup_vprintf(fmt, ap);
 	/* Holders as fields only where fields are kept: a grant line per lock
 	 * cycle should cost no more than it must. */
 	bool journal = log_out == OUT_JOURNAL || !log_ready;
@@ -185,8 +194,9 @@ void lockfs_log(GLogLevelFlags level, const char *key, const char *fmt, ...)
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	log_fields(level, NULL, key, NULL, NULL, NULL, fmt, ap);
+	g_autofree char *msg = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
+	log_fields(level, NULL, key, NULL, NULL, NULL, msg);
 }
 
 void lockfs_log_event(GLogLevelFlags level, const char *event, const char *key,
@@ -197,8 +207,17 @@ void lockfs_log_event(GLogLevelFlags level, const char *event, const char *key,
 		return;
 	va_list ap;
 	va_start(ap, fmt);
-	log_fields(level, event, key, holder, breaker, fence, fmt, ap);
+	g_autofree char *msg = g_strdup_vprintf(fmt, ap);
 	va_end(ap);
+	log_fields(level, event, key, holder, breaker, fence, msg);
+}
+
+void lockfs_log_event_msg(GLogLevelFlags level, const char *event, const char *key,
+                          const lockfs_holder *holder, const lockfs_holder *breaker,
+                          const char *fence, const char *msg)
+{
+	if (lockfs_log_enabled(level))
+		log_fields(level, event, key, holder, breaker, fence, msg);
 }
 
 /* ---- notifications ---- */

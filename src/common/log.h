@@ -27,6 +27,12 @@ void lockfs_log_event(GLogLevelFlags level, const char *event, const char *key,
                       const lockfs_holder *holder, const lockfs_holder *breaker, const char *fence,
                       const char *fmt, ...) G_GNUC_PRINTF(7, 8);
 
+/* The same with the line already made (MSG): the audit trail's lines,
+ * made without printf. */
+void lockfs_log_event_msg(GLogLevelFlags level, const char *event, const char *key,
+                          const lockfs_holder *holder, const lockfs_holder *breaker,
+                          const char *fence, const char *msg);
+
 /* The journal's fields of one line (the writer's, here for its unit test):
  * IN less MESSAGE and PRIORITY, then MESSAGE escaped (*MSG, to free),
  * PRIORITY from LEVEL (in PRIO) and SYSLOG_IDENTIFIER=IDENT unless IN has

@@ -112,6 +112,35 @@ char *lockfs_escape_text(const char *s)
 	return g_string_free(out, FALSE);
 }
 
+static void append_base(GString *out, uint64_t v, unsigned base)
+{
+	char b[24];
+	size_t n = sizeof(b);
+	do {
+		b[--n] = (char)('0' + v % base);
+		v /= base;
+	} while (v);
+	g_string_append_len(out, b + n, (gssize)(sizeof(b) - n));
+}
+
+void lockfs_append_u64(GString *out, uint64_t v)
+{
+	append_base(out, v, 10);
+}
+
+void lockfs_append_i64(GString *out, int64_t v)
+{
+	if (v < 0)
+		g_string_append_c(out, '-');
+	/* Negated in unsigned arithmetic: INT64_MIN has no positive twin. */
+	append_base(out, v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v, 10);
+}
+
+void lockfs_append_octal(GString *out, uint32_t v)
+{
+	append_base(out, v, 8);
+}
+
 static bool is_octal(char c)
 {
 	return c >= '0' && c <= '7';

@@ -33,6 +33,7 @@
 #include <glib.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 /* The control directory at the mount root and the files in it. */
 #define LOCKFS_VIEW_DIR ".lockfs"
@@ -62,6 +63,12 @@ void lockfs_escape_append(GString *out, const char *s, size_t len, unsigned flag
 char *lockfs_escape(const char *s);
 /* The same with LOCKFS_ESCAPE_KEEP_SPACE. */
 char *lockfs_escape_text(const char *s);
+
+/* V in decimal (octal), appended to OUT: what "%" PRIu64, PRId64 and "%o"
+ * write, without printf's cost on the lines of every grant and release. */
+void lockfs_append_u64(GString *out, uint64_t v);
+void lockfs_append_i64(GString *out, int64_t v);
+void lockfs_append_octal(GString *out, uint32_t v);
 
 /* Append S (LEN bytes) to OUT with every \NNN decoded; false, with OUT
  * holding a prefix, at a backslash not followed by three octal digits of a

@@ -215,11 +215,48 @@ static void test_random(void)
 	g_rand_free(rand);
 }
 
+/* The exact bytes of a G line, as printf wrote them before its numbers
+ * were written by hand (issue #29): extremes of every number, escapes. */
+static void test_line_bytes(void)
+{
+	lockfs_lockstate_found found;
+	g_autoptr(GError) err = NULL;
+	g_autofree char *dir = g_build_filename(tmpdir, "bytes", NULL);
+	g_assert_cmpint(g_mkdir(dir, 0700), ==, 0);
+	lockfs_lockstate *st = lockfs_lockstate_open(dir, &ID, 0, &found, &err);
+	g_assert_no_error(err);
+	lockfs_lockstate_found_clear(&found);
+	lockfs_lockrec *r = sample(UINT64_MAX, "dir/a b%.lock");
+	r->holder.pid = INT64_MIN;
+	r->ppid = INT64_MAX;
+	r->holder.uid = UINT32_MAX;
+	r->holder.gid = 0;
+	r->holder.heartbeat_us = 0;
+	r->holder.atime_us = -1796534916086661;
+	r->holder.ctime_us = 1;
+	g_assert_cmpint(lockfs_lockstate_grant(st, r), ==, 0);
+	g_assert_cmpint(lockfs_lockstate_release(st, 7), ==, 0);
+	gsize len;
+	g_autofree char *text = read_text(st, &len);
+	const char *g = strstr(text, "\nG ");
+	g_assert_nonnull(g);
+	g_assert_cmpstr(g + 1, ==,
+	                "G 18446744073709551615 dir/a%20b%25.lock "
+	                "340282366920938463463374607431768211455 ts1.0123456789abcdef "
+	                "-9223372036854775808 9223372036854775807 123456789 4294967295 0 100444 "
+	                "1796534916086661 0 -5 -1796534916086661 1 "
+	                "host%20with%20space%0Aand%20newline % sh%20-c%20'echo%20%2541%20100%25' "
+	                "NDIKAP8=\nR 7\n");
+	lockfs_lockrec_free(r);
+	lockfs_lockstate_close(st);
+}
+
 int main(int argc, char **argv)
 {
 	g_test_init(&argc, &argv, NULL);
 	tmpdir = g_dir_make_tmp("lockfs-lockstate-XXXXXX", NULL);
 	g_test_add_func("/lockstate/round-trip", test_round_trip);
+	g_test_add_func("/lockstate/line-bytes", test_line_bytes);
 	g_test_add_func("/lockstate/torn", test_torn);
 	g_test_add_func("/lockstate/refused", test_refused);
 	g_test_add_func("/lockstate/random", test_random);
