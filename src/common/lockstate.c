@@ -587,19 +587,33 @@ uint64_t lockfs_pid_start(int64_t pid)
 {
 	if (pid <= 0)
 		return 0;
-	char path[64];
+	/* Read at every flock and fcntl grant: one read(2) into the stack, no
+	 * file API, no split (they were a fifth of a flock cycle's cost). */
+	char path[40];
 	snprintf(path, sizeof(path), "/proc/%" PRId64 "/stat", pid);
-	g_autofree char *s = NULL;
-	if (!g_file_get_contents(path, &s, NULL, NULL))
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
 		return 0;
-	/* After the command, which may hold spaces and parentheses: "...) S ...". */
-	const char *p = strrchr(s, ')');
-	if (!p)
+	char buf[4096];
+	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
 		return 0;
-	g_auto(GStrv) f = g_strsplit(p + 2, " ", 22);
-	/* f[0] is field 3 (state): field 22 is f[19]. */
-	uint64_t start = 0;
-	if (g_strv_length(f) > 19)
-		g_ascii_string_to_unsigned(f[19], 10, 0, UINT64_MAX, &start, NULL);
+	buf[n] = '\0';
+	/* After the command, which may hold spaces and parentheses: "...) S ...";
+	 * field 22 is the start time. */
+	const char *f = strrchr(buf, ')');
+	for (int field = 2; f && field < 22; field++) {
+		f = strchr(f, ' ');
+		if (f)
+			f++;
+	}
+	if (!f || !g_ascii_isdigit(*f))
+		return 0;
+	char *end;
+	errno = 0;
+	uint64_t start = g_ascii_strtoull(f, &end, 10);
+	if (errno || (*end != ' ' && *end != '\n' && *end != '\0'))
+		return 0;
 	return start;
 }

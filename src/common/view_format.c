@@ -114,10 +114,11 @@ char *lockfs_escape_text(const char *s)
 
 static void append_base(GString *out, uint64_t v, unsigned base)
 {
+	static const char digits[] = "0123456789abcdef";
 	char b[24];
 	size_t n = sizeof(b);
 	do {
-		b[--n] = (char)('0' + v % base);
+		b[--n] = digits[v % base];
 		v /= base;
 	} while (v);
 	g_string_append_len(out, b + n, (gssize)(sizeof(b) - n));
@@ -139,6 +140,11 @@ void lockfs_append_i64(GString *out, int64_t v)
 void lockfs_append_octal(GString *out, uint32_t v)
 {
 	append_base(out, v, 8);
+}
+
+void lockfs_append_hex(GString *out, uint64_t v)
+{
+	append_base(out, v, 16);
 }
 
 static bool is_octal(char c)

@@ -69,6 +69,7 @@ char *lockfs_escape_text(const char *s);
 void lockfs_append_u64(GString *out, uint64_t v);
 void lockfs_append_i64(GString *out, int64_t v);
 void lockfs_append_octal(GString *out, uint32_t v);
+void lockfs_append_hex(GString *out, uint64_t v); /* lower case, no 0x */
 
 /* Append S (LEN bytes) to OUT with every \NNN decoded; false, with OUT
  * holding a prefix, at a backslash not followed by three octal digits of a
