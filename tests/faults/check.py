@@ -17,7 +17,9 @@ Assertions (each a result line, see below):
   * inspection (getfattr of fence and state) of a mount's own locks answered
     within --inspect-ms, except while that mount's lockfs was stopped;
   * after a fault on a link or the server, the mounts that lost locks declared
-    it within ttl of the fault's start (their last renewal was sent before it);
+    it within ttl of the fault's start (their last renewal was sent before it;
+    a cut link starts when the last of the host's proxies applied it, as its
+    log says);
   * a restart of a host's lockfs (restart-holder) kept every lock the host
     held: none was granted to anyone else before its holder let it go, and
     none was declared lost (unless the restart took half a ttl or more).
@@ -160,6 +162,39 @@ def read_tsv(path):
         return
 
 
+def proxy_modes(run):
+    """{host: [[(t_ns, mode), ...] per proxy]}: when each proxy of a host took
+    each mode, from its log (proxy.py writes "NS mode M ..." the moment it
+    applies a command)."""
+    out = defaultdict(list)
+    for path in sorted(glob.glob(os.path.join(run, "*.proxy.log"))):
+        host = os.path.basename(path).split(".")[0]
+        seen = []
+        with open(path, errors="replace") as f:
+            for line in f:
+                p = line.split()
+                if len(p) >= 3 and p[1] == "mode" and p[0].isdigit():
+                    seen.append((int(p[0]), p[2]))
+        out[host].append(seen)
+    return out
+
+
+def cut_start(n, modes):
+    """When nemesis N's cut of its host took effect: the last of the host's
+    proxies to leave "forward" at or after N began (under load the control
+    command reaches a proxy hundreds of ms after the nemesis is logged); N's
+    start when a proxy log does not say."""
+    if n.base not in ("partition-holder", "reset-holder") or not modes.get(n.target):
+        return n.t0
+    t_cut = n.t0
+    for seen in modes[n.target]:
+        t = next((t for t, m in seen if t >= n.t0 and m != "forward" and (n.t1 is None or t <= n.t1)), None)
+        if t is None:
+            return n.t0
+        t_cut = max(t_cut, t)
+    return t_cut
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run")
@@ -236,6 +271,7 @@ def main():
         elif f[0] == "N=" and f[1] in nemeses:
             nemeses[f[1]].marks.append((int(f[2]), f[3]))
     nems = sorted(nemeses.values(), key=lambda n: n.t0)
+    modes = proxy_modes(run)
     mounts = []  # (host, pid, log, t_start)
     for f in read_tsv(os.path.join(run, "hosts.tsv")):
         mounts.append((f[0], f[1], f[2], int(f[3])))
@@ -778,7 +814,8 @@ def main():
         # A fault that cut hosts off from the server for a whole ttl: each lock
         # they held when it began must be declared lost within ttl of it (its
         # last renewal was sent before).
-        down = (n.marks[0][0] if n.base == "server-kill" and n.marks else (n.t1 or t_end)) - n.t0
+        t_cut = cut_start(n, modes)
+        down = (n.marks[0][0] if n.base == "server-kill" and n.marks else (n.t1 or t_end)) - t_cut
         if n.base in ("partition-holder", "reset-holder", "server-pause", "server-kill") and down >= ttl_ns:
             for h, key, fence, t in held:
                 # A lock whose owner let it go before it could be lost has no
@@ -792,7 +829,7 @@ def main():
                     let_go = s_own.end if s_own.res != "R.lock" else (s_own.t_x if s_own.rc == "0" else None)
                     if let_go is not None and let_go < n.t0 + ttl_ns:
                         continue
-                cut.append((n, h, key, fence, t - n.t0 if t is not None else None))
+                cut.append((n, h, key, fence, t - t_cut if t is not None else None, t_cut - n.t0))
         insp = [us for t, h, k, us in slow_inspect if n.t0 <= t <= w_end]
         in_win = [s for s in secs if n.t0 <= s.t_ws <= w_end]
         per.append({
@@ -899,13 +936,15 @@ def main():
                          f"declared lost within {within}: {len(bad)} of {len(cut)} late, "
                          f"worst {ms(worst):.0f} ms\x1fissue 10 is open: the renew round's tick is "
                          f"late on a loaded machine; FAULTS_STRICT=1 fails on it")
-            for n, h, key, fence, d in sorted(bad, key=lambda c: -(c[4] or 1e18))[:20]:
-                emit("diag", f"  {h} declared {key} (fence {fence}) lost {ms(d):.0f} ms after {n.label(t0)} began")
+            for n, h, key, fence, d, lag in sorted(bad, key=lambda c: -(c[4] or 1e18))[:20]:
+                emit("diag", f"  {h} declared {key} (fence {fence}) lost {ms(d):.0f} ms after {n.label(t0)} "
+                             f"cut in{f' ({ms(lag):.0f} ms after it began)' if lag else ''}")
         elif bad:
             emit("not ok", f"every lock held when a link or the server was cut for a whole ttl was "
                            f"declared lost within {within}: {len(bad)} of {len(cut)} late or never")
-            for n, h, key, fence, d in sorted(bad, key=lambda c: -(c[4] or 1e18))[:20]:
-                emit("diag", f"  {h} {'never declared ' + key + ' (fence ' + str(fence) + ') lost' if d is None else 'declared ' + key + ' (fence ' + str(fence) + ') lost ' + format(ms(d), '.0f') + ' ms'} after {n.label(t0)} began")
+            for n, h, key, fence, d, lag in sorted(bad, key=lambda c: -(c[4] or 1e18))[:20]:
+                emit("diag", f"  {h} {'never declared ' + key + ' (fence ' + str(fence) + ') lost' if d is None else 'declared ' + key + ' (fence ' + str(fence) + ') lost ' + format(ms(d), '.0f') + ' ms'} after {n.label(t0)} "
+                             f"cut in{f' ({ms(lag):.0f} ms after it began)' if lag else ''}")
         else:
             emit("ok", f"every lock held when a link or the server was cut for a whole ttl was "
                        f"declared lost within {within}: {len(cut)} locks, worst {ms(worst):.0f} ms")

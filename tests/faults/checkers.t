@@ -9,7 +9,8 @@
 #   * an exclusive flock that overlaps a shared one;
 #   * a fence that goes backwards on R.lock;
 #   * an exclusive flock whose fence is below an earlier shared one's;
-# and each must pass the first and fail the others.  Needs no mount and no
+# and each must pass the first and fail the others; and check.py times a
+# cut link from when the host's proxy applied it.  Needs no mount and no
 # server; Porcupine's points SKIP (saying why) without Go or its module.
 # Run by tests/fs/96-fault-checkers.t.
 set -u
@@ -117,4 +118,30 @@ judge shared-inv fail "an exclusive flock whose fence is below an earlier shared
 # Shared ones need not be in fence order among themselves.
 judge shared-order pass "two shared flocks whose fences are out of order with each other" \
     "$(history shared-order h2-4-flock.1:fence=19)"
+# A cut link is timed from when the host's proxy applied it, as its log
+# says, not from when the nemesis was logged: under load the control command
+# reached a proxy 732 ms late in a long run, and a loss declared 2.36 s into
+# the cut was counted 3.09 s "late".  cutrun NAME APPLIED_MS LOST_MS: the good
+# history, and h1's long section of R.lock (fence 30) from 950 ms while a
+# reset-holder on h1 runs from 1000 to 6000 ms; h1's lockfs declares the lock
+# lost at LOST_MS and the section ends by the loss; its proxy applied the reset
+# at APPLIED_MS (none: no proxy log).
+cutrun() {
+    local run
+    run=$(history "$1")
+    printf 'B\th1-7-setc.1\th1\tsetc\t30\t%s\t%s\t%s\t0\t100\n' "$(ms 940)" "$(ms 950)" "$(ms 950)" >>"$run/w.h1-7-setc.log"
+    printf 'E\th1-7-setc.1\t%s\tlost\n' "$(ms $(($3 + 5)))" >>"$run/w.h1-7-setc.log"
+    printf 'X\th1-7-setc.1\t%s\t1\t\n' "$(ms $(($3 + 10)))" >>"$run/w.h1-7-setc.log"
+    printf 'N+\t1\treset-holder\th1\t%s\tproxy reset, refusing for 5s\nN-\t1\t%s\n' "$(ms 1000)" "$(ms 6000)" >"$run/nemesis.log"
+    printf '%s lockfs: warning: lost R.lock (fence 30, held by h1:4242 uid 0): its lease could not be renewed in time\n' \
+        "$(ms "$3")" >"$run/lockfs.h1.log"
+    printf 'h1\t4242\t%s\t%s\n' "$run/lockfs.h1.log" "$(ms 0)" >"$run/hosts.tsv"
+    [[ -n $2 ]] && printf '%s mode forward delay_ms=0\n%s reset 3 connections\n%s mode reset delay_ms=0\n%s mode forward delay_ms=0\n' \
+        "$(ms 0)" "$(ms "$2")" "$(ms "$2")" "$(ms 6001)" >"$run/h1.proxy.log"
+    "$PYTHON" "$here/check.py" "$run" --ttl 3 --strict 2>&1 | grep -F 'cut for a whole ttl'
+}
+like "$(cutrun cut-late-proxy 1732 4090)" $'^ok\t.*1 locks, worst 2358 ms' \
+    "check.py times a cut from when the proxy applied it: lost 2.36 s into it, 3.09 s after the nemesis began, is in time"
+like "$(cutrun cut-late-lost 1732 4900)" $'^not ok\t.*1 of 1 late' "... and still fails a loss declared 3.17 s into the cut"
+like "$(cutrun cut-no-log '' 4090)" $'^not ok\t.*1 of 1 late' "... and, without a proxy log, times it from the nemesis: 3.09 s is late"
 done_testing
