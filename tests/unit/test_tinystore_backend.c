@@ -430,6 +430,12 @@ static gpointer look_many(gpointer data)
  * connection of its own, so that the mount's renewals (and every other
  * lock call) never wait behind it.  Many processes polling a held flock
  * would otherwise keep the lock connection and starve the renewals. */
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return (x > y) - (x < y);
+}
+
 static void test_look_apart(void)
 {
 	NEED(skip_reason);
@@ -443,17 +449,18 @@ static void test_look_apart(void)
 	GThread *t[3];
 	for (int i = 0; i < 3; i++)
 		t[i] = g_thread_new("look", look_many, &l[i]);
-	int64_t worst = 0;
-	int slow = 0, behind = 0;
+	int64_t worst = 0, took[40];
+	int slow = 0;
 	for (int i = 0; i < 40; i++) {
-		int64_t t0 = lockfs_mono_us(), took;
+		int64_t t0 = lockfs_mono_us();
 		g_assert_cmpint(a->renew(a, la), ==, 0);
-		took = lockfs_mono_us() - t0;
-		worst = MAX(worst, took);
-		slow += took >= 50000;
-		behind += took >= 100000;
+		took[i] = lockfs_mono_us() - t0;
+		worst = MAX(worst, took[i]);
+		slow += took[i] >= 50000;
 		g_usleep(20000); /* renewals spread over the looks' second */
 	}
+	qsort(took, G_N_ELEMENTS(took), sizeof(took[0]), cmp_i64);
+	int64_t median = took[G_N_ELEMENTS(took) / 2];
 	for (int i = 0; i < 3; i++) {
 		g_thread_join(t[i]);
 		/* Every look that answered saw b's lock: none said free (one may
@@ -464,15 +471,17 @@ static void test_look_apart(void)
 			g_test_message("%d looks of 10 failed (EIO)", l[i].failed);
 	}
 	g_test_message(
-	        "renewals beside the looks: %d of 40 took 50 ms or more, the slowest %" G_GINT64_FORMAT
-	        " us",
-	        slow, worst);
+	        "renewals beside the looks: %d of 40 took 50 ms or more, median %" G_GINT64_FORMAT
+	        " us, the slowest %" G_GINT64_FORMAT " us",
+	        slow, median, worst);
 	/* Behind the looks one would wait for several of them (each stands
 	 * in line 100 ms: 180-900 ms seen), and nearly every renewal of the
-	 * looks' second would; beside them, a few ms, but for the odd one a
-	 * loaded machine (or a sanitizer build) delays. */
-	g_assert_cmpint(behind, <=, 4);
-	g_assert_cmpint(worst, <, 1000000);
+	 * looks' second would: the median would be 100 ms or more.  Beside
+	 * them, a few ms; a loaded machine (or a sanitizer build) delays some,
+	 * which a count of slow ones took for waiting behind (8 of 40 over
+	 * 100 ms beside a fault-suite long run at load 20), the median not. */
+	g_assert_cmpint(median, <, 50000);
+	g_assert_cmpint(worst, <, 2000000);
 	give(a, la);
 	give(b, lb);
 	a->destroy(a);
