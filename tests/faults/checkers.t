@@ -10,7 +10,8 @@
 #   * a fence that goes backwards on R.lock;
 #   * an exclusive flock whose fence is below an earlier shared one's;
 # and each must pass the first and fail the others; and check.py times a
-# cut link from when the host's proxy applied it.  Needs no mount and no
+# cut link from when the host's proxy applied it, and asks no loss of an
+# R.lock whose release began before the cut.  Needs no mount and no
 # server; Porcupine's points SKIP (saying why) without Go or its module.
 # Run by tests/fs/96-fault-checkers.t.
 set -u
@@ -144,4 +145,18 @@ like "$(cutrun cut-late-proxy 1732 4090)" $'^ok\t.*1 locks, worst 2358 ms' \
     "check.py times a cut from when the proxy applied it: lost 2.36 s into it, 3.09 s after the nemesis began, is in time"
 like "$(cutrun cut-late-lost 1732 4900)" $'^not ok\t.*1 of 1 late' "... and still fails a loss declared 3.17 s into the cut"
 like "$(cutrun cut-no-log '' 4090)" $'^not ok\t.*1 of 1 late' "... and, without a proxy log, times it from the nemesis: 3.09 s is late"
+# R.lock let go as a cut began: its rm began before the cut took effect and
+# returned 0 only after it (lockfs lets go of a lock whose unlink it cannot
+# send; there is no loss to declare).  The old rule waited for the rm's
+# return within ttl and counted the lock as "never declared lost".
+run=$(history cut-release)
+printf 'B\th1-7-setc.1\th1\tsetc\t30\t%s\t%s\t%s\t0\t100\n' "$(ms 700)" "$(ms 710)" "$(ms 710)" >>"$run/w.h1-7-setc.log"
+printf 'E\th1-7-setc.1\t%s\tok\n' "$(ms 950)" >>"$run/w.h1-7-setc.log"
+printf 'X\th1-7-setc.1\t%s\t0\t\n' "$(ms 6200)" >>"$run/w.h1-7-setc.log"
+printf 'N+\t1\tpartition-holder:both\th1\t%s\tproxy drop both for 5s\nN-\t1\t%s\n' "$(ms 900)" "$(ms 6000)" >"$run/nemesis.log"
+: >"$run/lockfs.h1.log"
+printf 'h1\t4242\t%s\t%s\n' "$run/lockfs.h1.log" "$(ms 0)" >"$run/hosts.tsv"
+printf '%s mode drop delay_ms=0\n%s mode forward delay_ms=0\n' "$(ms 1020)" "$(ms 6001)" >"$run/h1.proxy.log"
+unlike "$("$PYTHON" "$here/check.py" "$run" --ttl 3 --strict 2>&1 | grep -F 'cut for a whole ttl')" '^not ok' \
+    "check.py: R.lock whose rm began before a cut and returned 0 after it has no loss to declare"
 done_testing
