@@ -378,6 +378,12 @@ const char *lockfs_state_name(lockfs_lock_state s);
 /* Fences compare as unsigned decimal numbers of any length. */
 int lockfs_fence_cmp(const char *a, const char *b);
 
+/* V's digits in BASE (2..16, lower case) at the start of BUF, no NUL; their
+ * count.  Without printf: fences and record numbers are written at every
+ * grant. */
+#define LOCKFS_DIGITS_MAX 64
+size_t lockfs_u64_digits(char buf[LOCKFS_DIGITS_MAX], uint64_t v, unsigned base);
+
 #ifdef __cplusplus
 }
 #endif

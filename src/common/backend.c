@@ -140,3 +140,16 @@ lockfs_backend *lockfs_backend_new_of_type(const lockfs_backend_type *t, const l
 	}
 	return be;
 }
+
+size_t lockfs_u64_digits(char buf[LOCKFS_DIGITS_MAX], uint64_t v, unsigned base)
+{
+	static const char digits[] = "0123456789abcdef";
+	char b[LOCKFS_DIGITS_MAX];
+	size_t n = sizeof(b);
+	do {
+		b[--n] = digits[v % base];
+		v /= base;
+	} while (v);
+	memcpy(buf, b + n, sizeof(b) - n);
+	return sizeof(b) - n;
+}

@@ -595,7 +595,10 @@ uint64_t lockfs_pid_start(int64_t pid)
 	if (fd < 0)
 		return 0;
 	char buf[4096];
-	ssize_t n = read(fd, buf, sizeof(buf) - 1);
+	ssize_t n;
+	do /* as g_file_get_contents did: a signal must not make it 0 */
+		n = read(fd, buf, sizeof(buf) - 1);
+	while (n < 0 && errno == EINTR);
 	close(fd);
 	if (n <= 0)
 		return 0;

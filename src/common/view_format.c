@@ -114,14 +114,8 @@ char *lockfs_escape_text(const char *s)
 
 static void append_base(GString *out, uint64_t v, unsigned base)
 {
-	static const char digits[] = "0123456789abcdef";
-	char b[24];
-	size_t n = sizeof(b);
-	do {
-		b[--n] = digits[v % base];
-		v /= base;
-	} while (v);
-	g_string_append_len(out, b + n, (gssize)(sizeof(b) - n));
+	char b[LOCKFS_DIGITS_MAX];
+	g_string_append_len(out, b, (gssize)lockfs_u64_digits(b, v, base));
 }
 
 void lockfs_append_u64(GString *out, uint64_t v)

@@ -26,18 +26,14 @@ typedef struct {
 	int64_t stale_after_us; /* 0: never stale */
 } local_backend;
 
-/* FENCE in decimal into OUT (LOCKFS_FENCE_MAX bytes): without snprintf,
- * which was a tenth of the local backend's part of a lock cycle. */
+/* FENCE in decimal into OUT, without snprintf (a tenth of the local
+ * backend's part of a lock cycle); 20 digits fit LOCKFS_FENCE_MAX. */
 static void fence_text(char out[LOCKFS_FENCE_MAX], uint64_t fence)
 {
-	char b[24];
-	size_t n = sizeof(b);
-	b[--n] = '\0';
-	do {
-		b[--n] = (char)('0' + fence % 10);
-		fence /= 10;
-	} while (fence);
-	memcpy(out, b + n, sizeof(b) - n);
+	char b[LOCKFS_DIGITS_MAX];
+	size_t n = lockfs_u64_digits(b, fence, 10);
+	memcpy(out, b, n);
+	out[n] = '\0';
 }
 
 static void local_lock_free(gpointer p)
