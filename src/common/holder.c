@@ -97,6 +97,18 @@ pid_t lockfs_tgid_ppid(pid_t tid, pid_t *ppid)
 	return r;
 }
 
+bool lockfs_descends_from(pid_t pid, pid_t a, pid_t b, int generations)
+{
+	for (int g = 0; pid > 1 && g <= generations; g++) {
+		if ((a > 1 && pid == a) || (b > 1 && pid == b))
+			return true;
+		pid_t parent;
+		lockfs_tgid_ppid(pid, &parent);
+		pid = parent;
+	}
+	return false;
+}
+
 static void cmd_free(gpointer p)
 {
 	struct cmd *c = p;

@@ -22,6 +22,10 @@ void lockfs_holder_fill(lockfs_holder *h, pid_t pid, uid_t uid, gid_t gid, mode_
 pid_t lockfs_tgid(pid_t tid);
 /* The same, and its parent in *PPID (0 when unknown). */
 pid_t lockfs_tgid_ppid(pid_t tid, pid_t *ppid);
+/* Whether A or B (pids above 1) is PID or one of its ancestors within
+ * GENERATIONS parents: a tool a script ran through timeout(1), nice(1) or a
+ * subshell is still the script's. */
+bool lockfs_descends_from(pid_t pid, pid_t a, pid_t b, int generations);
 
 /* The clocks, lockfs_now_us(), lockfs_mono_us() and
  * lockfs_cond_wait_until(), are in lockfs/backend_support.h. */

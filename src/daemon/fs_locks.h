@@ -92,6 +92,10 @@ void locks_info_of(lfs *fs, lfs_dentry *d, lockfs_lock_info *out);
 bool locks_may_change(lfs_node *n, const struct lfs_caller *c);
 /* Whether this mount lost KEY's lock lately, held by UID (fs->mu held). */
 bool locks_lost_by(lfs *fs, const char *key, uid_t uid);
+/* Whether C is of the family (the process, its parent, their descendants)
+ * of the holder this mount lost KEY's lock from within the last minute
+ * (fs->mu held). */
+bool locks_lost_by_family(lfs *fs, const char *key, const struct lfs_caller *c);
 
 /* What this mount lost of KEY without a dentry to show it (a lock the
  * restart could not take back): logged, notified, shown lost a while. */

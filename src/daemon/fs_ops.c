@@ -158,6 +158,18 @@ static int check_name(const char *name)
 	return 0;
 }
 
+/* Whether KEY, found held as INFO, is not shown to C because C is the
+ * holder this mount lost it from (lookup_remote says why); fs->mu held. */
+static bool lost_holder_blind(lfs *fs, const char *key, const lockfs_lock_info *info,
+                              const struct lfs_caller *c)
+{
+	const lockfs_lock_info *lost = locks_late_info(fs, key);
+	if (!lost || !locks_lost_by(fs, key, c->uid))
+		return false;
+	return (lost->fence[0] && strcmp(lost->fence, info->fence) == 0) ||
+	       locks_lost_by_family(fs, key, c);
+}
+
 /* A lock name not held here: held through another mount?  A stale one is
  * not shown, so that the acquisition that follows reaches the backend,
  * which breaks it by its own protocol.
@@ -171,15 +183,18 @@ static int check_name(const char *name)
  * would have that rm release the next holder's lock.  For the same reason
  * such a lookup is ENOENT, not EIO, while the backend does not answer: the
  * unlink would answer ENOENT anyway (break_unlink_remote), and an EIO has the rm
- * retried until the name has a new holder here. */
-static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, pid_t tgid,
-                         lfs_node **out)
+ * retried until the name has a new holder here.
+ *
+ * C asks; with VIEW, what a listing its process is reading showed answers
+ * first. */
+static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, const struct lfs_caller *c,
+                         bool view, lfs_node **out)
 {
 	if (!fs->shared)
 		return -ENOENT;
 	g_autofree char *key = node_key(fs, dir, name);
 	lockfs_lock_info info;
-	bool late = locks_lost_by(fs, key, uid);
+	bool late = locks_lost_by(fs, key, c->uid);
 	/* The name of a lock this mount lost is gone for its holder's uid
 	 * (ENOENT), whatever the backend says.  While the backend does not
 	 * answer, asking it would only wait network_timeout to say so: the
@@ -203,7 +218,7 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, pi
 	pthread_mutex_unlock(&fs->mu);
 	/* What a listing this process is reading showed it, else what the
 	 * backend says (list_cache). */
-	int r = remote_view_get(fs, tgid, key, &info);
+	int r = view ? remote_view_get(fs, c->pid, key, &info) : -ENOENT;
 	if (r)
 		r = remote_get(fs, key, false, &info);
 	pthread_mutex_lock(&fs->mu);
@@ -218,7 +233,7 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, pi
 		return 0;
 	}
 	if (r)
-		return r == -ENOENT || (late && locks_lost_by(fs, key, uid)) ? -ENOENT : -EIO;
+		return r == -ENOENT || (late && locks_lost_by(fs, key, c->uid)) ? -ENOENT : -EIO;
 	if (info.state == LOCKFS_STATE_STALE) {
 		lockfs_lock_info_clear(&info);
 		return -ENOENT;
@@ -228,9 +243,15 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, uid_t uid, pi
 	 * and will be told to let it go.  To its holder's uid it is gone, as
 	 * that holder was told: shown with its fence, a client checking its
 	 * fence by path would take it for still its own (the etcd long run saw
-	 * a section go on 54 ms into the next holder's). */
-	const lockfs_lock_info *lost = late ? locks_late_info(fs, key) : NULL;
-	if (lost && lost->fence[0] && strcmp(lost->fence, info.fence) == 0) {
+	 * a section go on 54 ms into the next holder's).
+	 *
+	 * Nor is a new holder's lock shown to the lost holder's family within
+	 * the minute late_guard keeps it: a holder that reads its fence by
+	 * path after its mount stalled past the lease (its getfattr waiting
+	 * out the stall) would be handed the next holder's fence, which a
+	 * fenced resource accepts (the etcd long run of session 27).  Anyone
+	 * else, root's other processes included, sees the name as it is. */
+	if (late && lost_holder_blind(fs, key, &info, c)) {
 		lockfs_lock_info_clear(&info);
 		return -ENOENT;
 	}
@@ -279,12 +300,14 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			n = d->node;
 		else if (!name_is_lock(fs, name))
 			r = dir->kind == NODE_DISK ? node_lookup_disk(fs, dir, name, &n) : -ENOENT;
-		else if ((r = lookup_remote(fs, dir, name, fuse_req_ctx(req)->uid,
-		                            lockfs_tgid(fuse_req_ctx(req)->pid), &n)) == -ENOENT ||
-		         r == -EIO)
+		else {
+			struct lfs_caller c = caller_of(req);
+			r = lookup_remote(fs, dir, name, &c, true, &n);
 			/* A failed look shows no lock either: liblockfile
 			 * unlinks a name whose stat() fails (locks_unseen_by). */
-			locks_saw_free_name(fs, req, dir, name, asked, r == -EIO);
+			if (r == -ENOENT || r == -EIO)
+				locks_saw_free_name(fs, req, dir, name, asked, r == -EIO);
+		}
 	}
 	if (!r)
 		r = make_entry(fs, n, &e);
@@ -772,7 +795,7 @@ static int open_taken(lfs *fs, lfs_node *dir, const char *name, const struct lfs
 		*out = d->node;
 		return 0;
 	}
-	return lookup_remote(fs, dir, name, c->uid, 0, out); /* (no listing's view) */
+	return lookup_remote(fs, dir, name, c, false, out); /* (no listing's view) */
 }
 
 /* Make NAME for lfs_create, or find it taken: 0 with *MADE, 0 with the
@@ -1441,10 +1464,11 @@ static void list_disk(lfs *fs, lfs_node *dir, lfs_dirlist *l)
 	closedir(dp);
 }
 
-/* Locks held through other mounts in DIR (stale ones are not shown).  What
- * is listed, the process TGID that reads the listing is shown by lookups
- * too while it reads (remote_view_new): never a name, then `?` in ls -l. */
-static void list_remote(lfs *fs, lfs_node *dir, lfs_dirlist *l, pid_t tgid)
+/* Locks held through other mounts in DIR (stale ones are not shown, nor
+ * what lookup_remote hides from a lost holder).  What is listed, the
+ * process C that reads the listing is shown by lookups too while it reads
+ * (remote_view_new): never a name, then `?` in ls -l. */
+static void list_remote(lfs *fs, lfs_node *dir, lfs_dirlist *l, const struct lfs_caller *c)
 {
 	g_autofree char *prefix = node_key(fs, dir, "");
 	dir->nlookup++;
@@ -1458,13 +1482,13 @@ static void list_remote(lfs *fs, lfs_node *dir, lfs_dirlist *l, pid_t tgid)
 		const lockfs_lock_info *info = infos->pdata[i];
 		const char *name = info->key + strlen(prefix);
 		if (strchr(name, '/') || !*name || info->state == LOCKFS_STATE_STALE ||
-		    dentry_find(dir, name))
+		    dentry_find(dir, name) || lost_holder_blind(fs, info->key, info, c))
 			continue;
 		mode_t mode = info->holder.mode ? info->holder.mode : S_IFREG;
 		list_add(l, name, remote_ino(info->key), mode, NULL);
 		g_ptr_array_add(shown, infos->pdata[i]);
 	}
-	l->view = remote_view_new(fs, tgid, asked, shown);
+	l->view = remote_view_new(fs, c->pid, asked, shown);
 }
 
 static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -1506,8 +1530,10 @@ static void lfs_opendir(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *f
 					         d->node);
 				}
 			}
-			if (fs->shared)
-				list_remote(fs, dir, l, lockfs_tgid(fuse_req_ctx(req)->pid));
+			if (fs->shared) {
+				struct lfs_caller c = caller_of(req);
+				list_remote(fs, dir, l, &c);
+			}
 		}
 	}
 	UNLOCK(fs);
