@@ -1030,13 +1030,13 @@ bool locks_lost_by(lfs *fs, const char *key, uid_t uid)
 
 /* Whether C is of the family of KEY's holder this mount lost within
  * LATE_RELEASE_US (late_guard), as its uid: that process or its parent (the
- * script that ran it), or a descendant of either. */
+ * script that ran it), or a descendant of either (which takes in what
+ * rules_in_family calls family: child and sibling). */
 bool locks_lost_by_family(lfs *fs, const char *key, const struct lfs_caller *c)
 {
 	const lfs_late *l = fs->late_guard ? g_hash_table_lookup(fs->late_guard, key) : NULL;
 	return l && lockfs_mono_us() - l->at_mono < LATE_RELEASE_US && rules_is_holder(c, l->uid) &&
-	       (rules_in_family(c, l->pid, l->ppid) ||
-	        lockfs_descends_from(c->pid, l->pid, l->ppid, FAMILY_GENERATIONS));
+	       lockfs_descends_from(c->pid, l->pid, l->ppid, FAMILY_GENERATIONS);
 }
 
 int locks_heartbeat(lfs *fs, lfs_node *n, const struct lfs_caller *who, unsigned what)

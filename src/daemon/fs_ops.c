@@ -164,7 +164,7 @@ static bool lost_holder_blind(lfs *fs, const char *key, const lockfs_lock_info *
                               const struct lfs_caller *c)
 {
 	const lockfs_lock_info *lost = locks_late_info(fs, key);
-	if (!lost || !locks_lost_by(fs, key, c->uid))
+	if (!lost || !rules_is_holder(c, lost->holder.uid))
 		return false;
 	return (lost->fence[0] && strcmp(lost->fence, info->fence) == 0) ||
 	       locks_lost_by_family(fs, key, c);
@@ -263,11 +263,12 @@ static int lookup_remote(lfs *fs, lfs_node *dir, const char *name, const struct 
 	return 0;
 }
 
-static void locks_saw_free_name(lfs *fs, fuse_req_t req, lfs_node *dir, const char *name,
-                                int64_t at, bool failed)
+/* TGID found NAME in DIR free (or could not look) at AT. */
+static void locks_saw_free_name(lfs *fs, pid_t tgid, lfs_node *dir, const char *name, int64_t at,
+                                bool failed)
 {
 	g_autofree char *key = node_key(fs, dir, name);
-	locks_saw_free(fs, lockfs_tgid(fuse_req_ctx(req)->pid), key, at, failed);
+	locks_saw_free(fs, tgid, key, at, failed);
 }
 
 static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
@@ -295,7 +296,8 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			 * release the new lock: to this process the name was
 			 * free, as for locks_unseen_by. */
 			n = d->node;
-			locks_saw_free_name(fs, req, dir, name, asked, false);
+			locks_saw_free_name(fs, lockfs_tgid(fuse_req_ctx(req)->pid), dir, name,
+			                    asked, false);
 		} else if (d)
 			n = d->node;
 		else if (!name_is_lock(fs, name))
@@ -306,7 +308,7 @@ static void lfs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 			/* A failed look shows no lock either: liblockfile
 			 * unlinks a name whose stat() fails (locks_unseen_by). */
 			if (r == -ENOENT || r == -EIO)
-				locks_saw_free_name(fs, req, dir, name, asked, r == -EIO);
+				locks_saw_free_name(fs, c.pid, dir, name, asked, r == -EIO);
 		}
 	}
 	if (!r)
@@ -859,7 +861,8 @@ static void lfs_create(fuse_req_t req, fuse_ino_t parent, const char *name, mode
 			r = (fd = disk_open(n, fi->flags & ~O_TRUNC)) < 0 ? fd : 0;
 		found = !r && writing;
 		if (found)
-			locks_saw_free_name(fs, req, dir, name, 0, false); /* before any grant */
+			locks_saw_free_name(fs, lockfs_tgid(fuse_req_ctx(req)->pid), dir, name, 0,
+			                    false); /* before any grant */
 		else if (r)
 			node_maybe_free(fs, n); /* another host's, which no name keeps */
 	}
