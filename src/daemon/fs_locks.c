@@ -992,7 +992,11 @@ void locks_info_of(lfs *fs, lfs_dentry *d, lockfs_lock_info *out)
 	out->key = g_strdup(d->lease->key);
 	lockfs_holder_copy(&out->holder, &d->holder);
 	out->holder.heartbeat_us = d->heartbeat_us;
-	g_strlcpy(out->fence, d->lease->fence, sizeof(out->fence));
+	/* A fence the backend has not confirmed may be older than another
+	 * holder's since (LDAP's blocks): shown empty, as the fence xattr
+	 * answers EIO, until it is; a lost lock's is shown with its state. */
+	if (d->fence_final || d->lost || d->node->lost)
+		g_strlcpy(out->fence, d->lease->fence, sizeof(out->fence));
 	out->lease_left_ms = -1;
 	if (fs->be->flags & LOCKFS_BACKEND_LEASES) {
 		int64_t left = d->renewed_mono + fs->set->ttl_ms * 1000 - lockfs_mono_us();

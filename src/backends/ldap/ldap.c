@@ -369,8 +369,13 @@ static int check_fence(ll_op *op, const char *key, const char *dn, uint64_t end,
 	if (rc == LDAP_NO_SUCH_ATTRIBUTE)
 		rc = LDAP_NO_SUCH_OBJECT;
 	if (rc == LDAP_SUCCESS) {
-		g_free(*fence_value);
+		/* Under sess_mu as well: a session round copies and compares the
+		 * note under that mutex alone (check_mine, mark_gone). */
+		g_mutex_lock(&be->sess_mu);
+		char *old = *fence_value;
 		*fence_value = g_steal_pointer(&value);
+		g_mutex_unlock(&be->sess_mu);
+		g_free(old);
 	}
 	return rc;
 }
@@ -736,7 +741,9 @@ static int ll_release(lockfs_backend *b, lockfs_lease *lease)
 	/* The fence confirm() settled on, which lease->fence need not be. */
 	if (r != -EIO) {
 		mine_drop(be, lease->key, p->fence_value + 6);
+		g_mutex_lock(&be->sess_mu); /* mark_gone reads it under sess_mu */
 		p->released = true;
+		g_mutex_unlock(&be->sess_mu);
 	}
 	lease_end(p, &op);
 	return r;

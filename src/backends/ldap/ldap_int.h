@@ -82,9 +82,11 @@ typedef struct {
 
 /* A lease of this instance. */
 typedef struct {
-	GMutex mu; /* one write at a time on this lease */
+	GMutex mu; /* one write at a time on this lease; guards what follows */
 	char *dn;
-	char *fence_value;  /* "fence=N": the note that says the entry is still ours */
+	/* "fence=N": the note that says the entry is still ours; written under mu
+	 * and the backend's sess_mu, which session rounds read it under. */
+	char *fence_value;
 	uint64_t block_end; /* the fence's block, for the check in confirm() */
 	bool unchecked;     /* the fence is not checked yet */
 	int64_t hb_mono_us; /* the holder's last heartbeat on our monotonic clock */
@@ -95,7 +97,7 @@ typedef struct {
 	char *session;
 	uint64_t gen;
 	gint gone;     /* found missing from the session's locks (atomic) */
-	bool released; /* release() answered 0 or -ENOENT */
+	bool released; /* release() answered 0 or -ENOENT; written under mu and sess_mu */
 } ll_lease;
 
 typedef struct {
