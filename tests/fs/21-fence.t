@@ -131,15 +131,28 @@ fi
 # not confirm may come from a block older than another host's since, so
 # .lockfs/ shows it as the fence xattr does, not at all, until it is
 # confirmed.  The server is paused between the grant and the first look.
+# The renew thread confirms a lock's fence 100 ms after its grant by itself;
+# on a loaded machine it may do so before the pause: then the fence xattr
+# answers while the server is paused (a confirmed fence needs no call), and
+# the lock is taken again, up to 5 times.
 if [[ $LOCKFS_BACKEND == ldap ]]; then
     release X.lock
     lockfs_stop
     lockfs_start_or_bail --mnt "$mnt" --state "$state" -o network_timeout=1s
-    if take_noclobber U.lock; then
+    unconfirmed=0
+    for ((try = 1; try <= 5 && !unconfirmed; try++)); do
+        take_noclobber U.lock || break
         backend_server_pause
-        line=$(status_line U.lock)
-        text=$(timeout 10 cat -- "$L/.lockfs/U.lock")
+        if [[ -z $(fence U.lock) ]]; then
+            unconfirmed=1
+            line=$(status_line U.lock)
+            text=$(timeout 10 cat -- "$L/.lockfs/U.lock")
+        fi
         backend_server_resume
+        ((unconfirmed)) || release U.lock
+    done
+    if ok "ldap: U.lock held with its fence not yet confirmed, the server paused (try $((try - 1)))" \
+        test "$unconfirmed" = 1; then
         is "$(status_field "$line" state)" held "ldap, server paused: .lockfs/status shows U.lock held"
         is "$(status_field "$line" fence)" "" "ldap, server paused: .lockfs/status shows no fence not yet confirmed"
         like "$text" $'(^|\n)state: held' "ldap, server paused: .lockfs/U.lock shows it held"
@@ -152,7 +165,7 @@ if [[ $LOCKFS_BACKEND == ldap ]]; then
         is "$(info_field U.lock fence)" "$f" "ldap: .lockfs/U.lock then shows it"
         release U.lock
     else
-        fail "ldap: take U.lock"
+        skip "no unconfirmed fence to look at" 7
     fi
 fi
 

@@ -274,17 +274,6 @@ static int break_entry(ll_op *op, const ll_lock *l, bool judged)
 	return 0;
 }
 
-/* Fences come from blocks reserved on the counter (ll_reserve_fences()):
- * a lock is added with the next fence of this instance's block already in
- * its notes, and the fence is good if the counter, read after the add, still
- * stands at the block's end.  Why that orders the holders of a key: a fence
- * is good only if no block was reserved between its block's reservation and
- * the check; the check follows the holder's add, and the reservation of a
- * later holder's block precedes its own add, which follows the earlier
- * holder's entry; so of two holders one after the other, either the later
- * one's block was reserved after the earlier's check (its fences are all
- * larger) or its own check fails.  A lock this instance takes again and
- * again thus costs an add and a compare, not three writes. */
 /* Reserve a new block, the instance's from now on, and take its first fence. */
 static int fresh_fence(ll_op *op, uint64_t *fence, uint64_t *end)
 {
@@ -302,6 +291,17 @@ static int fresh_fence(ll_op *op, uint64_t *fence, uint64_t *end)
 	return LDAP_SUCCESS;
 }
 
+/* Fences come from blocks reserved on the counter (ll_reserve_fences()):
+ * a lock is added with the next fence of this instance's block already in
+ * its notes, and the fence is good if the counter, read after the add, still
+ * stands at the block's end.  Why that orders the holders of a key: a fence
+ * is good only if no block was reserved between its block's reservation and
+ * the check; the check follows the holder's add, and the reservation of a
+ * later holder's block precedes its own add, which follows the earlier
+ * holder's entry; so of two holders one after the other, either the later
+ * one's block was reserved after the earlier's check (its fences are all
+ * larger) or its own check fails.  A lock this instance takes again and
+ * again thus costs an add and a compare, not three writes. */
 static int take_fence(ll_op *op, uint64_t *fence, uint64_t *end)
 {
 	ll_backend *be = op->be;
@@ -313,15 +313,6 @@ static int take_fence(ll_op *op, uint64_t *fence, uint64_t *end)
 	}
 	g_mutex_unlock(&be->fence_mu);
 	return have ? LDAP_SUCCESS : fresh_fence(op, fence, end);
-}
-
-/* Someone reserved after the block ending at END: it is good for nothing. */
-static void drop_block(ll_backend *be, uint64_t end)
-{
-	g_mutex_lock(&be->fence_mu);
-	if (be->block_end == end)
-		be->block_end = 0;
-	g_mutex_unlock(&be->fence_mu);
 }
 
 /* Whether a new dynamic entry lives long enough, and not much longer, without
@@ -358,8 +349,7 @@ static int check_fence(ll_op *op, const char *key, const char *dn, uint64_t end,
 		return LDAP_SUCCESS;
 	if (rc != LDAP_COMPARE_FALSE)
 		return rc;
-	drop_block(be, end);
-	uint64_t again = 0;
+	uint64_t again = 0; /* and the new block replaces END's as the instance's */
 	if ((rc = fresh_fence(op, &again, &end)) != LDAP_SUCCESS)
 		return rc;
 	g_autofree char *value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, again);
