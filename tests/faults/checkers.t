@@ -11,8 +11,9 @@
 #   * an exclusive flock whose fence is below an earlier shared one's;
 # and each must pass the first and fail the others; and check.py times a
 # cut link from when the host's proxy applied it, asks no loss of an
-# R.lock whose release began before the cut, and excuses a restart under
-# which lockfsctl hold stopped its command in time.  Needs no mount and no
+# R.lock whose release began before the cut, nor of a lock whose lockfs was
+# killed before the cut, and excuses a restart under which lockfsctl hold
+# stopped its command in time.  Needs no mount and no
 # server; Porcupine's points SKIP (saying why) without Go or its module.
 # Run by tests/fs/96-fault-checkers.t.
 set -u
@@ -201,4 +202,29 @@ like "$(restartrun restart-hold-late 1463 3250)" $'^ok\t' \
     "check.py: hold stopping its command 113 ms before a restarted lockfs served, 1.46 s after the stop, is what hold promises"
 like "$(restartrun restart-hold-early 400 2200)" $'^not ok\t' \
     "... but a restart serving 400 ms after the stop, with hold's command stopped before, did not keep the lock"
+# A lock held by a lockfs that kill-holder killed is gone with it: the next
+# lockfs of that host starts with a fresh state_dir and has no loss to
+# declare when a later fault cuts the host off (the LDAP short schedule, here:
+# a reset-holder of h3 1.4 s after its kill-holder, and "h3 never declared
+# side-h3-1.lock lost").  killcut NAME KILL(yes|no): h1's keeper takes
+# side-h1-1.lock (fence 40) at 500 ms; with KILL a kill-holder of h1 from
+# 1000 to 2000 ms; a reset-holder of h1 from 2500 to 7500 ms; no loss declared.
+killcut() {
+    local run
+    run=$(history "$1")
+    printf 'T\tside-h1-1.lock\t40\t%s\n' "$(ms 500)" >"$run/k.h1.log"
+    {
+        [[ $2 == yes ]] && printf 'N+\t1\tkill-holder\th1\t%s\tkill -9 of its lockfs\nN-\t1\t%s\n' "$(ms 1000)" "$(ms 2000)"
+        printf 'N+\t2\treset-holder\th1\t%s\tproxy reset, refusing for 5s\nN-\t2\t%s\n' "$(ms 2500)" "$(ms 7500)"
+    } >"$run/nemesis.log"
+    : >"$run/lockfs.h1.log"
+    printf 'h1\t4242\t%s\t%s\n' "$run/lockfs.h1.log" "$(ms 0)" >"$run/hosts.tsv"
+    "$PYTHON" "$here/check.py" "$run" --ttl 3 --strict 2>&1
+}
+out=$(killcut kill-cut yes)
+like "$out" $'(^|\n)ok\twith no fault active:' "check.py judged the kill-cut history" || diag "$out"
+unlike "$(printf '%s\n' "$out" | grep -F 'cut for a whole ttl')" '^not ok' \
+    "check.py asks no loss, at a later cut, of a lock whose lockfs was killed since it was taken"
+like "$(killcut nokill-cut no | grep -F 'cut for a whole ttl')" $'^not ok\t.*1 of 1 late or never' \
+    "... but does of the same lock when its lockfs lived"
 done_testing
