@@ -29,6 +29,12 @@ both ends.  Commands (each answered by one line, "ok ..." or "error ..."):
                  refused; "forward" listens again on the same port
   delay MS       every chunk is forwarded MS milliseconds after it arrived
                  (both ways; "delay 0" ends it); combines with a one-way drop
+  drop-s2c-after OP:N
+                 LDAP only: forward until the Nth request of operation OP
+                 (bind, search, modify, add, delete, moddn, compare) goes to
+                 the server, then drop s2c, so that its answer and every later
+                 one vanish: a request the server carries out and whose
+                 answer is lost, at a chosen point of a conversation
   status         the mode, connection and byte counts
   quit           exit
 
@@ -75,6 +81,33 @@ def rst(writer):
         writer.transport.abort()
     except Exception:
         pass
+
+
+# The protocolOp tags of LDAP requests (RFC 4511, [APPLICATION n]).
+LDAP_OPS = {"bind": 0x60, "search": 0x63, "modify": 0x66, "add": 0x68,
+            "delete": 0x4a, "moddn": 0x6c, "compare": 0x6e}
+
+
+def ldap_ops(data):
+    """The protocolOp tags of the LDAP messages that begin in DATA, in order.
+    A client writes each request whole, so a chunk read on loopback holds
+    whole requests; parsing stops at anything else."""
+    tags, i = [], 0
+    while i + 2 <= len(data) and data[i] == 0x30:
+        n, j = data[i + 1], i + 2
+        if n & 0x80:
+            k = n & 0x7f
+            if k == 0 or k > 4 or j + k > len(data):
+                break
+            n, j = int.from_bytes(data[j:j + k], "big"), j + k
+        if j + 2 > len(data) or data[j] != 0x02:  # messageID INTEGER
+            break
+        t = j + 2 + data[j + 1]
+        if t >= len(data):
+            break
+        tags.append(data[t])
+        i = j + n
+    return tags
 
 
 class Gate:
@@ -165,6 +198,8 @@ class Conn:
                     except OSError:
                         pass
                     return
+                if direction == "c2s" and p.arm is not None:
+                    p.count_requests(data)
                 writer.write(data)
                 setattr(p, "bytes_" + direction, getattr(p, "bytes_" + direction) + len(data))
                 await writer.drain()
@@ -203,6 +238,7 @@ class Proxy:
         self.c2s = Gate()
         self.s2c = Gate()
         self.delay_ms = 0
+        self.arm = None  # drop-s2c-after: [tag, requests left]
         self.mode = "forward"
         self.server = None
         self.port = None
@@ -249,6 +285,19 @@ class Proxy:
                 pass
             self.server = None
 
+    def count_requests(self, data):
+        """drop-s2c-after: close s2c before the request that makes N goes
+        on, so that no byte of its answer can pass."""
+        for tag in ldap_ops(data):
+            if tag == self.arm[0]:
+                self.arm[1] -= 1
+                if self.arm[1] == 0:
+                    self.s2c.set(False)
+                    self.arm = None
+                    self.mode = self.describe()
+                    self.log(f"mode {self.mode} delay_ms={self.delay_ms} (drop-s2c-after reached)")
+                    return
+
     def status(self):
         return (f"mode={self.mode} delay_ms={self.delay_ms} port={self.port} "
                 f"listening={'yes' if self.server else 'no'} conns={len(self.conns)} "
@@ -274,6 +323,7 @@ class Proxy:
             return "error empty command"
         cmd, rest = words[0], words[1:]
         if cmd == "forward" and not rest:
+            self.arm = None
             self.c2s.set(True)
             self.s2c.set(True)
             self.delay_ms = 0
@@ -299,6 +349,11 @@ class Proxy:
             self.log(f"reset {n} connections")
         elif cmd == "delay" and len(rest) == 1 and rest[0].isdigit():
             self.delay_ms = int(rest[0])
+        elif cmd == "drop-s2c-after" and len(rest) == 1:
+            op, _, n = rest[0].partition(":")
+            if op not in LDAP_OPS or not n.isdigit() or int(n) < 1:
+                return f"error drop-s2c-after takes OP:N, OP one of {', '.join(LDAP_OPS)}"
+            self.arm = [LDAP_OPS[op], int(n)]
         elif cmd == "status" and not rest:
             return "ok " + self.status()
         elif cmd == "quit" and not rest:

@@ -329,44 +329,73 @@ static int refresh(ll_op *op, const char *dn)
 	return ll_refresh_to(op, dn, ll_ttl_seconds(op->be), "dynamic entries");
 }
 
-/* Check FENCE (of the block ending at END, in the notes of our entry DN as
- * *FENCE_VALUE): good if the counter still reads END.  If another block was
- * reserved meanwhile, reserve one now, while the entry is ours, and swap the
- * notes' fence only while they are still ours: *FENCE_VALUE is then the new
- * note.  Reserve, not take from the instance's block: that block may be one
- * another confirm() reserved since END's, before another host's block whose
- * fences were shown to the key's last holder (the fault suite's LDAP run under
- * a paused server; /ldap/fence/stale-block).  A block reserved after our add
- * comes after every earlier holder's.  LDAP_SUCCESS, LDAP_NO_SUCH_OBJECT (the
- * entry is no longer ours) or another LDAP error. */
-static int check_fence(ll_op *op, const char *key, const char *dn, uint64_t end,
-                       const lockfs_holder *h, const char *session, int64_t idle_us,
-                       GBytes *content, char **fence_value)
+/* P's swap made its note the entry's: that is the lease's fence now, and
+ * a checked one (check_fence() says why).  Under P's mu. */
+static void swap_made(ll_backend *be, const char *key, ll_lease *p)
+{
+	/* Under sess_mu as well: a session round copies and compares the note
+	 * under that mutex alone (check_mine, mark_gone). */
+	g_mutex_lock(&be->sess_mu);
+	char *old = p->fence_value;
+	p->fence_value = g_steal_pointer(&p->swap_value);
+	g_mutex_unlock(&be->sess_mu);
+	p->unchecked = false;
+	mine_drop(be, key, old + 6);
+	mine_set(be, key, p->fence_value + 6);
+	g_free(old);
+}
+
+/* Whether the entry of P has the note of P's swap: one sent before whose
+ * answer was lost reached the server.  Only then is the swap made. */
+static bool swap_arrived(ll_op *op, const char *key, ll_lease *p)
+{
+	if (!p->swap_value ||
+	    ll_compare(op, p->dn, "description", p->swap_value) != LDAP_COMPARE_TRUE)
+		return false;
+	swap_made(op->be, key, p);
+	return true;
+}
+
+/* Check P's fence (of the block ending at its block_end): good if the
+ * counter still reads that end.  If another block was reserved meanwhile,
+ * reserve one now, while the entry is ours, and swap the notes' fence only
+ * while they are still ours.  Reserve, not take from the instance's block:
+ * that block may be one another confirm() reserved since P's, before another
+ * host's block whose fences were shown to the key's last holder (the fault
+ * suite's LDAP run under a paused server; /ldap/fence/stale-block).  A block
+ * reserved after our add comes after every earlier holder's.  A swap whose
+ * answer is lost is kept and sent again (swap_value), and one found made is
+ * taken: with sessions, an entry left with a note the lease does not know is
+ * held for nobody while the mount lives (/ldap/sessions/unanswered-swap).
+ * LDAP_SUCCESS, LDAP_NO_SUCH_OBJECT (the entry is no longer ours) or another
+ * LDAP error.  Under P's mu. */
+static int check_fence(ll_op *op, const char *key, ll_lease *p)
 {
 	ll_backend *be = op->be;
-	int rc = ll_fence_counter_is(op, end);
-	if (rc == LDAP_COMPARE_TRUE)
-		return LDAP_SUCCESS;
-	if (rc != LDAP_COMPARE_FALSE)
-		return rc;
-	uint64_t again = 0; /* and the new block replaces END's as the instance's */
-	if ((rc = fresh_fence(op, &again, &end)) != LDAP_SUCCESS)
-		return rc;
-	g_autofree char *value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, again);
-	g_autoptr(GPtrArray) desc =
-	        ll_notes_build(key, h, value, session, ll_now_us(be), idle_us, content);
-	rc = ll_replace_notes(op, dn, *fence_value, desc);
-	if (rc == LDAP_NO_SUCH_ATTRIBUTE)
-		rc = LDAP_NO_SUCH_OBJECT;
-	if (rc == LDAP_SUCCESS) {
-		/* Under sess_mu as well: a session round copies and compares the
-		 * note under that mutex alone (check_mine, mark_gone). */
-		g_mutex_lock(&be->sess_mu);
-		char *old = *fence_value;
-		*fence_value = g_steal_pointer(&value);
-		g_mutex_unlock(&be->sess_mu);
-		g_free(old);
+	int rc;
+	if (!p->swap_value) {
+		rc = ll_fence_counter_is(op, p->block_end);
+		if (rc == LDAP_COMPARE_TRUE)
+			return LDAP_SUCCESS;
+		if (rc != LDAP_COMPARE_FALSE)
+			return rc;
+		uint64_t again = 0, end = 0; /* the new block replaces P's as the instance's */
+		if ((rc = fresh_fence(op, &again, &end)) != LDAP_SUCCESS)
+			return rc;
+		p->swap_value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, again);
 	}
+	g_autoptr(GPtrArray) desc =
+	        ll_notes_build(key, &p->holder, p->swap_value, p->session, ll_now_us(be),
+	                       lockfs_mono_us() - p->hb_mono_us, p->content);
+	rc = ll_replace_notes(op, p->dn, p->fence_value, desc);
+	if (rc == LDAP_SUCCESS) {
+		swap_made(be, key, p);
+		return rc;
+	}
+	if (rc == LDAP_NO_SUCH_ATTRIBUTE) /* not our old note: our lost swap's? */
+		rc = swap_arrived(op, key, p) ? LDAP_SUCCESS
+		     : op->broken             ? op->rc
+		                              : LDAP_NO_SUCH_OBJECT;
 	return rc;
 }
 
@@ -598,9 +627,17 @@ static int ll_acquire(lockfs_backend *b, const char *key, const lockfs_holder *w
  * ours.  Called with the lease's mutex held. */
 static int write_notes(ll_op *op, const char *key, ll_lease *p, int64_t now)
 {
-	g_autoptr(GPtrArray) desc = ll_notes_build(key, &p->holder, p->fence_value, p->session, now,
-	                                           lockfs_mono_us() - p->hb_mono_us, p->content);
-	int rc = ll_replace_notes(op, p->dn, p->fence_value, desc);
+	int rc;
+	for (int tries = 0;; tries++) {
+		g_autoptr(GPtrArray) desc =
+		        ll_notes_build(key, &p->holder, p->fence_value, p->session, now,
+		                       lockfs_mono_us() - p->hb_mono_us, p->content);
+		rc = ll_replace_notes(op, p->dn, p->fence_value, desc);
+		/* Not our note: a fence swap whose answer was lost may have made
+		 * its own (check_fence()); then write under that one. */
+		if (rc != LDAP_NO_SUCH_ATTRIBUTE || tries > 0 || !swap_arrived(op, key, p))
+			break;
+	}
 	if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_NO_SUCH_ATTRIBUTE)
 		return -ESTALE;
 	return rc == LDAP_SUCCESS ? 0 : -EIO;
@@ -696,15 +733,9 @@ static int ll_confirm(lockfs_backend *b, lockfs_lease *lease, char *fence)
 		return -EIO;
 	int r = 0;
 	if (p->unchecked) {
-		g_autofree char *old = g_strdup(p->fence_value + 6);
-		int rc = check_fence(&op, lease->key, p->dn, p->block_end, &p->holder, p->session,
-		                     lockfs_mono_us() - p->hb_mono_us, p->content, &p->fence_value);
+		int rc = check_fence(&op, lease->key, p);
 		if (rc == LDAP_SUCCESS) {
 			p->unchecked = false;
-			if (strcmp(old, p->fence_value + 6) != 0) {
-				mine_drop(be, lease->key, old);
-				mine_set(be, lease->key, p->fence_value + 6);
-			}
 		} else {
 			r = rc == LDAP_NO_SUCH_OBJECT
 			            ? -ESTALE
@@ -724,6 +755,10 @@ static int ll_release(lockfs_backend *b, lockfs_lease *lease)
 	if (lease_begin(be, p, &op) != 0)
 		return -EIO;
 	int rc = ll_delete_if_note(&op, p->dn, p->fence_value);
+	/* A fence swap whose answer was lost may have made its note the
+	 * entry's: that note is this lease's alone. */
+	if ((rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_ASSERTION_FAILED) && p->swap_value)
+		rc = ll_delete_if_note(&op, p->dn, p->swap_value);
 	int r = rc == LDAP_SUCCESS ? 0
 	        : rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_ASSERTION_FAILED
 	                ? -ENOENT
@@ -917,12 +952,18 @@ static void ll_lease_free(lockfs_backend *b, lockfs_lease *lease)
 		ll_session_untrack(be, p);
 		if (!p->released && !g_atomic_int_get(&p->gone))
 			ll_session_abandon(be, p->dn, p->fence_value, p->gen, 1);
+		/* A swap never answered may reach the server yet, after the
+		 * release: its note is this lease's alone, and the session
+		 * would keep the entry for nobody. */
+		if (p->swap_value)
+			ll_session_abandon(be, p->dn, p->swap_value, p->gen, UNANSWERED_ROUNDS);
 		g_free(p->session);
 	}
 	if (p) {
 		g_mutex_clear(&p->mu);
 		g_free(p->dn);
 		g_free(p->fence_value);
+		g_free(p->swap_value);
 		lockfs_holder_clear(&p->holder);
 		if (p->content)
 			g_bytes_unref(p->content);

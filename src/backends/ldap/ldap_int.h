@@ -89,6 +89,12 @@ typedef struct {
 	char *fence_value;
 	uint64_t block_end; /* the fence's block, for the check in confirm() */
 	bool unchecked;     /* the fence is not checked yet */
+	/* "fence=N" of the swap confirm() sent when the check failed, kept
+	 * until an answer says whether the entry has it: an answer lost, the
+	 * server may have made it (now, or when it reads the request late), and
+	 * the same swap is sent again, never another, so that the entry's note
+	 * is always one the lease knows. */
+	char *swap_value;
 	int64_t hb_mono_us; /* the holder's last heartbeat on our monotonic clock */
 	lockfs_holder holder;
 	GBytes *content;
