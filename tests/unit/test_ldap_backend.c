@@ -1074,6 +1074,27 @@ static void test_sessions(gconstpointer data)
 	b->destroy(b);
 }
 
+/* The fault suite's proxy in front of srv_dds, its control files in a new
+ * directory (*PDIR): the ldap_uri= option that goes through it. */
+static char *proxy_up(char **pdir)
+{
+	g_autofree char *up = g_strdup_printf("127.0.0.1:%s", E(srv_dds, "SLAPD_PORT"));
+	*pdir = g_dir_make_tmp("lockfs-proxy-XXXXXX", NULL);
+	g_assert_nonnull(*pdir);
+	int port = fault_proxy_start(up, *pdir);
+	return g_strdup_printf("ldap_uri=ldap://127.0.0.1:%d", port);
+}
+
+static void proxy_down(const char *pdir)
+{
+	fault_proxy_stop();
+	g_autofree char *sock = g_build_filename(pdir, "proxy.sock", NULL);
+	g_autofree char *pf = g_build_filename(pdir, "proxy.port", NULL);
+	g_unlink(sock);
+	g_unlink(pf);
+	g_rmdir(pdir);
+}
+
 /* An add that slapd applied but whose answer was lost: its taker was told
  * EIO, so nobody holds the lock, yet its entry names the session, which the
  * mount's other locks keep alive: held for nobody until the stale rules
@@ -1083,10 +1104,8 @@ static void test_unanswered_add(void)
 {
 	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "unanswered");
-	g_autofree char *up = g_strdup_printf("127.0.0.1:%s", E(srv_dds, "SLAPD_PORT"));
-	g_autofree char *pdir = g_dir_make_tmp("lockfs-proxy-XXXXXX", NULL);
-	int port = fault_proxy_start(up, pdir);
-	g_autofree char *via = g_strdup_printf("ldap_uri=ldap://127.0.0.1:%d", port);
+	g_autofree char *pdir = NULL;
+	g_autofree char *via = proxy_up(&pdir);
 	const char *opts_a[] = { "ldap_sessions=yes", "renew_interval=1s", via, NULL };
 	const char *opts_b[] = { "ldap_sessions=yes", NULL };
 	lockfs_backend *a = backend(srv_dds, "hosta", base, opts_a);
@@ -1131,12 +1150,7 @@ static void test_unanswered_add(void)
 	release_ok(a, l1);
 	a->destroy(a);
 	b->destroy(b);
-	fault_proxy_stop();
-	g_autofree char *sock = g_build_filename(pdir, "proxy.sock", NULL);
-	g_autofree char *pf = g_build_filename(pdir, "proxy.port", NULL);
-	g_unlink(sock);
-	g_unlink(pf);
-	g_rmdir(pdir);
+	proxy_down(pdir);
 }
 
 /* A fence swap whose answer was lost: confirm() found the fence's block
@@ -1185,10 +1199,8 @@ static void test_unanswered_swap(void)
 {
 	NEED(skip_why);
 	g_autofree char *base = base_of(srv_dds, "unanswered-swap");
-	g_autofree char *up = g_strdup_printf("127.0.0.1:%s", E(srv_dds, "SLAPD_PORT"));
-	g_autofree char *pdir = g_dir_make_tmp("lockfs-proxy-XXXXXX", NULL);
-	int port = fault_proxy_start(up, pdir);
-	g_autofree char *via = g_strdup_printf("ldap_uri=ldap://127.0.0.1:%d", port);
+	g_autofree char *pdir = NULL;
+	g_autofree char *via = proxy_up(&pdir);
 	/* No session round within the test's few seconds: its writes would
 	 * count among the modifies the proxy lets through.  No StartTLS: the
 	 * proxy reads which requests pass. */
@@ -1206,12 +1218,7 @@ static void test_unanswered_swap(void)
 	unanswered_swap(a, b, base, "released.lock", false);
 	a->destroy(a);
 	b->destroy(b);
-	fault_proxy_stop();
-	g_autofree char *sock = g_build_filename(pdir, "proxy.sock", NULL);
-	g_autofree char *pf = g_build_filename(pdir, "proxy.port", NULL);
-	g_unlink(sock);
-	g_unlink(pf);
-	g_rmdir(pdir);
+	proxy_down(pdir);
 }
 
 /* A server whose size limit is below the locks held: the round's search
