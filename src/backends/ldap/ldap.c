@@ -345,15 +345,21 @@ static void swap_made(ll_backend *be, const char *key, ll_lease *p)
 	g_free(old);
 }
 
-/* Whether the entry of P has the note of P's swap: one sent before whose
- * answer was lost reached the server.  Only then is the swap made. */
-static bool swap_arrived(ll_op *op, const char *key, ll_lease *p)
+/* P's old note is gone from its entry: whether the note of P's swap is
+ * there instead (one sent before, whose answer was lost, reached the
+ * server).  LDAP_SUCCESS: it is, and the swap is made; LDAP_NO_SUCH_OBJECT:
+ * neither note is, the entry is no longer ours; else the compare's error,
+ * the swap kept for the next try. */
+static int swap_arrived(ll_op *op, const char *key, ll_lease *p)
 {
-	if (!p->swap_value ||
-	    ll_compare(op, p->dn, "description", p->swap_value) != LDAP_COMPARE_TRUE)
-		return false;
-	swap_made(op->be, key, p);
-	return true;
+	if (!p->swap_value)
+		return LDAP_NO_SUCH_OBJECT;
+	int rc = ll_compare(op, p->dn, "description", p->swap_value);
+	if (rc == LDAP_COMPARE_TRUE) {
+		swap_made(op->be, key, p);
+		return LDAP_SUCCESS;
+	}
+	return rc == LDAP_COMPARE_FALSE ? LDAP_NO_SUCH_OBJECT : rc;
 }
 
 /* Check P's fence (of the block ending at its block_end): good if the
@@ -382,7 +388,10 @@ static int check_fence(ll_op *op, const char *key, ll_lease *p)
 		uint64_t again = 0, end = 0; /* the new block replaces P's as the instance's */
 		if ((rc = fresh_fence(op, &again, &end)) != LDAP_SUCCESS)
 			return rc;
-		p->swap_value = g_strdup_printf("fence=%" G_GUINT64_FORMAT, again);
+		char *swap = g_strdup_printf("fence=%" G_GUINT64_FORMAT, again);
+		g_mutex_lock(&be->sess_mu); /* check_mine reads it under sess_mu */
+		p->swap_value = swap;
+		g_mutex_unlock(&be->sess_mu);
 	}
 	g_autoptr(GPtrArray) desc =
 	        ll_notes_build(key, &p->holder, p->swap_value, p->session, ll_now_us(be),
@@ -393,9 +402,7 @@ static int check_fence(ll_op *op, const char *key, ll_lease *p)
 		return rc;
 	}
 	if (rc == LDAP_NO_SUCH_ATTRIBUTE) /* not our old note: our lost swap's? */
-		rc = swap_arrived(op, key, p) ? LDAP_SUCCESS
-		     : op->broken             ? op->rc
-		                              : LDAP_NO_SUCH_OBJECT;
+		rc = swap_arrived(op, key, p);
 	return rc;
 }
 
@@ -635,7 +642,9 @@ static int write_notes(ll_op *op, const char *key, ll_lease *p, int64_t now)
 		rc = ll_replace_notes(op, p->dn, p->fence_value, desc);
 		/* Not our note: a fence swap whose answer was lost may have made
 		 * its own (check_fence()); then write under that one. */
-		if (rc != LDAP_NO_SUCH_ATTRIBUTE || tries > 0 || !swap_arrived(op, key, p))
+		if (rc != LDAP_NO_SUCH_ATTRIBUTE || !p->swap_value || tries > 0)
+			break;
+		if ((rc = swap_arrived(op, key, p)) != LDAP_SUCCESS)
 			break;
 	}
 	if (rc == LDAP_NO_SUCH_OBJECT || rc == LDAP_NO_SUCH_ATTRIBUTE)
@@ -952,10 +961,11 @@ static void ll_lease_free(lockfs_backend *b, lockfs_lease *lease)
 		ll_session_untrack(be, p);
 		if (!p->released && !g_atomic_int_get(&p->gone))
 			ll_session_abandon(be, p->dn, p->fence_value, p->gen, 1);
-		/* A swap never answered may reach the server yet, after the
-		 * release: its note is this lease's alone, and the session
-		 * would keep the entry for nobody. */
-		if (p->swap_value)
+		/* A swap never answered may reach the server yet: its note is
+		 * this lease's alone, and the session would keep the entry for
+		 * nobody.  (Not after a release: that found the old note gone,
+		 * which every swap asserts.) */
+		if (p->swap_value && !p->released)
 			ll_session_abandon(be, p->dn, p->swap_value, p->gen, UNANSWERED_ROUNDS);
 		g_free(p->session);
 	}

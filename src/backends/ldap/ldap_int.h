@@ -93,7 +93,8 @@ typedef struct {
 	 * until an answer says whether the entry has it: an answer lost, the
 	 * server may have made it (now, or when it reads the request late), and
 	 * the same swap is sent again, never another, so that the entry's note
-	 * is always one the lease knows. */
+	 * is always one the lease knows.  Written under mu and sess_mu, as
+	 * fence_value is. */
 	char *swap_value;
 	int64_t hb_mono_us; /* the holder's last heartbeat on our monotonic clock */
 	lockfs_holder holder;

@@ -193,7 +193,7 @@ static void mark_gone(ll_backend *be, ll_lease *p, const char *dn, const char *f
 
 /* A lease as check_mine() found it, copied while it was tracked. */
 typedef struct {
-	char *dn, *fence_value;
+	char *dn, *fence_value, *swap_value;
 	ll_lease *lease; /* compared, never followed, until mark_gone() */
 } held_copy;
 
@@ -202,6 +202,7 @@ static void held_copy_clear(gpointer p)
 	held_copy *h = p;
 	g_free(h->dn);
 	g_free(h->fence_value);
+	g_free(h->swap_value);
 }
 
 /* Which of our locks on session CN (generation GEN) are gone or another's:
@@ -221,7 +222,8 @@ static void check_mine(ll_op *op, const char *cn, uint64_t gen)
 	while (g_hash_table_iter_next(&it, &k, NULL)) {
 		ll_lease *p = k;
 		if (p->gen == gen && !g_atomic_int_get(&p->gone)) {
-			held_copy h = { g_strdup(p->dn), g_strdup(p->fence_value), p };
+			held_copy h = { g_strdup(p->dn), g_strdup(p->fence_value),
+				        g_strdup(p->swap_value), p };
 			g_array_append_val(held, h);
 		}
 	}
@@ -252,6 +254,9 @@ static void check_mine(ll_op *op, const char *cn, uint64_t gen)
 				continue;
 		} else {
 			int c = ll_compare(op, h->dn, "description", h->fence_value);
+			/* Or the note of a fence swap whose answer was lost. */
+			if (c == LDAP_COMPARE_FALSE && h->swap_value)
+				c = ll_compare(op, h->dn, "description", h->swap_value);
 			if (c != LDAP_COMPARE_FALSE && c != LDAP_NO_SUCH_OBJECT)
 				continue; /* ours, or not known now */
 		}
