@@ -633,11 +633,6 @@ def main():
     def declared_by(host, key, fence, t):
         return any(lt <= t for lt, lh in lost_of.get((key, fence), []) if lh == host)
 
-    def killed_before(host, ta, t):
-        # Killed at or after TA and strictly before T (a kill-holder's own
-        # moment still sees what it cut).
-        return any(ta <= k < t for k in killed[host])
-
     def held_at(host, t):
         out = []
         for (h, key), evs in side_ev.items():
@@ -652,8 +647,10 @@ def main():
             # then, whatever the keeper had yet to notice; nor one whose
             # lockfs was killed since (kill-holder: its successor starts
             # with a fresh state_dir and has no loss to declare).
+            # (Killed before T, not at it: a kill-holder's own moment still
+            # sees what it cut.)
             if cur is not None and not declared_by(host, key, cur, t) and \
-                    not killed_before(host, t_cur, t):
+                    not died_between(host, t_cur, t - 1):
                 out.append((key, cur))
         # Sections that began before t, the latest first; none is longer
         # than a minute.
@@ -669,7 +666,7 @@ def main():
             # its owner let go while the server did not answer.
             held_until = (s.t_x or s.end or t_end) if s.res == "R.lock" else (s.end or t_end)
             if s.host == host and s.fence is not None and t < held_until and \
-                    not declared_by(host, s.res, s.fence, t) and not killed_before(host, s.t_acq, t):
+                    not declared_by(host, s.res, s.fence, t) and not died_between(host, s.t_acq, t - 1):
                 out.append((s.res, s.fence))
         return out
 
